@@ -1,0 +1,109 @@
+# tilec — build, test, demo. Out-of-tree: everything generated goes to build/.
+#
+#   make            build/tilec, build/libtilec.a (compiler without LLVM), build/libtilert.{a,so}
+#   make deps       install missing Debian packages (as root), else print the apt-get line
+#   make test       unit + golden + diagnostics + ptxas + sanitizer + fuzz tests (no GPU needed)
+#   make demo       compile and run every example (GPU when present, else the interpreter)
+#   make gpu-test   GPU correctness + compute-sanitizer (on the GPU machine, from a carried build/)
+#   make bench      benchmarks on the GPU machine
+#   make install PREFIX=/usr/local ; make clean ; make fuzz FUZZ_SECONDS=N ; make golden-update
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+B := build
+PREFIX ?= /usr/local
+CUDA ?= /usr/local/cuda
+LLVM_CONFIG ?= $(shell command -v llvm-config-19 2>/dev/null || command -v llvm-config 2>/dev/null)
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+WARN := -Wall -Wextra -Werror
+CSTD := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+OPT ?= -O2 -g
+CFLAGS_BASE := $(CSTD) $(OPT) -fPIC -Icompiler -Iruntime -I$(B)/compiler -I$(CUDA)/include
+CFLAGS_OWN := $(CFLAGS_BASE) $(WARN)
+# Generated lexer/parser: their own flags (flex output trips -Wextra).
+CFLAGS_GEN := $(CFLAGS_BASE) -Wno-unused-function -Wno-sign-compare -Wno-unused-parameter
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs nvptx passes) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
+
+DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev clang libclang-rt-14-dev
+
+# ---------------------------------------------------------------- sources
+COMPILER_ALL := $(sort $(wildcard compiler/*.c))
+NVPTX_SRC := $(wildcard compiler/lower_nvptx*.c)
+MAIN_SRC := compiler/main.c
+LIB_SRC := $(filter-out $(NVPTX_SRC) $(MAIN_SRC),$(COMPILER_ALL))
+GEN_SRC := $(B)/compiler/parser.c $(B)/compiler/lexer.c
+RUNTIME_SRC := $(sort $(wildcard runtime/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(GEN_SRC:.c=.o)
+NVPTX_OBJ := $(NVPTX_SRC:%.c=$(B)/%.o)
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(B)/%.o)
+
+.PHONY: all deps test demo gpu-test bench install clean fuzz golden-update check-deps
+all: $(B)/tilec $(B)/libtilec.a $(B)/libtilert.a $(B)/libtilert.so
+
+# ---------------------------------------------------------------- deps
+# Installs what is missing (apt-get update first); as non-root, prints the command instead.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all present"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: missing$$missing; run as root:"; \
+	  echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; fi
+
+# ---------------------------------------------------------------- compiler
+$(B)/compiler/parser.c $(B)/compiler/parser.h: compiler/parser.y
+	@mkdir -p $(@D)
+	bison -Wall -Werror --defines=$(B)/compiler/parser.h -o $(B)/compiler/parser.c $<
+
+$(B)/compiler/lexer.c $(B)/compiler/lexer.h: compiler/lexer.l $(B)/compiler/parser.h
+	@mkdir -p $(@D)
+	flex --header-file=$(B)/compiler/lexer.h -o $(B)/compiler/lexer.c $<
+
+$(B)/compiler/parser.o $(B)/compiler/lexer.o: %.o: %.c $(B)/compiler/parser.h $(B)/compiler/lexer.h
+	$(CC) $(CFLAGS_GEN) -c $< -o $@
+
+$(B)/compiler/%.o: compiler/%.c compiler/*.h $(B)/compiler/parser.h $(B)/compiler/lexer.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_OWN) -c $< -o $@
+
+$(NVPTX_OBJ): $(B)/compiler/%.o: compiler/%.c compiler/*.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_OWN) $(LLVM_CFLAGS) -c $< -o $@
+
+$(B)/libtilec.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tilec: $(B)/compiler/main.o $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $^ $(LLVM_LIBS) -ldl -lm
+
+# ---------------------------------------------------------------- runtime
+$(B)/runtime/%.o: runtime/%.c runtime/*.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_OWN) -c $< -o $@
+
+$(B)/libtilert.a: $(RUNTIME_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/libtilert.so: $(RUNTIME_OBJ)
+	$(CC) -shared -o $@ $^ -ldl -lm
+
+-include tests/tests.mk
+-include bench/bench.mk
+
+install: all
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -m 755 $(B)/tilec $(PREFIX)/bin/tilec
+	install -m 644 $(B)/libtilert.a $(B)/libtilert.so $(PREFIX)/lib/
+	install -m 644 runtime/tilert.h $(PREFIX)/include/
+
+clean:
+	rm -rf $(B)

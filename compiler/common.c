@@ -1,0 +1,209 @@
+/* common.c — the arena, element types and f16/bf16 rounding shared by every stage. */
+#include "tilec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- arena */
+
+/* Chunks of at least ARENA_CHUNK bytes, bump-allocated, all freed by arena_free. */
+enum { ARENA_CHUNK = 64 * 1024 };
+
+typedef struct ArenaChunk {
+  struct ArenaChunk *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+} ArenaChunk;
+
+struct Arena {
+  ArenaChunk *head;
+};
+
+Arena *arena_new(void) {
+  Arena *a = calloc(1, sizeof *a);
+  if (!a) {
+    fputs("tilec: out of memory\n", stderr);
+    exit(2);
+  }
+  return a;
+}
+
+void arena_free(Arena *a) {
+  if (!a)
+    return;
+  for (ArenaChunk *c = a->head, *next; c; c = next) {
+    next = c->next;
+    free(c);
+  }
+  free(a);
+}
+
+void *arena_alloc(Arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  ArenaChunk *c = a->head;
+  if (!c || c->cap - c->used < n) {
+    size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+    c = malloc(sizeof *c + cap);
+    if (!c) {
+      fputs("tilec: out of memory\n", stderr);
+      exit(2);
+    }
+    c->used = 0;
+    c->cap = cap;
+    c->next = a->head;
+    a->head = c;
+  }
+  void *p = c->data + c->used;
+  c->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n) {
+  char *p = arena_alloc(a, n + 1);
+  memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+
+char *arena_printf(Arena *a, const char *fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *p = arena_alloc(a, (size_t)n + 1);
+  vsnprintf(p, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return p;
+}
+
+/* ---------------------------------------------------------- element types */
+
+static const struct {
+  const char *name;
+  int bytes;
+  bool is_float;
+} elem_table[TY_COUNT] = {
+#define X(e, name, bytes, isf) [e] = {name, bytes, isf},
+    TILEC_ELEM_TYPES(X)
+#undef X
+};
+
+const char *elem_name(ElemType t) { return (unsigned)t < TY_COUNT ? elem_table[t].name : "?"; }
+int elem_bytes(ElemType t) { return elem_table[t].bytes; }
+bool elem_is_float(ElemType t) { return elem_table[t].is_float; }
+
+bool elem_from_name(const char *s, ElemType *out) {
+  for (int i = 0; i < TY_COUNT; i++)
+    if (!strcmp(s, elem_table[i].name)) {
+      *out = (ElemType)i;
+      return true;
+    }
+  return false;
+}
+
+/* ------------------------------------------------------- f16/bf16 rounding */
+
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static float bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t f32_to_f16_bits(float f) {
+  uint32_t x = f32_bits(f);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+  uint32_t absx = x & 0x7fffffff;
+  if (absx > 0x7f800000) /* NaN: keep it quiet and non-zero */
+    return sign | 0x7e00;
+  if (absx >= 0x477ff000) /* rounds to >= 65520: inf */
+    return sign | 0x7c00;
+  if (absx < 0x38800000) { /* below the smallest normal f16 (2^-14): subnormal or zero */
+    /* value = absx as float; f16 subnormal unit is 2^-24. Scale and round to nearest even. */
+    float a = bits_f32(absx);
+    float scaled = a * 16777216.0f; /* 2^24, exact */
+    float r = rintf(scaled);        /* default rounding mode: nearest even */
+    return sign | (uint16_t)r;
+  }
+  uint32_t mant = absx & 0x7fffff;
+  int32_t exp = (int32_t)(absx >> 23) - 127 + 15;
+  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    h++; /* carry into the exponent is the correct result */
+  return sign | (uint16_t)h;
+}
+
+float f16_bits_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  if (exp == 0x1f)
+    return bits_f32(sign | 0x7f800000 | (mant << 13));
+  if (exp == 0) {
+    float v = ldexpf((float)mant, -24);
+    return sign ? -v : v;
+  }
+  return bits_f32(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+uint16_t f32_to_bf16_bits(float f) {
+  uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return (uint16_t)((x >> 16) | 0x40);
+  uint32_t lsb = (x >> 16) & 1;
+  x += 0x7fff + lsb;
+  return (uint16_t)(x >> 16);
+}
+
+float bf16_bits_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+double round_to_elem(ElemType t, double v) {
+  switch (t) {
+  case TY_F16:
+    return f16_bits_to_f32(f32_to_f16_bits((float)v));
+  case TY_BF16:
+    return bf16_bits_to_f32(f32_to_bf16_bits((float)v));
+  case TY_F32:
+    return (float)v;
+  case TY_I32:
+    return (double)(int32_t)v;
+  case TY_BOOL:
+    return v != 0;
+  default:
+    return v;
+  }
+}
+
+/* ------------------------------------------------------------- GPU arches */
+
+static const struct {
+  const char *name;
+  int smem;
+} arch_table[ARCH_COUNT] = {
+    [ARCH_SM80] = {"sm_80", 163 * 1024}, [ARCH_SM86] = {"sm_86", 99 * 1024},
+    [ARCH_SM89] = {"sm_89", 99 * 1024},  [ARCH_SM90] = {"sm_90", 227 * 1024},
+    [ARCH_SM90A] = {"sm_90a", 227 * 1024},
+};
+
+const char *arch_name(GpuArch a) { return arch_table[a].name; }
+int arch_smem_limit(GpuArch a) { return arch_table[a].smem; }
+
+bool arch_from_name(const char *s, GpuArch *out) {
+  for (int i = 0; i < ARCH_COUNT; i++)
+    if (!strcmp(s, arch_table[i].name)) {
+      *out = (GpuArch)i;
+      return true;
+    }
+  return false;
+}

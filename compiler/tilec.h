@@ -1,0 +1,354 @@
+/* tilec.h — the compiler's one internal header (chibicc style).
+ *
+ * Sections: arena, source locations and diagnostics, element types, tile IR (TIR),
+ * passes, interpreter, GPU lowering, kernel metadata. The AST lives in ast.h (front end only).
+ *
+ * Stages, one file each:
+ *   lexer.l parser.y ast.c   source -> AST                 (front end)
+ *   sema.c                   checks, parameter folding      (front end)
+ *   lower_tir.c              checked AST -> TIR
+ *   tir.c                    TIR builder, printer, verifier, op table
+ *   tir_passes.c             specialization / constant folding / DCE
+ *   interp.c                 TIR interpreter (the CPU reference executor)
+ *   layout.c                 linear layouts (GF(2) maps), used by the GPU backend
+ *   lower_nvptx.c            TIR -> LLVM IR -> PTX (the only file that includes llvm-c/)
+ *   meta.c                   kernel metadata text that travels inside the PTX
+ *   driver.c                 tilec_compile(): the pipeline as a library call
+ *   main.c                   the tilec command line
+ */
+#ifndef TILEC_H
+#define TILEC_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---------------------------------------------------------------- arena */
+
+/* All compiler memory comes from one arena per compilation and is freed once. */
+typedef struct Arena Arena;
+Arena *arena_new(void);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------- locations, diagnostics */
+
+/* A half-open source range; lines and columns are 1-based, columns count bytes. */
+typedef struct SrcLoc {
+  int line, col;         /* first character */
+  int end_line, end_col; /* one past the last character (same line for most tokens) */
+} SrcLoc;
+
+typedef struct SourceFile {
+  const char *name;      /* as given on the command line */
+  const char *text;      /* NUL-terminated contents */
+  size_t len;
+} SourceFile;
+
+typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagKind;
+
+/* Diagnostics sink: file:line:col: kind: message, the source line, a caret under the range.
+ * At most DIAG_MAX_ERRORS errors are printed, then "too many errors" and compilation stops. */
+#define DIAG_MAX_ERRORS 20
+typedef struct Diag {
+  const SourceFile *file;
+  FILE *out;             /* stderr by default; tests point it at a memstream */
+  int nerrors, nwarnings;
+  bool werror;
+  bool color;
+} Diag;
+
+void diag_init(Diag *d, const SourceFile *file, FILE *out);
+void diag_report(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void diag_vreport(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, va_list ap);
+/* Errors with no source position (bad flags, I/O): "tilec: error: ...". */
+void diag_plain(Diag *d, DiagKind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool diag_too_many(const Diag *d);
+
+/* ---------------------------------------------------------- element types */
+
+/* X(enum, name, bytes, is_float) — fp8 is reserved: the name parses, sema rejects it for now. */
+#define TILEC_ELEM_TYPES(X)      \
+  X(TY_BOOL, "bool", 1, 0)       \
+  X(TY_I32, "i32", 4, 0)         \
+  X(TY_F16, "f16", 2, 1)         \
+  X(TY_BF16, "bf16", 2, 1)       \
+  X(TY_F32, "f32", 4, 1)
+
+typedef enum {
+#define X(e, name, bytes, isf) e,
+  TILEC_ELEM_TYPES(X)
+#undef X
+  TY_COUNT
+} ElemType;
+
+const char *elem_name(ElemType t);
+int elem_bytes(ElemType t);
+bool elem_is_float(ElemType t);
+bool elem_from_name(const char *s, ElemType *out);
+
+/* Rounding helpers shared by the interpreter, constant folding and the runtime's tests:
+ * IEEE binary16 and bfloat16, round to nearest even, NaN stays NaN, overflow -> inf. */
+uint16_t f32_to_f16_bits(float f);
+float f16_bits_to_f32(uint16_t h);
+uint16_t f32_to_bf16_bits(float f);
+float bf16_bits_to_f32(uint16_t h);
+double round_to_elem(ElemType t, double v); /* value as stored in a tile of type t */
+
+/* ------------------------------------------------------------------ tile IR
+ *
+ * Flat, typed, non-SSA. A function (one kernel, fully specialized: every compile-time parameter
+ * has a value) is a list of instructions over virtual registers. Every register holds a tile with
+ * a fixed TileType: element type, compile-time shape (rank 0 = scalar), placement. A register may
+ * be written many times (loop-carried accumulators are just registers written in a loop).
+ *
+ * Structured control flow is spelled flat with markers:
+ *   FOR  %i = %lo, %hi, %step      ... ENDFOR      (i = lo; i < hi; i += step; step > 0)
+ *   IF   %cond                     ... [ELSE ...] ENDIF
+ *
+ * Operands of element-wise ops have identical shapes and element types: lower_tir inserts BCAST
+ * and CVT explicitly, so no backend ever reasons about implicit broadcasting or promotion.
+ * Reductions keep the reduced axis with size 1 (keepdims), matching the language.
+ *
+ * Global memory is reached only through LOAD and STORE on tensor arguments, with per-dimension
+ * addressing (a scalar index drops the dimension; a range [start, start + size) keeps it). Elements
+ * outside [0, dim) in any dimension are masked: loads give the fill value, stores are dropped.
+ */
+
+#define TILE_MAX_RANK 4
+
+typedef enum { PLACE_REG, PLACE_SHARED } Placement;
+
+struct Layout; /* layout.c: set by the GPU backend's layout pass; NULL in the interpreter */
+
+typedef struct TileType {
+  ElemType elem;
+  int rank;                      /* 0: scalar */
+  int32_t dims[TILE_MAX_RANK];   /* each >= 1; need not be a power of two */
+  Placement place;
+  struct Layout *layout;
+} TileType;
+
+int64_t tile_numel(const TileType *t);
+bool tile_same_shape(const TileType *a, const TileType *b);
+
+/* Op table. X(enum, name, nargs, flags); nargs -1 = variable (see TirInst). */
+enum {
+  OPF_ELEMWISE = 1,  /* per element, operands and result have the same shape */
+  OPF_CMP = 2,       /* result element type is bool */
+  OPF_MARKER = 4,    /* control-flow marker */
+  OPF_SIDEFX = 8,    /* never dead */
+  OPF_INT_OK = 16,   /* accepts i32 operands */
+  OPF_BOOL_OK = 32,  /* accepts bool operands */
+  OPF_FLOAT_OK = 64, /* accepts float operands */
+};
+
+#define TIR_OPS(X)                                                                     \
+  /* leaves */                                                                         \
+  X(TIR_CONST, "const", 0, 0)        /* dst = imm (splat to dst shape) */              \
+  X(TIR_PARAM, "param", 0, 0)        /* dst = scalar kernel argument #arg */           \
+  X(TIR_DIM, "dim", 0, 0)            /* dst:i32 = runtime shape dimension #dim */      \
+  X(TIR_BLOCK_ID, "block_id", 0, 0)  /* dst:i32 = block index along axis (0=x) */      \
+  X(TIR_IOTA, "iota", 0, 0)          /* dst:i32[...] = index along axis */             \
+  /* data movement */                                                                  \
+  X(TIR_COPY, "copy", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)       \
+  X(TIR_BCAST, "bcast", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
+  X(TIR_CVT, "cvt", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                        \
+  X(TIR_TRANS, "trans", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
+  /* unary math */                                                                     \
+  X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_NOT, "not", 1, OPF_ELEMWISE | OPF_BOOL_OK)                                     \
+  X(TIR_EXP, "exp", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                    \
+  X(TIR_EXP2, "exp2", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                  \
+  X(TIR_LOG, "log", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                    \
+  X(TIR_SQRT, "sqrt", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                  \
+  X(TIR_RSQRT, "rsqrt", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                \
+  X(TIR_TANH, "tanh", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                  \
+  X(TIR_ERF, "erf", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                                    \
+  X(TIR_SIGMOID, "sigmoid", 1, OPF_ELEMWISE | OPF_FLOAT_OK)                            \
+  /* binary math; operands same type and shape */                                      \
+  X(TIR_ADD, "add", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_SUB, "sub", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_MUL, "mul", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_DIV, "div", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK) /* int: C truncation */\
+  X(TIR_REM, "rem", 2, OPF_ELEMWISE | OPF_INT_OK)                                      \
+  X(TIR_MIN, "min", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_MAX, "max", 2, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
+  X(TIR_AND, "and", 2, OPF_ELEMWISE | OPF_BOOL_OK)                                     \
+  X(TIR_OR, "or", 2, OPF_ELEMWISE | OPF_BOOL_OK)                                       \
+  X(TIR_LT, "lt", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_FLOAT_OK)               \
+  X(TIR_LE, "le", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_FLOAT_OK)               \
+  X(TIR_GT, "gt", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_FLOAT_OK)               \
+  X(TIR_GE, "ge", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_FLOAT_OK)               \
+  X(TIR_EQ, "eq", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK) \
+  X(TIR_NE, "ne", 2, OPF_ELEMWISE | OPF_CMP | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK) \
+  X(TIR_SELECT, "select", 3, OPF_ELEMWISE | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)   \
+  /* reductions along `axis`, keepdims; float sums accumulate in f32 */                \
+  X(TIR_REDUCE_SUM, "reduce_sum", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
+  X(TIR_REDUCE_MAX, "reduce_max", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
+  X(TIR_REDUCE_MIN, "reduce_min", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
+  /* dst:f32[M,N] = a[M,K] @ b[K,N] + c:f32[M,N]; a, b f16 or bf16 (or f32) */           \
+  X(TIR_DOT, "dot", 3, OPF_FLOAT_OK)                                                   \
+  /* global memory */                                                                  \
+  X(TIR_LOAD, "load", -1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                     \
+  X(TIR_STORE, "store", -1, OPF_SIDEFX | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)      \
+  /* structured control flow */                                                        \
+  X(TIR_FOR, "for", 3, OPF_MARKER | OPF_SIDEFX)                                        \
+  X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
+  X(TIR_IF, "if", 1, OPF_MARKER | OPF_SIDEFX)                                          \
+  X(TIR_ELSE, "else", 0, OPF_MARKER | OPF_SIDEFX)                                      \
+  X(TIR_ENDIF, "endif", 0, OPF_MARKER | OPF_SIDEFX)
+
+typedef enum {
+#define X(e, name, nargs, flags) e,
+  TIR_OPS(X)
+#undef X
+  TIR_OP_COUNT
+} TirOp;
+
+typedef struct TirOpInfo {
+  const char *name;
+  int nargs;
+  unsigned flags;
+} TirOpInfo;
+extern const TirOpInfo tir_op_info[TIR_OP_COUNT];
+
+/* One dimension of a LOAD/STORE address. */
+typedef struct TirIndex {
+  bool is_range;  /* range keeps the dimension; a scalar index drops it */
+  int start;      /* register holding an i32 scalar: the index, or the range's first index */
+  int32_t size;   /* range length (compile-time); 1 for a scalar index */
+} TirIndex;
+
+typedef struct TirInst {
+  TirOp op;
+  int dst;                 /* register written; -1 when none (STORE, markers) */
+  int args[3];             /* operand registers; unused entries are -1 */
+  int axis;                /* BLOCK_ID, IOTA, REDUCE_*: the axis */
+  double imm;              /* CONST value (ints are exact in a double); LOAD fill value */
+  int arg_index;           /* PARAM, LOAD, STORE: kernel argument number; DIM: dim number */
+  TirIndex index[TILE_MAX_RANK]; /* LOAD/STORE: one per tensor dimension */
+  int pipeline;            /* FOR: requested pipelining depth (1 = none) */
+  SrcLoc loc;
+} TirInst;
+/* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
+
+typedef struct TirReg {
+  TileType type;
+  const char *name;        /* user variable name or NULL (printed as %N) */
+} TirReg;
+
+typedef enum { ARG_TENSOR, ARG_SCALAR } ArgKind;
+
+typedef struct TirArg {
+  const char *name;
+  ArgKind kind;
+  ElemType elem;
+  bool is_out;             /* tensor written by the kernel */
+  int rank;                /* tensors */
+  int dims[TILE_MAX_RANK]; /* index into TirFunc.dims for each dimension */
+  SrcLoc loc;
+} TirArg;
+
+/* A symbolic shape dimension (N, D, ...). Pinned dims have a compile-time value and are not
+ * passed at launch; the runtime checks that the tensors match it. */
+typedef struct TirDim {
+  const char *name;
+  bool pinned;
+  int64_t value;           /* when pinned */
+} TirDim;
+
+/* An integer expression over dims, in reverse Polish notation, evaluated at launch
+ * (grid size, requirements). Tokens: integer literals, dim names, and the operators
+ * + - * / % cdiv min max < <= > >= == != && || ! (see meta.c). */
+typedef struct TirExpr {
+  const char *rpn;         /* space-separated tokens */
+  const char *text;        /* the source text, for messages */
+  SrcLoc loc;
+} TirExpr;
+
+typedef struct TirParamValue {
+  const char *name;
+  bool is_float;
+  double value;
+} TirParamValue;
+
+typedef struct TirFunc {
+  Arena *arena;
+  const char *name;
+  TirArg *args; int nargs;
+  TirDim *dims; int ndims;
+  TirReg *regs; int nregs, cap_regs;
+  TirInst *insts; int ninsts, cap_insts;
+  TirExpr grid[3];         /* unused axes are "1" */
+  int threads;             /* threads per block, compile-time */
+  TirExpr *requires; int nrequires; /* launch-time conditions ("N <= BLOCK") */
+  TirParamValue *params; int nparams; /* the compile-time parameters it was specialized with */
+  SrcLoc loc;
+} TirFunc;
+
+TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc);
+int tir_new_reg(TirFunc *f, TileType type, const char *name);
+TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initialised to -1 */
+void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
+/* Checks every structural and typing rule; reports through d (with locations) and returns
+ * false on the first broken rule. `stage` names the pass that ran before, for the message. */
+bool tir_verify(const TirFunc *f, Diag *d, const char *stage);
+
+/* Passes: each returns false after reporting an error. */
+bool tir_fold_constants(TirFunc *f, Diag *d);
+bool tir_eliminate_dead(TirFunc *f, Diag *d);
+
+/* ------------------------------------------------------------- interpreter
+ *
+ * Runs a TirFunc for a whole grid on host memory, one block (program) at a time, in order,
+ * with the element semantics of the GPU backend: f16/bf16 round to nearest even whenever a value
+ * is stored in a tile of that type; float reductions and dot accumulate in f32; exp/exp2/log etc.
+ * computed in f32 by libm. Deterministic. */
+typedef struct InterpTensor {
+  void *data;              /* host memory, element type of the argument */
+  int64_t shape[TILE_MAX_RANK];
+  int64_t strides[TILE_MAX_RANK]; /* in elements */
+} InterpTensor;
+
+typedef struct InterpArg {
+  InterpTensor tensor;     /* ARG_TENSOR */
+  double scalar;           /* ARG_SCALAR (converted to the argument's type) */
+} InterpArg;
+
+/* dim_values[i] is the value of f->dims[i]; grid is evaluated by the caller.
+ * Returns false and writes a message on a run-time fault (never aborts). */
+bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_values,
+                const int64_t grid[3], char *err, size_t errlen);
+
+/* ------------------------------------------------------------ GPU lowering */
+
+typedef enum { ARCH_SM80, ARCH_SM86, ARCH_SM89, ARCH_SM90, ARCH_SM90A, ARCH_COUNT } GpuArch;
+const char *arch_name(GpuArch a);                /* "sm_90a" */
+bool arch_from_name(const char *s, GpuArch *out);
+int arch_smem_limit(GpuArch a);                  /* bytes of shared memory per block */
+
+typedef struct NvptxOptions {
+  GpuArch arch;
+  int opt_level;           /* 0..3 */
+  bool dump_llvm;          /* --emit=llvm: text of the LLVM module instead of PTX */
+} NvptxOptions;
+
+/* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
+ * Runs the layout pass and shared-memory planning first; reports through d. */
+char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
+
+/* ---------------------------------------------------------------- metadata
+ *
+ * Everything the runtime needs to launch a kernel travels inside the PTX as comment lines
+ * beginning "// tilec:" (format in docs/architecture.md, parsed by runtime/meta.c). */
+char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
+
+#endif

@@ -1,0 +1,69 @@
+/* tir.c — tile IR: the op table and the builder. Printer: tir_print.c; verifier: tir_verify.c. */
+#include "tilec.h"
+
+#include <string.h>
+
+const TirOpInfo tir_op_info[TIR_OP_COUNT] = {
+#define X(e, name, nargs, flags) [e] = {name, nargs, flags},
+    TIR_OPS(X)
+#undef X
+};
+
+int64_t tile_numel(const TileType *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    n *= t->dims[i];
+  return n;
+}
+
+bool tile_same_shape(const TileType *a, const TileType *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i])
+      return false;
+  return true;
+}
+
+TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc) {
+  TirFunc *f = arena_alloc(a, sizeof *f);
+  f->arena = a;
+  f->name = arena_strdup(a, name);
+  f->loc = loc;
+  f->threads = 128;
+  for (int i = 0; i < 3; i++)
+    f->grid[i] = (TirExpr){.rpn = "1", .text = "1", .loc = loc};
+  return f;
+}
+
+/* Arrays grow by doubling inside the arena; the old copy stays until the arena is freed. */
+static void *grow(Arena *a, void *old, int n, int *cap, size_t elem) {
+  if (n < *cap)
+    return old;
+  int ncap = *cap ? *cap * 2 : 64;
+  void *p = arena_alloc(a, (size_t)ncap * elem);
+  if (old)
+    memcpy(p, old, (size_t)n * elem);
+  *cap = ncap;
+  return p;
+}
+
+int tir_new_reg(TirFunc *f, TileType type, const char *name) {
+  f->regs = grow(f->arena, f->regs, f->nregs, &f->cap_regs, sizeof *f->regs);
+  f->regs[f->nregs] = (TirReg){.type = type, .name = name ? arena_strdup(f->arena, name) : NULL};
+  return f->nregs++;
+}
+
+TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc) {
+  f->insts = grow(f->arena, f->insts, f->ninsts, &f->cap_insts, sizeof *f->insts);
+  TirInst *in = &f->insts[f->ninsts++];
+  memset(in, 0, sizeof *in);
+  in->op = op;
+  in->dst = -1;
+  in->args[0] = in->args[1] = in->args[2] = -1;
+  in->pipeline = 1;
+  in->loc = loc;
+  for (int i = 0; i < TILE_MAX_RANK; i++)
+    in->index[i].start = -1;
+  return in;
+}

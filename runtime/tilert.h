@@ -1,0 +1,171 @@
+/* tilert.h — the tilec runtime: load generated kernels and launch them, on the GPU through the
+ * CUDA driver API (libcuda is dlopen'ed: a machine with no driver gets an error value, not a
+ * crash), or on the CPU through the tile-IR interpreter. One launch call for both.
+ *
+ * Nothing here exits or aborts: every call returns a tilert_status. */
+#ifndef TILERT_H
+#define TILERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TILERT_MAX_RANK 4
+#define TILERT_MAX_ARGS 32
+
+typedef enum {
+  TILERT_OK = 0,
+  TILERT_ERROR_NO_DRIVER,        /* libcuda.so.1 could not be loaded */
+  TILERT_ERROR_NO_DEVICE,        /* driver present, no CUDA device */
+  TILERT_ERROR_DRIVER,           /* a driver call failed; status.cu_result holds the CUresult */
+  TILERT_ERROR_INVALID_ARGUMENT, /* NULL pointer, wrong argument count or kind, bad dtype */
+  TILERT_ERROR_SHAPE,            /* tensor shapes/strides/alignment break the kernel contract */
+  TILERT_ERROR_REQUIREMENT,      /* a `require` of the kernel is false for these shapes */
+  TILERT_ERROR_BAD_METADATA,     /* the PTX has no or malformed "// tilec:" metadata */
+  TILERT_ERROR_NOT_FOUND,        /* no kernel of that name in the module */
+  TILERT_ERROR_OUT_OF_MEMORY,
+  TILERT_ERROR_EXECUTION,        /* the CPU executor reported a fault */
+  TILERT_ERROR_UNSUPPORTED,      /* operation not available on this backend */
+} tilert_code;
+
+typedef struct tilert_status {
+  tilert_code code;
+  int cu_result;                 /* CUresult of the failing driver call, 0 otherwise */
+  char message[512];             /* "cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX: <jit log>" */
+} tilert_status;
+
+const char *tilert_code_name(tilert_code c); /* "TILERT_ERROR_SHAPE" */
+
+typedef enum {
+  TILERT_BOOL, TILERT_I32, TILERT_F16, TILERT_BF16, TILERT_F32
+} tilert_dtype;                  /* same order as the compiler's element types */
+const char *tilert_dtype_name(tilert_dtype t);
+size_t tilert_dtype_size(tilert_dtype t);
+
+typedef enum { TILERT_BACKEND_AUTO, TILERT_BACKEND_GPU, TILERT_BACKEND_CPU } tilert_backend;
+
+typedef struct tilert_device tilert_device;
+typedef struct tilert_module tilert_module;
+typedef struct tilert_kernel tilert_kernel;
+typedef struct tilert_stream tilert_stream;
+typedef struct tilert_event tilert_event;
+
+/* AUTO: the GPU when a driver and a device are present, else the CPU. */
+tilert_status tilert_device_open(tilert_backend want, int ordinal, tilert_device **out);
+void tilert_device_close(tilert_device *dev);
+tilert_backend tilert_device_backend(const tilert_device *dev);
+/* "NVIDIA H200 (sm_90, 132 SMs)" or "CPU interpreter" */
+const char *tilert_device_name(const tilert_device *dev);
+/* 90 for sm_90; 0 on the CPU */
+int tilert_device_compute_capability(const tilert_device *dev);
+
+/* Device memory (host memory on the CPU backend). Pointers are device addresses. */
+tilert_status tilert_malloc(tilert_device *dev, size_t bytes, void **ptr);
+tilert_status tilert_free(tilert_device *dev, void *ptr);
+tilert_status tilert_memcpy_htod(tilert_device *dev, void *dst, const void *src, size_t bytes);
+tilert_status tilert_memcpy_dtoh(tilert_device *dev, void *dst, const void *src, size_t bytes);
+tilert_status tilert_memset8(tilert_device *dev, void *dst, uint8_t value, size_t bytes);
+tilert_status tilert_synchronize(tilert_device *dev);
+
+typedef struct tilert_tensor {
+  void *data;                    /* device address */
+  tilert_dtype dtype;
+  int rank;
+  int64_t shape[TILERT_MAX_RANK];
+  int64_t strides[TILERT_MAX_RANK]; /* elements; the innermost must be 1 */
+} tilert_tensor;
+
+typedef enum { TILERT_ARG_TENSOR, TILERT_ARG_SCALAR } tilert_arg_kind;
+
+typedef struct tilert_arg {
+  tilert_arg_kind kind;
+  tilert_tensor tensor;
+  double scalar;                 /* converted to the kernel's scalar type */
+} tilert_arg;
+
+/* A contiguous (row-major) tensor argument. */
+tilert_arg tilert_arg_tensor(void *data, tilert_dtype dtype, int rank, const int64_t *shape);
+tilert_arg tilert_arg_scalar(double value);
+
+/* What a kernel expects, parsed from the "// tilec:" lines of its PTX (docs/architecture.md). */
+typedef struct tilert_arg_info {
+  char name[64];
+  tilert_arg_kind kind;
+  tilert_dtype dtype;
+  int is_out;
+  int rank;
+  int dims[TILERT_MAX_RANK];     /* index into tilert_kernel_info.dims */
+} tilert_arg_info;
+
+typedef struct tilert_dim_info {
+  char name[64];
+  int pinned;                    /* compile-time value, not passed at launch */
+  int64_t value;
+} tilert_dim_info;
+
+typedef struct tilert_kernel_info {
+  char name[128];
+  int threads;                   /* per block */
+  int smem_bytes;                /* dynamic shared memory per block */
+  int nargs;
+  tilert_arg_info args[TILERT_MAX_ARGS];
+  int ndims;
+  tilert_dim_info dims[2 * TILERT_MAX_ARGS];
+  char grid[3][256];             /* RPN over dim names */
+  int nrequires;
+  char requires[8][256];         /* RPN */
+  char requires_text[8][256];    /* as written in the source, for messages */
+} tilert_kernel_info;
+
+/* Parses metadata text (the whole PTX or just the comment lines). */
+tilert_status tilert_parse_kernel_info(const char *text, tilert_kernel_info *out);
+/* Evaluates an RPN expression with the given dim values (by index into info->dims). */
+tilert_status tilert_eval_expr(const tilert_kernel_info *info, const char *rpn,
+                               const int64_t *dim_values, int64_t *result);
+/* Checks args against the contract, binds every dim, evaluates grid and requirements.
+ * Shared by the GPU launch, the CPU executor and generated AOT code. */
+tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args, int nargs,
+                          int64_t *dim_values, int64_t grid[3]);
+
+/* GPU: load PTX text (NUL-terminated) holding one or more kernels; the JIT log is in the
+ * status message on failure. */
+tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert_module **out);
+tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tilert_kernel **out);
+void tilert_module_unload(tilert_module *m);
+
+/* CPU: a kernel run by a host function (the compiler library's interpreter provides one). */
+typedef struct tilert_cpu_launch {
+  const tilert_kernel_info *info;
+  const tilert_arg *args;
+  int nargs;
+  const int64_t *dim_values;     /* info->ndims entries */
+  int64_t grid[3];
+} tilert_cpu_launch;
+typedef int (*tilert_cpu_fn)(void *ctx, const tilert_cpu_launch *launch, char *err, size_t errlen);
+tilert_status tilert_kernel_create_cpu(tilert_device *dev, const char *metadata,
+                                       tilert_cpu_fn fn, void *ctx, tilert_kernel **out);
+void tilert_kernel_destroy_cpu(tilert_kernel *k);
+
+const tilert_kernel_info *tilert_kernel_get_info(const tilert_kernel *k);
+
+/* Launch (asynchronous on the GPU; the CPU backend runs to completion). stream may be NULL. */
+tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
+                            tilert_stream *stream);
+
+tilert_status tilert_stream_create(tilert_device *dev, tilert_stream **out);
+tilert_status tilert_stream_synchronize(tilert_stream *s);
+void tilert_stream_destroy(tilert_stream *s);
+
+/* Timing with CUDA events (host clock on the CPU backend). */
+tilert_status tilert_event_create(tilert_device *dev, tilert_event **out);
+tilert_status tilert_event_record(tilert_event *e, tilert_stream *stream);
+tilert_status tilert_event_elapsed_ms(tilert_event *start, tilert_event *end, float *ms);
+void tilert_event_destroy(tilert_event *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

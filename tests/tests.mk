@@ -1,0 +1,31 @@
+# tests/tests.mk — included by the top-level Makefile.
+#
+# make test = deps + build + test-run. test-run runs the Criterion unit tests (tests/unit/test_*.c,
+# one binary), then every tests/check_*.sh in name order (golden, diagnostics, ptxas, sanitizers,
+# fuzzing). Each script gets B=<build dir> in its environment and exits non-zero on failure.
+
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_OBJ := $(UNIT_SRC:%.c=$(B)/%.o)
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(B)/%.o)
+
+$(B)/tests/%.o: tests/%.c compiler/*.h runtime/*.h $(wildcard tests/support/*.h) $(B)/compiler/parser.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_OWN) -Itests/support -c $< -o $@
+
+$(B)/tests/unit_tests: $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $^ -lcriterion $(LLVM_LIBS) -ldl -lm
+
+.PHONY: test test-run unit
+test:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all $(B)/tests/unit_tests
+	@$(MAKE) --no-print-directory test-run
+
+unit: $(B)/tests/unit_tests
+	$(B)/tests/unit_tests $(UNIT_ARGS)
+
+test-run:
+	@set -e; echo "== unit tests"; $(B)/tests/unit_tests -j2 $(UNIT_ARGS); \
+	for s in tests/check_*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; B=$(B) bash "$$s"; done; \
+	echo "== all tests passed"
