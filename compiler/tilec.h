@@ -351,4 +351,38 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
  * beginning "// tilec:" (format in docs/architecture.md, parsed by runtime/meta.c). */
 char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
 
+/* ---------------------------------------------------------------- pipeline */
+
+struct AstProgram; /* ast.h: the parsed and checked program (all kernels, specialized) */
+struct AstKernel;  /* ast.h: one kernel */
+
+/* lower_tir.c: a checked, specialized kernel -> verified TIR. NULL after reporting errors. */
+TirFunc *lower_tir(Arena *a, const struct AstKernel *k, Diag *d);
+
+typedef enum { EMIT_CHECK, EMIT_AST, EMIT_TIR, EMIT_LLVM, EMIT_PTX, EMIT_C } EmitKind;
+
+typedef struct Define {
+  const char *name, *value;  /* -D NAME=VALUE, as written */
+  SrcLoc loc;                /* unused (command line) */
+} Define;
+
+typedef struct TilecOptions {
+  const char *input;         /* the .tile file */
+  const char *output;        /* -o; NULL = default name; "-" = stdout */
+  EmitKind emit;
+  GpuArch archs[ARCH_COUNT]; /* --arch (repeatable for --emit=c); default sm_90a */
+  int narchs;
+  int opt_level;             /* -O0..-O3, default 3 */
+  Define *defines; int ndefines;
+  bool cubin;                /* --cubin with --emit=c: also embed ptxas output */
+  /* `tilec run FILE`: run in the interpreter on random inputs */
+  bool run;
+  const char *shapes;        /* --shape M=4,N=1000 */
+  unsigned seed;             /* --seed */
+} TilecOptions;
+
+/* driver.c: everything after the front end (--emit=tir|llvm|ptx|c, `tilec run`).
+ * Writes outputs atomically (temp file + rename); returns the process exit status. */
+int driver_backend(Arena *a, struct AstProgram *prog, const TilecOptions *o, Diag *d);
+
 #endif
