@@ -82,8 +82,11 @@ $(NVPTX_OBJ): $(B)/compiler/%.o: compiler/%.c compiler/*.h
 $(B)/libtilec.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# libtilec.a is linked whole: one object per stage, no stage may silently go missing.
+LINK_TILEC = -Wl,--whole-archive $(B)/libtilec.a -Wl,--no-whole-archive
+
 $(B)/tilec: $(B)/compiler/main.o $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
-	$(CC) -o $@ $^ $(LLVM_LIBS) -ldl -lm
+	$(CC) -o $@ $(B)/compiler/main.o $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a $(LLVM_LIBS) -ldl -lm
 
 # ---------------------------------------------------------------- runtime
 $(B)/runtime/%.o: runtime/%.c runtime/*.h

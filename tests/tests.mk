@@ -14,7 +14,7 @@ $(B)/tests/%.o: tests/%.c compiler/*.h runtime/*.h $(wildcard tests/support/*.h)
 	$(CC) $(CFLAGS_OWN) -Itests/support -c $< -o $@
 
 $(B)/tests/unit_tests: $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
-	$(CC) -o $@ $^ -lcriterion $(LLVM_LIBS) -ldl -lm
+	$(CC) -o $@ $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a -lcriterion $(LLVM_LIBS) -ldl -lm
 
 .PHONY: test test-run unit
 test:
