@@ -327,6 +327,11 @@ typedef struct InterpArg {
  * Returns false and writes a message on a run-time fault (never aborts). */
 bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_values,
                 const int64_t grid[3], char *err, size_t errlen);
+/* One element of an element-wise op or CVT with exactly the interpreter's semantics (used by
+ * constant folding). at: element type of the value operands (SELECT: args[1], args[2]; args[0]
+ * is the bool condition); dt: the result type. False when the op faults (i32 division by zero)
+ * or is not element-wise. */
+bool interp_eval_elem(TirOp op, ElemType at, ElemType dt, const double args[3], double *out);
 
 /* ------------------------------------------------------------ GPU lowering */
 
@@ -352,6 +357,13 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
 char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
 
 /* ---------------------------------------------------------------- pipeline */
+
+/* exec_cpu.c: a runtime kernel (tilert.h) whose launches run f in the interpreter.
+ * f and a must outlive the kernel. */
+struct tilert_device;
+struct tilert_kernel;
+struct tilert_status exec_cpu_kernel(struct tilert_device *dev, Arena *a, const TirFunc *f,
+                                     struct tilert_kernel **out);
 
 struct AstProgram; /* ast.h: the parsed and checked program (all kernels, specialized) */
 struct AstKernel;  /* ast.h: one kernel */

@@ -122,6 +122,10 @@ typedef struct tilert_kernel_info {
 
 /* Parses metadata text (the whole PTX or just the comment lines). */
 tilert_status tilert_parse_kernel_info(const char *text, tilert_kernel_info *out);
+/* The same for the kernel called `name` in a module of several (NULL: the first kernel, which is
+ * also what tilert_parse_kernel_info gives); TILERT_ERROR_NOT_FOUND lists the names present. */
+tilert_status tilert_parse_kernel_info_named(const char *text, const char *name,
+                                             tilert_kernel_info *out);
 /* Evaluates an RPN expression with the given dim values (by index into info->dims). */
 tilert_status tilert_eval_expr(const tilert_kernel_info *info, const char *rpn,
                                const int64_t *dim_values, int64_t *result);

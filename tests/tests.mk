@@ -29,3 +29,31 @@ test-run:
 	@set -e; echo "== unit tests"; $(B)/tests/unit_tests -j2 $(UNIT_ARGS); \
 	for s in tests/check_*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; B=$(B) bash "$$s"; done; \
 	echo "== all tests passed"
+
+# ---------------------------------------------------------------- examples: demo and gpu-test
+REF_SRC := $(sort $(wildcard tests/ref/*.c))
+REF_OBJ := $(REF_SRC:%.c=$(B)/%.o)
+CFLAGS_OWN += -Itests/ref
+
+$(B)/example_runner: $(B)/tests/example_runner.o $(REF_OBJ) $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $(B)/tests/example_runner.o $(REF_OBJ) $(LINK_TILEC) $(B)/libtilert.a -ldl -lm
+
+.PHONY: demo gpu-prep gpu-test
+# Compiles every example with build/tilec, runs it (GPU if present, else the interpreter) and
+# checks it against the float64 reference.
+demo:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all $(B)/example_runner
+	@mkdir -p $(B)/ptx
+	$(B)/example_runner --suite=demo --tilec $(B)/tilec --ptx-dir $(B)/ptx
+
+# Here (with LLVM): the PTX of every GPU case, so the GPU machine needs no compiler.
+gpu-prep: all $(B)/example_runner
+	@mkdir -p $(B)/ptx
+	@$(B)/example_runner --suite=gpu --list | while read id file defs; do \
+	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
+	@echo "gpu-prep: $$(ls $(B)/ptx/*.ptx | wc -l) PTX files in $(B)/ptx"
+
+# On the GPU machine, from a carried build/ (builds nothing).
+gpu-test:
+	bash tests/gpu/run_gpu_tests.sh

@@ -1,0 +1,61 @@
+# bench/bench.mk — included by the top-level Makefile.
+#
+#   make bench-prep   HERE (needs nvcc, and LLVM for build/tilec): builds build/bench/libbaselines.so
+#                     (hand-written CUDA baselines), build/libtilert.so, and every PTX variant of
+#                     bench/configs.txt into build/bench/ptx/ (a variant tilec cannot compile is
+#                     recorded in NAME.err and becomes a "no PTX" row, it does not stop the build)
+#   make bench        ON THE GPU MACHINE, from a carried build/: runs bench/run_gpu.sh; builds nothing
+#
+# The GPU machine has no LLVM, flex or bison: everything of ours it needs is built here.
+
+NVCC ?= $(CUDA)/bin/nvcc
+BENCH_B := $(B)/bench
+# sm_90a machine code only (runs on the H200's sm_90); -gencode form as HOPPER.md advises.
+BENCH_NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC \
+                   -Xcompiler -Wall -Ibench/baselines
+BENCH_CU := $(sort $(wildcard bench/baselines/*.cu))
+BENCH_CU_OBJ := $(BENCH_CU:bench/baselines/%.cu=$(BENCH_B)/baselines/%.o)
+BENCH_VARIANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
+BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
+
+.PHONY: bench-prep bench-ptx bench-baselines bench-dry-run FORCE
+
+$(BENCH_B)/baselines/%.o: bench/baselines/%.cu bench/baselines/common.cuh bench/baselines/baselines.h
+	@mkdir -p $(@D)
+	$(NVCC) $(BENCH_NVCCFLAGS) -c $< -o $@
+
+# cudart is linked statically (nvcc's default): the library needs only the driver at run time.
+$(BENCH_B)/libbaselines.so: $(BENCH_CU_OBJ)
+	$(NVCC) -shared -gencode=arch=compute_90a,code=sm_90a -o $@ $^
+
+bench-baselines: $(BENCH_B)/libbaselines.so
+
+# One rule per variant; depends on tilec only when it exists, so a missing compiler gives NAME.err
+# files (and "no PTX" rows) instead of a failed build.
+$(BENCH_B)/ptx/%.ptx: bench/configs.txt bench/gen_ptx.sh $(wildcard $(B)/tilec) $(wildcard dsl/examples/*.tile)
+	@bash bench/gen_ptx.sh $(B)/tilec $* $(@D)
+
+bench-ptx: $(BENCH_PTX)
+	@n=0; ok=0; for v in $(BENCH_VARIANTS); do n=$$((n+1)); \
+	  [ -s $(BENCH_B)/ptx/$$v.ptx ] && ok=$$((ok+1)); done; \
+	echo "bench-prep: $$ok of $$n PTX variants in $(BENCH_B)/ptx"; \
+	for v in $(BENCH_VARIANTS); do [ -s $(BENCH_B)/ptx/$$v.ptx ] || echo "  missing: $$v ($$(head -1 $(BENCH_B)/ptx/$$v.err 2>/dev/null))"; done; true
+
+# The commit the run measures (the GPU machine gets a copy of the tree without .git).
+$(BENCH_B)/commit.txt: FORCE
+	@mkdir -p $(@D)
+	@c=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
+	 [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && c="$$c-dirty"; \
+	 echo "$$c" > $@; echo "bench-prep: commit $$c"
+
+bench-prep: $(BENCH_B)/libbaselines.so $(BENCH_B)/commit.txt
+	@$(MAKE) --no-print-directory $(B)/tilec $(B)/libtilert.so || \
+	  echo "bench-prep: WARNING: build/tilec or build/libtilert.so did not build; tilec rows will say why"
+	@$(MAKE) --no-print-directory bench-ptx
+	@du -sh $(B) | awk '{print "bench-prep: build/ is " $$1 " (carried to the GPU machine; limit 64 MiB)"}'
+
+bench:
+	@bash bench/run_gpu.sh
+
+bench-dry-run:
+	@python3 bench/run.py --dry-run

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/gen_ptx.sh TILEC NAME OUTDIR — generates one PTX variant of bench/configs.txt:
+#   OUTDIR/NAME.ptx    the PTX (absent when tilec failed)
+#   OUTDIR/NAME.err    why it is absent (tilec's diagnostics), only on failure
+#   OUTDIR/NAME.ptxas  `ptxas -arch=sm_90a -v` report (registers, spills), or its errors
+# Never fails: a variant that does not compile becomes a row marked "no PTX" in the benchmark, the
+# rest of the run goes on. Run from the repository root.
+set -u
+tilec=$1 name=$2 outdir=$3
+ptxas=${CUDA:-/usr/local/cuda}/bin/ptxas
+ptx=$outdir/$name.ptx err=$outdir/$name.err rep=$outdir/$name.ptxas
+mkdir -p "$outdir"
+rm -f "$ptx" "$err" "$rep" "$ptx.tmp"
+
+line=$(awk -v n="$name" '$1 == n' bench/configs.txt)
+if [ -z "$line" ]; then echo "gen_ptx: $name is not in bench/configs.txt" | tee "$err"; exit 0; fi
+set -- $line
+example=$2
+shift 3
+flags=()
+for d in "$@"; do flags+=(-D "$d"); done
+
+if [ ! -x "$tilec" ]; then
+  echo "gen_ptx: $tilec not built" | tee "$err"
+  exit 0
+fi
+if ! "$tilec" "dsl/examples/$example.tile" --emit=ptx --arch=sm_90a "${flags[@]}" -o "$ptx.tmp" 2>"$err" ||
+   [ ! -s "$ptx.tmp" ]; then
+  echo "gen_ptx: $name: tilec failed: $(head -c 300 "$err" | head -3)"
+  [ -s "$err" ] || echo "tilec produced no PTX" >"$err"
+  rm -f "$ptx.tmp"
+  exit 0
+fi
+mv "$ptx.tmp" "$ptx"
+rm -f "$err"
+if [ -x "$ptxas" ]; then
+  if ! "$ptxas" -arch=sm_90a -v "$ptx" -o /dev/null >"$rep" 2>&1; then
+    echo "gen_ptx: $name: ptxas rejects the PTX (see $rep)"
+  fi
+fi
+exit 0

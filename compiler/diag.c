@@ -1,0 +1,165 @@
+/* diag.c — diagnostics: `file:line:col: kind: message`, the source line, a caret line.
+ *
+ * Format (clang-like, no color unless d->color):
+ *
+ *   dsl/x.tile:7:12: error: undeclared name 'q'
+ *     reg s = q * 2;
+ *             ^
+ *
+ * The caret sits under the first column of the range and '~' under the rest of it when the range
+ * stays on one line. Tabs in the source line are copied into the caret line so columns align.
+ * After DIAG_MAX_ERRORS errors the next error prints "tilec: error: too many errors, stopping"
+ * once and everything after it (errors, warnings, notes) is dropped. */
+#include "tilec.h"
+
+#include <string.h>
+
+/* ANSI colors, used only when d->color. */
+#define C_BOLD "\033[1m"
+#define C_RED "\033[1;31m"
+#define C_MAGENTA "\033[1;35m"
+#define C_CYAN "\033[1;36m"
+#define C_GREEN "\033[1;32m"
+#define C_RESET "\033[0m"
+
+void diag_init(Diag *d, const SourceFile *file, FILE *out) {
+  memset(d, 0, sizeof *d);
+  d->file = file;
+  d->out = out ? out : stderr;
+}
+
+static FILE *diag_out(const Diag *d) { return d->out ? d->out : stderr; }
+
+static const char *kind_name(DiagKind k) {
+  return k == DIAG_ERROR ? "error" : k == DIAG_WARNING ? "warning" : "note";
+}
+
+static const char *kind_color(DiagKind k) {
+  return k == DIAG_ERROR ? C_RED : k == DIAG_WARNING ? C_MAGENTA : C_CYAN;
+}
+
+/* Finds line `line` (1-based) of the source; returns its start and sets *len (no newline). */
+static const char *find_line(const SourceFile *f, int line, size_t *len) {
+  if (!f || !f->text || line < 1)
+    return NULL;
+  const char *p = f->text, *end = f->text + f->len;
+  for (int l = 1; l < line; l++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl)
+      return NULL;
+    p = nl + 1;
+  }
+  const char *nl = memchr(p, '\n', (size_t)(end - p));
+  size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+  if (n > 0 && p[n - 1] == '\r')
+    n--;
+  *len = n;
+  return p;
+}
+
+/* Prints the source line and the caret line under loc. Lines longer than this are cut so a
+ * 1 MB single-line file does not print 1 MB per diagnostic. */
+enum { DIAG_MAX_LINE = 400 };
+
+static void print_caret(const Diag *d, SrcLoc loc) {
+  size_t len;
+  const char *line = find_line(d->file, loc.line, &len);
+  if (!line)
+    return;
+  FILE *o = diag_out(d);
+  size_t col = loc.col >= 1 ? (size_t)loc.col - 1 : 0;
+  size_t start = 0;
+  if (len > DIAG_MAX_LINE) { /* show a window around the column */
+    start = col > DIAG_MAX_LINE / 2 ? col - DIAG_MAX_LINE / 2 : 0;
+    if (start + DIAG_MAX_LINE > len)
+      start = len - DIAG_MAX_LINE;
+    len = start + DIAG_MAX_LINE;
+  }
+  fwrite(line + start, 1, len - start, o);
+  fputc('\n', o);
+  if (col > len)
+    col = len;
+  size_t endcol = col + 1;
+  if (loc.end_line == loc.line && loc.end_col - 1 > loc.col)
+    endcol = (size_t)loc.end_col - 1;
+  if (endcol > len && len > col)
+    endcol = len;
+  if (endcol <= col)
+    endcol = col + 1;
+  for (size_t i = start; i < col; i++)
+    fputc(line[i] == '\t' ? '\t' : ' ', o);
+  if (d->color)
+    fputs(C_GREEN, o);
+  fputc('^', o);
+  for (size_t i = col + 1; i < endcol; i++)
+    fputc('~', o);
+  if (d->color)
+    fputs(C_RESET, o);
+  fputc('\n', o);
+}
+
+/* True when this diagnostic must be dropped; also emits the one "too many errors" line. */
+static bool suppressed(Diag *d, DiagKind kind) {
+  if (kind == DIAG_ERROR) {
+    d->nerrors++;
+    if (d->nerrors == DIAG_MAX_ERRORS + 1) {
+      FILE *o = diag_out(d);
+      fprintf(o, "%stilec: %serror:%s too many errors, stopping\n", d->color ? C_BOLD : "",
+              d->color ? C_RED : "", d->color ? C_RESET : "");
+    }
+    return d->nerrors > DIAG_MAX_ERRORS;
+  }
+  if (d->nerrors > DIAG_MAX_ERRORS)
+    return true;
+  if (kind == DIAG_WARNING)
+    d->nwarnings++;
+  return false;
+}
+
+void diag_vreport(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, va_list ap) {
+  if (kind == DIAG_WARNING && d->werror)
+    kind = DIAG_ERROR;
+  if (suppressed(d, kind))
+    return;
+  FILE *o = diag_out(d);
+  const char *name = d->file && d->file->name ? d->file->name : "tilec";
+  if (d->color)
+    fputs(C_BOLD, o);
+  if (loc.line > 0)
+    fprintf(o, "%s:%d:%d: ", name, loc.line, loc.col > 0 ? loc.col : 1);
+  else
+    fprintf(o, "%s: ", name);
+  fprintf(o, "%s%s:%s%s ", d->color ? kind_color(kind) : "", kind_name(kind),
+          d->color ? C_RESET : "", d->color ? C_BOLD : "");
+  vfprintf(o, fmt, ap);
+  if (d->color)
+    fputs(C_RESET, o);
+  fputc('\n', o);
+  if (loc.line > 0)
+    print_caret(d, loc);
+}
+
+void diag_report(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_vreport(d, kind, loc, fmt, ap);
+  va_end(ap);
+}
+
+void diag_plain(Diag *d, DiagKind kind, const char *fmt, ...) {
+  if (kind == DIAG_WARNING && d->werror)
+    kind = DIAG_ERROR;
+  if (suppressed(d, kind))
+    return;
+  FILE *o = diag_out(d);
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(o, "%stilec: %s%s:%s ", d->color ? C_BOLD : "", d->color ? kind_color(kind) : "",
+          kind_name(kind), d->color ? C_RESET : "");
+  vfprintf(o, fmt, ap);
+  fputc('\n', o);
+  va_end(ap);
+}
+
+/* True once the error limit was passed: callers stop checking and unwind. */
+bool diag_too_many(const Diag *d) { return d->nerrors > DIAG_MAX_ERRORS; }

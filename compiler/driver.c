@@ -1,0 +1,316 @@
+/* driver.c — the pipeline after the front end: lowering to TIR, the passes with the verifier
+ * between them, and the outputs (--emit=tir|llvm|ptx|c) or an interpreter run (`tilec run`).
+ * Outputs are written to a temporary file and renamed, so a failed run leaves no half file. */
+#include "ast.h"
+#include "tilec.h"
+#include "tilert.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the passes */
+
+/* Lowers one kernel and runs every pass, verifying after each. */
+static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
+  TirFunc *f = lower_tir(a, k, d);
+  if (!f || !tir_verify(f, d, "lower_tir"))
+    return NULL;
+  if (!tir_fold_constants(f, d) || !tir_verify(f, d, "fold_constants"))
+    return NULL;
+  if (!tir_eliminate_dead(f, d) || !tir_verify(f, d, "eliminate_dead"))
+    return NULL;
+  return f;
+}
+
+/* ------------------------------------------------------------ output files */
+
+typedef struct OutFile {
+  FILE *fp;
+  char *final_path; /* NULL for stdout */
+  char *tmp_path;
+} OutFile;
+
+static bool out_open(Arena *a, OutFile *o, const char *path, Diag *d) {
+  memset(o, 0, sizeof *o);
+  if (!path || !strcmp(path, "-")) {
+    o->fp = stdout;
+    return true;
+  }
+  o->final_path = arena_strdup(a, path);
+  o->tmp_path = arena_printf(a, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(o->tmp_path);
+  if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
+    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  return true;
+}
+
+/* Commits the file when ok, else removes the temporary. */
+static bool out_close(OutFile *o, bool ok, Diag *d) {
+  if (!o->final_path) {
+    fflush(stdout);
+    return ok;
+  }
+  if (fclose(o->fp) != 0)
+    ok = false;
+  if (ok && rename(o->tmp_path, o->final_path) != 0) {
+    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", o->final_path, strerror(errno));
+    ok = false;
+  }
+  if (!ok)
+    remove(o->tmp_path);
+  return ok;
+}
+
+/* "dir/softmax.tile" -> "softmax" + ext (in the current directory, like cc -c). */
+static const char *default_output(Arena *a, const char *input, const char *ext) {
+  const char *base = strrchr(input, '/');
+  base = base ? base + 1 : input;
+  const char *dot = strrchr(base, '.');
+  size_t n = dot ? (size_t)(dot - base) : strlen(base);
+  return arena_printf(a, "%.*s%s", (int)n, base, ext);
+}
+
+/* ------------------------------------------------------------ emit kinds */
+
+static GpuArch driver_arch(const TilecOptions *o) { return o->narchs ? o->archs[0] : ARCH_SM90A; }
+
+static int emit_tir(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
+  OutFile out;
+  if (!out_open(a, &out, o->output, d))
+    return 1;
+  for (int i = 0; i < n; i++)
+    tir_print(out.fp, funcs[i]);
+  return out_close(&out, true, d) ? 0 : 1;
+}
+
+static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
+  if (n != 1) {
+    diag_plain(d, DIAG_ERROR, "--emit=%s writes one kernel per file, and '%s' holds %d",
+               o->emit == EMIT_LLVM ? "llvm" : "ptx", o->input, n);
+    return 1;
+  }
+  if (o->narchs > 1) {
+    diag_plain(d, DIAG_ERROR, "--emit=%s takes one --arch (several are for --emit=c)",
+               o->emit == EMIT_LLVM ? "llvm" : "ptx");
+    return 1;
+  }
+  NvptxOptions no = {.arch = driver_arch(o), .opt_level = o->opt_level,
+                     .dump_llvm = o->emit == EMIT_LLVM};
+  int smem = 0;
+  char *text = nvptx_compile(funcs[0], &no, d, &smem);
+  if (!text)
+    return 1;
+  const char *path = o->output ? o->output
+                               : default_output(a, o->input, o->emit == EMIT_LLVM ? ".ll" : ".ptx");
+  OutFile out;
+  if (!out_open(a, &out, path, d))
+    return 1;
+  bool ok = fputs(text, out.fp) >= 0;
+  return out_close(&out, ok, d) ? 0 : 1;
+}
+
+/* ------------------------------------------------------------ tilec run */
+
+/* --shape M=4,N=1000,eps=1e-5: binds dims and scalar arguments by name. */
+typedef struct RunBindings {
+  int64_t dims[2 * TILERT_MAX_ARGS];
+  bool dim_set[2 * TILERT_MAX_ARGS];
+  double scalars[TILERT_MAX_ARGS];
+} RunBindings;
+
+static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b, Diag *d) {
+  for (int i = 0; i < f->nargs; i++)
+    b->scalars[i] = 1.0;
+  for (int i = 0; i < f->ndims; i++)
+    if (f->dims[i].pinned)
+      b->dims[i] = f->dims[i].value, b->dim_set[i] = true;
+  const char *p = spec ? spec : "";
+  while (*p) {
+    const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+    if (!comma)
+      comma = p + strlen(p);
+    if (!eq || eq > comma) {
+      diag_plain(d, DIAG_ERROR, "--shape expects NAME=VALUE[,NAME=VALUE...], got '%.*s'",
+                 (int)(comma - p), p);
+      return false;
+    }
+    char name[64], val[64];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
+    snprintf(val, sizeof val, "%.*s", (int)(comma - eq - 1), eq + 1);
+    char *end;
+    double v = strtod(val, &end);
+    if (!*val || *end) {
+      diag_plain(d, DIAG_ERROR, "--shape: '%s' is not a number (for %s)", val, name);
+      return false;
+    }
+    bool found = false;
+    for (int i = 0; i < f->ndims && !found; i++)
+      if (!strcmp(f->dims[i].name, name)) {
+        if (v < 0 || v != floor(v) || v > INT32_MAX) {
+          diag_plain(d, DIAG_ERROR, "--shape: dim %s must be a non-negative integer, got %s",
+                     name, val);
+          return false;
+        }
+        if (f->dims[i].pinned && (int64_t)v != f->dims[i].value) {
+          diag_plain(d, DIAG_ERROR, "--shape: dim %s is pinned to %lld at compile time",
+                     name, (long long)f->dims[i].value);
+          return false;
+        }
+        b->dims[i] = (int64_t)v, b->dim_set[i] = found = true;
+      }
+    for (int i = 0; i < f->nargs && !found; i++)
+      if (f->args[i].kind == ARG_SCALAR && !strcmp(f->args[i].name, name))
+        b->scalars[i] = v, found = true;
+    if (!found) {
+      diag_plain(d, DIAG_ERROR, "--shape: kernel '%s' has no dim or scalar argument named '%s'",
+                 f->name, name);
+      return false;
+    }
+    p = *comma ? comma + 1 : comma;
+  }
+  for (int i = 0; i < f->ndims; i++)
+    if (!b->dim_set[i]) {
+      diag_plain(d, DIAG_ERROR, "--shape: no value for dim %s (e.g. --shape %s=1024)",
+                 f->dims[i].name, f->dims[i].name);
+      return false;
+    }
+  return true;
+}
+
+/* xorshift: deterministic inputs for a given --seed. */
+static double run_random(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return (double)(*s >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+static void run_store(void *base, int64_t i, ElemType t, double v) {
+  switch (t) {
+  case TY_F32: ((float *)base)[i] = (float)v; break;
+  case TY_F16: ((uint16_t *)base)[i] = f32_to_f16_bits((float)v); break;
+  case TY_BF16: ((uint16_t *)base)[i] = f32_to_bf16_bits((float)v); break;
+  case TY_I32: ((int32_t *)base)[i] = (int32_t)(v * 100); break;
+  case TY_BOOL: ((uint8_t *)base)[i] = v > 0; break;
+  default: break;
+  }
+}
+
+static double run_load(const void *base, int64_t i, ElemType t) {
+  switch (t) {
+  case TY_F32: return ((const float *)base)[i];
+  case TY_F16: return f16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_I32: return ((const int32_t *)base)[i];
+  case TY_BOOL: return ((const uint8_t *)base)[i];
+  default: return 0;
+  }
+}
+
+static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  int64_t nan = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = run_load(data, i, arg->elem);
+    if (isnan(v)) {
+      nan++;
+      continue;
+    }
+    mn = fmin(mn, v), mx = fmax(mx, v), sum += v;
+  }
+  printf("  %-10s %-5s %10lld elements  min %-12.6g max %-12.6g mean %-12.6g nan %lld\n",
+         arg->name, elem_name(arg->elem), (long long)n, n ? mn : 0, n ? mx : 0,
+         n > nan ? sum / (double)(n - nan) : 0, (long long)nan);
+}
+
+static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, Diag *d) {
+  RunBindings b = {0};
+  if (!run_parse_shapes(f, o->shapes, &b, d))
+    return 1;
+  tilert_device *dev = NULL;
+  tilert_kernel *k = NULL;
+  tilert_status st = tilert_device_open(TILERT_BACKEND_CPU, 0, &dev);
+  if (st.code == TILERT_OK)
+    st = exec_cpu_kernel(dev, a, f, &k);
+  tilert_arg args[TILERT_MAX_ARGS];
+  int64_t numel[TILERT_MAX_ARGS] = {0};
+  uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed;
+  for (int i = 0; i < f->nargs && st.code == TILERT_OK; i++) {
+    const TirArg *arg = &f->args[i];
+    if (arg->kind == ARG_SCALAR) {
+      args[i] = tilert_arg_scalar(b.scalars[i]);
+      continue;
+    }
+    int64_t shape[TILE_MAX_RANK];
+    numel[i] = 1;
+    for (int r = 0; r < arg->rank; r++)
+      shape[r] = b.dims[arg->dims[r]], numel[i] *= shape[r];
+    void *p = NULL;
+    st = tilert_malloc(dev, (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem), &p);
+    if (st.code != TILERT_OK)
+      break;
+    for (int64_t e = 0; e < numel[i]; e++)
+      run_store(p, e, arg->elem, arg->is_out ? NAN : run_random(&seed));
+    args[i] = tilert_arg_tensor(p, (tilert_dtype)arg->elem, arg->rank, shape);
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (st.code == TILERT_OK)
+    st = tilert_launch(k, args, f->nargs, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int rc = 0;
+  if (st.code != TILERT_OK) {
+    diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
+    rc = 1;
+  } else {
+    printf("kernel %s: ran in the interpreter in %.1f ms\n", f->name,
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    for (int i = 0; i < f->nargs; i++)
+      if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out)
+        run_print_stats(&f->args[i], args[i].tensor.data, numel[i]);
+  }
+  for (int i = 0; i < f->nargs; i++)
+    if (f->args[i].kind == ARG_TENSOR && numel[i] && st.code != TILERT_ERROR_OUT_OF_MEMORY)
+      tilert_free(dev, args[i].tensor.data);
+  if (k)
+    tilert_kernel_destroy_cpu(k);
+  tilert_device_close(dev);
+  return rc;
+}
+
+/* ------------------------------------------------------------ entry */
+
+int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
+  TirFunc **funcs = arena_alloc(a, sizeof *funcs * (size_t)(prog->nkernels + 1));
+  int n = 0;
+  for (AstKernel *k = prog->kernels; k; k = k->next) {
+    TirFunc *f = driver_lower(a, k, d);
+    if (!f)
+      return 1;
+    funcs[n++] = f;
+  }
+  if (o->run) {
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+      rc |= run_kernel(a, funcs[i], o, d);
+    return rc;
+  }
+  switch (o->emit) {
+  case EMIT_TIR:
+    return emit_tir(a, funcs, n, o, d);
+  case EMIT_LLVM:
+  case EMIT_PTX:
+    return emit_llvm_or_ptx(a, funcs, n, o, d);
+  case EMIT_C:
+    diag_plain(d, DIAG_ERROR, "--emit=c is not available yet");
+    return 1;
+  default:
+    return 0;
+  }
+}

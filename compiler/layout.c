@@ -1,0 +1,417 @@
+/* layout.c — linear layouts over GF(2) (see layout.h) and the layout pass. */
+#include "layout.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int32_t layout_pow2_ceil(int32_t n) {
+  int32_t p = 1;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
+int layout_log2(uint32_t n) {
+  int k = 0;
+  while ((1u << k) < n)
+    k++;
+  return k;
+}
+
+void layout_pad_shape(int rank, const int32_t *dims, int32_t *out) {
+  for (int i = 0; i < rank; i++)
+    out[i] = layout_pow2_ceil(dims[i]);
+}
+
+/* Bit position of dimension d's coordinate inside the flat coordinate. */
+static int dim_shift(int rank, const int32_t *shape, int d) {
+  int s = 0;
+  for (int e = d + 1; e < rank; e++)
+    s += layout_log2((uint32_t)shape[e]);
+  return s;
+}
+
+uint32_t layout_flat(int rank, const int32_t *shape, const int32_t *coord) {
+  uint32_t f = 0;
+  for (int d = 0; d < rank; d++)
+    f |= (uint32_t)coord[d] << dim_shift(rank, shape, d);
+  return f;
+}
+
+void layout_coord(int rank, const int32_t *shape, uint32_t flat, int32_t *coord) {
+  for (int d = 0; d < rank; d++)
+    coord[d] = (int32_t)((flat >> dim_shift(rank, shape, d)) & (uint32_t)(shape[d] - 1));
+}
+
+uint32_t layout_numel(const Layout *l) {
+  uint32_t n = 1;
+  for (int d = 0; d < l->rank; d++)
+    n *= (uint32_t)l->shape[d];
+  return n;
+}
+
+int layout_nregs(const Layout *l) { return 1 << l->nbits[LAY_REG]; }
+int layout_threads(const Layout *l) { return 32 << l->nbits[LAY_WARP]; }
+
+uint32_t layout_apply_kind(const Layout *l, int kind, uint32_t index) {
+  uint32_t f = 0;
+  for (int b = 0; b < l->nbits[kind]; b++)
+    if (index >> b & 1)
+      f ^= l->basis[kind][b];
+  return f;
+}
+
+uint32_t layout_apply(const Layout *l, uint32_t reg, uint32_t lane, uint32_t warp) {
+  return layout_apply_kind(l, LAY_REG, reg) ^ layout_apply_kind(l, LAY_LANE, lane) ^
+         layout_apply_kind(l, LAY_WARP, warp);
+}
+
+static Layout empty_layout(int rank, const int32_t *shape, int threads) {
+  Layout l;
+  memset(&l, 0, sizeof l);
+  l.rank = rank;
+  for (int d = 0; d < rank; d++)
+    l.shape[d] = shape[d];
+  l.nbits[LAY_LANE] = LAYOUT_LANE_BITS;
+  l.nbits[LAY_WARP] = layout_log2((uint32_t)(threads / 32));
+  return l;
+}
+
+Layout layout_scalar(int threads) { return empty_layout(0, NULL, threads); }
+
+/* Hands out unit coordinates, fastest dim first, lowest bit first; 0 once the tile is used up. */
+typedef struct BitCursor {
+  const Layout *l;
+  int dim, bit;
+} BitCursor;
+
+static uint32_t cursor_next(BitCursor *c) {
+  while (c->dim >= 0 && (1 << c->bit) >= c->l->shape[c->dim]) {
+    c->dim--;
+    c->bit = 0;
+  }
+  if (c->dim < 0)
+    return 0;
+  uint32_t f = 1u << (dim_shift(c->l->rank, c->l->shape, c->dim) + c->bit);
+  c->bit++;
+  return f;
+}
+
+Layout layout_blocked(int rank, const int32_t *shape, int threads, int vec) {
+  Layout l = empty_layout(rank, shape, threads);
+  if (rank == 0)
+    return l;
+  while (vec > shape[rank - 1])
+    vec >>= 1;
+  BitCursor c = {&l, rank - 1, 0};
+  for (int b = 0; (1 << b) < vec; b++)
+    l.basis[LAY_REG][l.nbits[LAY_REG]++] = cursor_next(&c);
+  for (int b = 0; b < l.nbits[LAY_LANE]; b++)
+    l.basis[LAY_LANE][b] = cursor_next(&c);
+  for (int b = 0; b < l.nbits[LAY_WARP]; b++)
+    l.basis[LAY_WARP][b] = cursor_next(&c);
+  for (uint32_t f; (f = cursor_next(&c)) != 0;)
+    l.basis[LAY_REG][l.nbits[LAY_REG]++] = f;
+  return l;
+}
+
+/* Fragment tables of the PTX ISA, mma.m16n8k16 (groupID = lane >> 2, tig = lane % 4):
+ *   C/D f32: c_i at row groupID + 8 * (i >= 2), col 2 * tig + (i & 1).
+ *   A f16:   a_i at row groupID + 8 * (i % 4 >= 2), col 2 * tig + (i & 1) + 8 * (i >= 4). */
+static uint32_t rc(const Layout *l, int r, int c) {
+  int32_t coord[2] = {r, c};
+  return layout_flat(2, l->shape, coord);
+}
+
+Layout layout_mma_m16n8k16_acc(void) {
+  int32_t shape[2] = {16, 8};
+  Layout l = empty_layout(2, shape, 32);
+  l.nbits[LAY_REG] = 2;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  uint32_t lanes[5] = {rc(&l, 0, 2), rc(&l, 0, 4), rc(&l, 1, 0), rc(&l, 2, 0), rc(&l, 4, 0)};
+  memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
+  return l;
+}
+
+Layout layout_mma_m16n8k16_a(void) {
+  int32_t shape[2] = {16, 16};
+  Layout l = empty_layout(2, shape, 32);
+  l.nbits[LAY_REG] = 3;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  l.basis[LAY_REG][2] = rc(&l, 0, 8);
+  uint32_t lanes[5] = {rc(&l, 0, 2), rc(&l, 0, 4), rc(&l, 1, 0), rc(&l, 2, 0), rc(&l, 4, 0)};
+  memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
+  return l;
+}
+
+/* A linear map of flat coordinates from one padded shape to another, given per destination
+ * dim the source dim it copies (or -1 for "always 0"). Linear because dims are powers of two. */
+static uint32_t map_flat(const Layout *src, uint32_t f, int rank, const int32_t *shape,
+                         const int *from) {
+  int32_t sc[TILE_MAX_RANK], dc[TILE_MAX_RANK];
+  layout_coord(src->rank, src->shape, f, sc);
+  for (int d = 0; d < rank; d++)
+    dc[d] = from[d] < 0 ? 0 : sc[from[d]];
+  return layout_flat(rank, shape, dc);
+}
+
+static Layout map_layout(const Layout *src, int rank, const int32_t *shape, const int *from) {
+  Layout l = empty_layout(rank, shape, layout_threads(src));
+  for (int k = LAY_LANE; k < LAY_NKINDS; k++)
+    for (int b = 0; b < src->nbits[k]; b++)
+      l.basis[k][b] = map_flat(src, src->basis[k][b], rank, shape, from);
+  for (int b = 0; b < src->nbits[LAY_REG]; b++) {
+    uint32_t f = map_flat(src, src->basis[LAY_REG][b], rank, shape, from);
+    if (f)
+      l.basis[LAY_REG][l.nbits[LAY_REG]++] = f;
+  }
+  return l;
+}
+
+Layout layout_project(const Layout *parent, int rank, const int32_t *shape) {
+  int from[TILE_MAX_RANK];
+  int off = parent->rank - rank;
+  for (int d = 0; d < rank; d++)
+    from[d] = shape[d] == 1 && parent->shape[d + off] != 1 ? -1 : d + off;
+  return map_layout(parent, rank, shape, from);
+}
+
+Layout layout_slice(const Layout *l, int axis) {
+  int32_t shape[TILE_MAX_RANK];
+  memcpy(shape, l->shape, sizeof shape);
+  shape[axis] = 1;
+  return layout_project(l, l->rank, shape);
+}
+
+Layout layout_transpose(const Layout *l) {
+  int32_t shape[2] = {l->shape[1], l->shape[0]};
+  int from[2] = {1, 0};
+  Layout t = map_layout(l, 2, shape, from);
+  return t;
+}
+
+bool layout_equal(const Layout *a, const Layout *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->shape[d] != b->shape[d])
+      return false;
+  for (int k = 0; k < LAY_NKINDS; k++) {
+    if (a->nbits[k] != b->nbits[k])
+      return false;
+    for (int i = 0; i < a->nbits[k]; i++)
+      if (a->basis[k][i] != b->basis[k][i])
+        return false;
+  }
+  return true;
+}
+
+int layout_vec_width(const Layout *l) {
+  if (l->rank == 0)
+    return 1;
+  int k = 0;
+  while (k < l->nbits[LAY_REG] && l->basis[LAY_REG][k] == 1u << k && (1 << (k + 1)) <= l->shape[l->rank - 1])
+    k++;
+  /* No other basis may touch the low k bits, or the run would be permuted or shared. */
+  uint32_t low = (1u << k) - 1;
+  for (;;) {
+    bool clash = false;
+    for (int kind = 0; kind < LAY_NKINDS; kind++)
+      for (int b = kind == LAY_REG ? k : 0; b < l->nbits[kind]; b++)
+        if (l->basis[kind][b] & low)
+          clash = true;
+    if (!clash || k == 0)
+      break;
+    k--;
+    low >>= 1;
+  }
+  return 1 << k;
+}
+
+/* Gaussian elimination over GF(2): the rank of the set of nonzero bases. */
+static int span_rank(const Layout *l, bool skip_zero_check) {
+  uint32_t rows[3 * LAYOUT_MAX_BITS];
+  int n = 0;
+  for (int k = 0; k < LAY_NKINDS; k++)
+    for (int b = 0; b < l->nbits[k]; b++)
+      if (l->basis[k][b] || skip_zero_check)
+        rows[n++] = l->basis[k][b];
+  int r = 0;
+  for (int bit = 31; bit >= 0; bit--) {
+    int p = -1;
+    for (int i = r; i < n; i++)
+      if (rows[i] >> bit & 1) {
+        p = i;
+        break;
+      }
+    if (p < 0)
+      continue;
+    uint32_t t = rows[p];
+    rows[p] = rows[r];
+    rows[r] = t;
+    for (int i = 0; i < n; i++)
+      if (i != r && (rows[i] >> bit & 1))
+        rows[i] ^= t;
+    r++;
+  }
+  return r;
+}
+
+bool layout_is_surjective(const Layout *l) {
+  return span_rank(l, false) == layout_log2(layout_numel(l));
+}
+
+bool layout_is_injective_mod_broadcast(const Layout *l) {
+  int nonzero = 0;
+  for (int k = 0; k < LAY_NKINDS; k++)
+    for (int b = 0; b < l->nbits[k]; b++)
+      nonzero += l->basis[k][b] != 0;
+  return span_rank(l, false) == nonzero;
+}
+
+uint32_t layout_zero_mask(const Layout *l, int kind) {
+  uint32_t m = 0;
+  for (int b = 0; b < l->nbits[kind]; b++)
+    if (!l->basis[kind][b])
+      m |= 1u << b;
+  return m;
+}
+
+static void print_coord(FILE *out, const Layout *l, uint32_t f) {
+  int32_t c[TILE_MAX_RANK];
+  layout_coord(l->rank, l->shape, f, c);
+  fputc('[', out);
+  for (int d = 0; d < l->rank; d++)
+    fprintf(out, "%s%d", d ? "," : "", c[d]);
+  fputc(']', out);
+}
+
+void layout_print(FILE *out, const Layout *l) {
+  static const char *kinds[LAY_NKINDS] = {"reg", "lane", "warp"};
+  fputc('[', out);
+  for (int d = 0; d < l->rank; d++)
+    fprintf(out, "%s%d", d ? "," : "", l->shape[d]);
+  fputc(']', out);
+  for (int k = 0; k < LAY_NKINDS; k++) {
+    fprintf(out, " %s", kinds[k]);
+    if (!l->nbits[k])
+      fputs(" -", out);
+    for (int b = 0; b < l->nbits[k]; b++) {
+      fputc(' ', out);
+      print_coord(out, l, l->basis[k][b]);
+    }
+  }
+}
+
+char *layout_str(Arena *a, const Layout *l) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m)
+    return arena_strdup(a, "<layout>");
+  layout_print(m, l);
+  fclose(m);
+  char *s = arena_strdup(a, buf);
+  free(buf);
+  return s;
+}
+
+/* ------------------------------------------------------------ layout pass */
+
+typedef struct ShapeInfo {
+  int rank;
+  int32_t shape[TILE_MAX_RANK]; /* padded */
+  int min_bytes;                /* smallest element among its tiles (bool ignored) */
+  int parent;                   /* shape index it takes its layout from, or itself */
+  Layout *layout;
+} ShapeInfo;
+
+static bool broadcasts_into(const ShapeInfo *s, const ShapeInfo *p) {
+  if (s->rank > p->rank)
+    return false;
+  int off = p->rank - s->rank;
+  for (int d = 0; d < s->rank; d++)
+    if (s->shape[d] != 1 && s->shape[d] != p->shape[d + off])
+      return false;
+  return true;
+}
+
+static uint32_t shape_numel(const ShapeInfo *s) {
+  uint32_t n = 1;
+  for (int d = 0; d < s->rank; d++)
+    n *= (uint32_t)s->shape[d];
+  return n;
+}
+
+static int find_shape(ShapeInfo *v, int n, int rank, const int32_t *shape) {
+  for (int i = 0; i < n; i++)
+    if (v[i].rank == rank && !memcmp(v[i].shape, shape, sizeof(int32_t) * (size_t)rank))
+      return i;
+  return -1;
+}
+
+bool layout_assign(TirFunc *f, Diag *d) {
+  int t = f->threads;
+  if (t < 32 || t > 1024 || (t & (t - 1))) {
+    diag_report(d, DIAG_ERROR, f->loc,
+                "the GPU backend needs threads per block to be a power of two from 32 to 1024, "
+                "not %d", t);
+    return false;
+  }
+  ShapeInfo *v = arena_alloc(f->arena, sizeof *v * (size_t)(f->nregs + 1));
+  int n = 0;
+  int *of_reg = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
+  for (int r = 0; r < f->nregs; r++) {
+    TileType *ty = &f->regs[r].type;
+    int32_t padded[TILE_MAX_RANK] = {0};
+    layout_pad_shape(ty->rank, ty->dims, padded);
+    int64_t numel = 1;
+    for (int k = 0; k < ty->rank; k++)
+      numel *= padded[k];
+    if (numel > (1 << 22)) {
+      diag_report(d, DIAG_ERROR, f->loc,
+                  "tile of %" PRId64 " elements is too large for the GPU backend", tile_numel(ty));
+      return false;
+    }
+    int i = find_shape(v, n, ty->rank, padded);
+    if (i < 0) {
+      i = n++;
+      v[i].rank = ty->rank;
+      memcpy(v[i].shape, padded, sizeof padded);
+      v[i].min_bytes = 16;
+    }
+    if (ty->elem != TY_BOOL && elem_bytes(ty->elem) < v[i].min_bytes)
+      v[i].min_bytes = elem_bytes(ty->elem);
+    of_reg[r] = i;
+  }
+  /* Parent: the largest shape this one broadcasts into (a root, by transitivity). */
+  for (int i = 0; i < n; i++) {
+    v[i].parent = i;
+    for (int j = 0; j < n; j++)
+      if (j != i && broadcasts_into(&v[i], &v[j]) &&
+          shape_numel(&v[j]) > shape_numel(&v[v[i].parent]))
+        v[i].parent = j;
+  }
+  for (int i = 0; i < n; i++) {
+    ShapeInfo *p = &v[v[i].parent];
+    if (v[i].min_bytes < p->min_bytes)
+      p->min_bytes = v[i].min_bytes;
+  }
+  for (int i = 0; i < n; i++)
+    if (v[i].parent == i) {
+      int bytes = v[i].min_bytes > 4 ? 4 : v[i].min_bytes;
+      v[i].layout = arena_alloc(f->arena, sizeof(Layout));
+      *v[i].layout = layout_blocked(v[i].rank, v[i].shape, t, 16 / bytes);
+    }
+  for (int i = 0; i < n; i++)
+    if (v[i].parent != i) {
+      v[i].layout = arena_alloc(f->arena, sizeof(Layout));
+      *v[i].layout = layout_project(v[v[i].parent].layout, v[i].rank, v[i].shape);
+    }
+  for (int r = 0; r < f->nregs; r++)
+    f->regs[r].type.layout = v[of_reg[r]].layout;
+  return true;
+}

@@ -1,0 +1,84 @@
+/* layout.h — linear layouts: which thread of a block holds which element of a tile.
+ *
+ * A tile is padded to power-of-two dims; its elements are numbered by a *flat coordinate*:
+ * row-major over the padded shape, so the bits of the flat coordinate are the bits of the
+ * per-dimension coordinates side by side, and XOR of flat coordinates is XOR per dimension.
+ *
+ * A distributed layout is a linear map over GF(2) from hardware index bits to flat coordinates,
+ * stored as one basis vector per bit: register index bits (within a thread), the 5 lane bits and
+ * the warp bits. The element held by (reg, lane, warp) is the XOR of the bases of the set bits.
+ * A zero basis means the bit does not move through the tile: that hardware bit holds replicas
+ * (broadcast). Blocked layouts, slices, mma.sync fragments and swizzled shared layouts are all
+ * instances (see docs/architecture.md, "Layouts").
+ */
+#ifndef TILEC_LAYOUT_H
+#define TILEC_LAYOUT_H
+
+#include "tilec.h"
+
+#define LAYOUT_MAX_BITS 24
+#define LAYOUT_LANE_BITS 5
+
+enum { LAY_REG, LAY_LANE, LAY_WARP, LAY_NKINDS };
+
+typedef struct Layout {
+  int rank;
+  int32_t shape[TILE_MAX_RANK];                 /* padded, powers of two */
+  int nbits[LAY_NKINDS];                        /* lane bits: always 5 */
+  uint32_t basis[LAY_NKINDS][LAYOUT_MAX_BITS];  /* flat coordinates */
+} Layout;
+
+int32_t layout_pow2_ceil(int32_t n);
+int layout_log2(uint32_t n);                    /* n a power of two */
+void layout_pad_shape(int rank, const int32_t *dims, int32_t *out);
+
+/* Flat coordinate <-> per-dimension coordinates for a padded shape. */
+uint32_t layout_flat(int rank, const int32_t *shape, const int32_t *coord);
+void layout_coord(int rank, const int32_t *shape, uint32_t flat, int32_t *coord);
+uint32_t layout_numel(const Layout *l);         /* of the padded shape */
+int layout_nregs(const Layout *l);              /* registers per thread = 2^reg bits */
+int layout_threads(const Layout *l);            /* 32 << warp bits */
+
+/* XOR of the bases of the set bits of `index` in one kind. */
+uint32_t layout_apply_kind(const Layout *l, int kind, uint32_t index);
+uint32_t layout_apply(const Layout *l, uint32_t reg, uint32_t lane, uint32_t warp);
+
+/* Constructors. */
+Layout layout_scalar(int threads);              /* rank 0: one register, replicated */
+/* Fastest dim contiguous per thread (vec elements, clamped to the dim), then lanes, then warps,
+ * fastest dim first; the rest in registers. Threads beyond the tile hold replicas. */
+Layout layout_blocked(int rank, const int32_t *shape, int threads, int vec);
+/* mma.sync m16n8k16 fragments of one warp (PTX ISA "Matrix Fragments for mma.m16n8k16"):
+ * the f32 accumulator C/D (f32[16, 8], 4 registers) and the f16/bf16 operand A (f16[16, 16],
+ * 8 halves). Larger tiles repeat them over warps and registers. */
+Layout layout_mma_m16n8k16_acc(void);
+Layout layout_mma_m16n8k16_a(void);
+
+/* The layout of a tile of `shape` that broadcasts into the parent's tile (numpy rules: trailing
+ * alignment, dims 1 or equal): each basis projected, register bits that become zero dropped.
+ * With shape = parent's shape with one axis set to 1 this is the slice (reduction result). */
+Layout layout_project(const Layout *parent, int rank, const int32_t *shape);
+Layout layout_slice(const Layout *l, int axis);
+/* 2-D transpose: the same hardware bits, coordinates swapped. */
+Layout layout_transpose(const Layout *l);
+
+bool layout_equal(const Layout *a, const Layout *b);
+/* Number of contiguous elements along the last dim per thread: 2^k where register bases 0..k-1
+ * are 1, 2, 4, ... in the last dim and no other basis touches those bits. */
+int layout_vec_width(const Layout *l);
+/* Every element held by some (reg, lane, warp) (the bases span the whole tile). */
+bool layout_is_surjective(const Layout *l);
+/* No two distinct (reg, lane, warp) hold the same element except through zero bases. */
+bool layout_is_injective_mod_broadcast(const Layout *l);
+/* Bit mask over the kind's bits whose basis is zero (replica bits). */
+uint32_t layout_zero_mask(const Layout *l, int kind);
+
+void layout_print(FILE *out, const Layout *l);  /* one line: shape, then bases per kind */
+char *layout_str(Arena *a, const Layout *l);
+
+/* The layout pass: gives every TIR register a layout (TileType.layout). Tiles of one padded
+ * shape share one layout; a tile whose shape broadcasts into a larger tile of the kernel takes
+ * that tile's layout projected, so BCAST and REDUCE results need no data movement. */
+bool layout_assign(TirFunc *f, Diag *d);
+
+#endif

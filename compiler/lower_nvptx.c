@@ -1,0 +1,1526 @@
+/* lower_nvptx.c — TIR -> LLVM IR (C API) -> PTX. The only compiler file with llvm-c/.
+ *
+ * Strategy (docs/architecture.md, "GPU lowering"):
+ *  - every tile has a linear layout (layout.c); a register tile is, per thread, an alloca array of
+ *    its elements indexed by constants (SROA turns them into registers); float tiles hold f32 values
+ *    already rounded to their element type, ints i32, bools i1;
+ *  - shared tiles live in dynamic shared memory, rows padded by 16 bytes against bank conflicts;
+ *    every shared write is preceded by a barrier when shared memory was read since the last one,
+ *    and followed by one, so readers always see complete tiles and writers never overtake readers;
+ *  - reductions: in-thread, then shfl.sync.bfly over the lane bits that walk the axis, then one
+ *    shared-memory step over the warp bits that walk it;
+ *  - layout conversions (BCAST, TRANS, mismatched layouts) are register moves when the layouts
+ *    allow, else a round trip through a scratch slot of shared memory;
+ *  - LOAD/STORE: per-thread masked accesses, 16-byte vectors when the run is in bounds and aligned
+ *    (checked at run time per run), scalar masked accesses otherwise;
+ *  - DOT: FMA over K from operands in shared memory (tensor cores come later).
+ */
+#include "layout.h"
+#include "tilec.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <string.h>
+
+#define MAX_NEST 64
+
+/* Per TIR register. */
+typedef struct Tile {
+  const Layout *lay;
+  int n;                 /* registers per thread */
+  LLVMValueRef regs;     /* PLACE_REG: alloca [n x T] */
+  bool shared;           /* backed by shared memory */
+  int smem_off;          /* shared: byte offset of its buffer */
+  int pitch;             /* shared: elements per padded row */
+  int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
+} Tile;
+
+/* A tile operand seen as a 2-D array in shared memory (DOT operands). */
+typedef struct SmemView {
+  LLVMValueRef base;     /* i8 addrspace(3) pointer */
+  ElemType elem;
+  int pitch;
+  bool trans;            /* element (i, j) lives at row j, column i */
+} SmemView;
+
+typedef struct Nest {
+  TirOp op;
+  LLVMBasicBlockRef cond, exit, false_bb, end_bb;
+  LLVMValueRef counter, hi, step;
+  int ind;               /* FOR: the induction register */
+} Nest;
+
+enum { SLOT_A, SLOT_B, NSLOTS };
+
+typedef struct Cg {
+  TirFunc *f;
+  Diag *d;
+  const NvptxOptions *o;
+  bool failed;
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b, eb; /* eb: allocas at the top of the entry block */
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry;
+  LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, vd, p1, p3;
+  LLVMValueRef *tensor_ptr;          /* per arg */
+  LLVMValueRef (*tensor_stride)[TILE_MAX_RANK];
+  LLVMValueRef *scalar;              /* per arg */
+  LLVMValueRef *dimv;                /* per TirDim */
+  Tile *tiles;
+  LLVMValueRef smem;                 /* extern dynamic shared array */
+  LLVMValueRef slot_ph[NSLOTS];      /* placeholders, replaced by smem + offset at the end */
+  int slot_size[NSLOTS];
+  int smem_tiles;                    /* bytes used by shared tiles */
+  bool dirty;                        /* shared memory read since the last barrier */
+  LLVMValueRef tid, lane, warp;
+  Nest nest[MAX_NEST];
+  int depth;
+  SrcLoc loc;                        /* of the instruction being lowered */
+} Cg;
+
+/* ------------------------------------------------------------ helpers */
+
+__attribute__((format(printf, 2, 3))) static void cg_error(Cg *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (!g->failed)
+    diag_vreport(g->d, DIAG_ERROR, g->loc, fmt, ap);
+  va_end(ap);
+  g->failed = true;
+}
+
+static LLVMValueRef ci32(Cg *g, int64_t v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
+static LLVMValueRef ci64(Cg *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+static LLVMValueRef cf32(Cg *g, double v) { return LLVMConstReal(g->f32, v); }
+
+/* Every intrinsic is looked up by name: a misspelled one would otherwise become an extern call. */
+static LLVMValueRef call_intrin(Cg *g, const char *name, LLVMTypeRef *ovl, int novl, LLVMValueRef *args,
+                                int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) {
+    cg_error(g, "internal error: LLVM has no intrinsic %s", name);
+    return LLVMGetUndef(g->i32);
+  }
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->mod, id, ovl, (size_t)novl);
+  LLVMTypeRef ty = LLVMIntrinsicGetType(g->ctx, id, ovl, (size_t)novl);
+  return LLVMBuildCall2(g->b, ty, fn, args, (unsigned)nargs, "");
+}
+
+static LLVMValueRef intrin0(Cg *g, const char *name) { return call_intrin(g, name, NULL, 0, NULL, 0); }
+static LLVMValueRef intrin1(Cg *g, const char *name, LLVMValueRef x) {
+  return call_intrin(g, name, NULL, 0, &x, 1);
+}
+static LLVMValueRef ovl1(Cg *g, const char *name, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  return call_intrin(g, name, &t, 1, &x, 1);
+}
+static LLVMValueRef ovl2(Cg *g, const char *name, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef a[2] = {x, y};
+  return call_intrin(g, name, &t, 1, a, 2);
+}
+
+static void barrier(Cg *g) {
+  intrin0(g, "llvm.nvvm.barrier0");
+  g->dirty = false;
+}
+
+static LLVMValueRef entry_alloca(Cg *g, LLVMTypeRef t, int n) {
+  LLVMValueRef first = LLVMGetFirstInstruction(g->entry);
+  if (first)
+    LLVMPositionBuilderBefore(g->eb, first);
+  else
+    LLVMPositionBuilderAtEnd(g->eb, g->entry);
+  return LLVMBuildArrayAlloca(g->eb, t, ci32(g, n), "");
+}
+
+static LLVMBasicBlockRef new_bb(Cg *g, const char *name) {
+  return LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
+}
+
+/* Type of a tile's elements in registers, and in memory. */
+static LLVMTypeRef reg_type(Cg *g, ElemType e) {
+  return e == TY_BOOL ? g->i1 : e == TY_I32 ? g->i32 : g->f32;
+}
+static LLVMTypeRef mem_type(Cg *g, ElemType e) {
+  switch (e) {
+  case TY_BOOL: return g->i8;
+  case TY_I32: return g->i32;
+  case TY_F16: return g->f16;
+  case TY_BF16: return g->bf16;
+  default: return g->f32;
+  }
+}
+
+/* Register value -> memory value and back. */
+static LLVMValueRef to_mem(Cg *g, ElemType e, LLVMValueRef v) {
+  if (e == TY_BOOL)
+    return LLVMBuildZExt(g->b, v, g->i8, "");
+  if (e == TY_F16 || e == TY_BF16)
+    return LLVMBuildFPTrunc(g->b, v, mem_type(g, e), "");
+  return v;
+}
+static LLVMValueRef from_mem(Cg *g, ElemType e, LLVMValueRef v) {
+  if (e == TY_BOOL)
+    return LLVMBuildICmp(g->b, LLVMIntNE, v, LLVMConstInt(g->i8, 0, 0), "");
+  if (e == TY_F16 || e == TY_BF16)
+    return LLVMBuildFPExt(g->b, v, g->f32, "");
+  return v;
+}
+/* A value as stored in a tile of type e: f16/bf16 rounded to nearest even. */
+static LLVMValueRef round_elem(Cg *g, ElemType e, LLVMValueRef v) {
+  if (e == TY_F16 || e == TY_BF16)
+    return from_mem(g, e, to_mem(g, e, v));
+  return v;
+}
+
+static LLVMValueRef const_elem(Cg *g, ElemType e, double v) {
+  v = round_to_elem(e, v);
+  if (e == TY_BOOL)
+    return LLVMConstInt(g->i1, v != 0, 0);
+  if (e == TY_I32)
+    return ci32(g, (int64_t)v);
+  return cf32(g, v);
+}
+
+/* ---------------------------------------------------- layout arithmetic */
+
+/* XOR of the bases of the set bits of this thread's lane and warp index (a run-time i32). */
+static LLVMValueRef lw_value(Cg *g, const uint32_t *lane_b, const uint32_t *warp_b, int nwarp) {
+  LLVMValueRef acc = ci32(g, 0);
+  for (int k = 0; k < LAYOUT_LANE_BITS + nwarp; k++) {
+    uint32_t basis = k < LAYOUT_LANE_BITS ? lane_b[k] : warp_b[k - LAYOUT_LANE_BITS];
+    if (!basis)
+      continue;
+    LLVMValueRef bit = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, g->tid, ci32(g, k), ""), ci32(g, 1), "");
+    LLVMValueRef term = LLVMBuildAnd(g->b, LLVMBuildNeg(g->b, bit, ""), ci32(g, basis), "");
+    acc = LLVMBuildXor(g->b, acc, term, "");
+  }
+  return acc;
+}
+
+static LLVMValueRef layout_lw(Cg *g, const Layout *l) {
+  return lw_value(g, l->basis[LAY_LANE], l->basis[LAY_WARP], l->nbits[LAY_WARP]);
+}
+
+static uint32_t lw_bits(const Layout *l) {
+  uint32_t m = 0;
+  for (int k = LAY_LANE; k < LAY_NKINDS; k++)
+    for (int b = 0; b < l->nbits[k]; b++)
+      m |= l->basis[k][b];
+  return m;
+}
+
+/* Flat coordinate of register r of this thread: constant part XOR the lane/warp part; an add
+ * when the bits are disjoint (address arithmetic folds better). */
+static LLVMValueRef elem_flat(Cg *g, const Layout *l, LLVMValueRef lw, int r) {
+  uint32_t c = layout_apply_kind(l, LAY_REG, (uint32_t)r);
+  if (!(c & lw_bits(l)))
+    return LLVMBuildAdd(g->b, lw, ci32(g, c), "");
+  return LLVMBuildXor(g->b, lw, ci32(g, c), "");
+}
+
+static int dim_shift(const Layout *l, int d) {
+  int s = 0;
+  for (int e = d + 1; e < l->rank; e++)
+    s += layout_log2((uint32_t)l->shape[e]);
+  return s;
+}
+
+static LLVMValueRef flat_dim(Cg *g, const Layout *l, LLVMValueRef flat, int d) {
+  LLVMValueRef v = LLVMBuildLShr(g->b, flat, ci32(g, dim_shift(l, d)), "");
+  return LLVMBuildAnd(g->b, v, ci32(g, l->shape[d] - 1), "");
+}
+
+/* Threads that hold replicas (zero lane/warp bases set) must not write: i1 "I write", or NULL. */
+static LLVMValueRef writer_pred(Cg *g, uint32_t lane_mask, uint32_t warp_mask) {
+  uint32_t m = lane_mask | warp_mask << LAYOUT_LANE_BITS;
+  if (!m)
+    return NULL;
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, g->tid, ci32(g, m), ""), ci32(g, 0), "");
+}
+
+static LLVMValueRef layout_writer(Cg *g, const Layout *l) {
+  return writer_pred(g, layout_zero_mask(l, LAY_LANE), layout_zero_mask(l, LAY_WARP));
+}
+
+/* Runs `then` code under pred: returns the merge block to continue at (NULL if pred is NULL). */
+static LLVMBasicBlockRef begin_if(Cg *g, LLVMValueRef pred) {
+  if (!pred)
+    return NULL;
+  LLVMBasicBlockRef then = new_bb(g, "w"), join = new_bb(g, "wj");
+  LLVMBuildCondBr(g->b, pred, then, join);
+  LLVMPositionBuilderAtEnd(g->b, then);
+  return join;
+}
+static void end_if(Cg *g, LLVMBasicBlockRef join) {
+  if (!join)
+    return;
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+}
+
+/* ------------------------------------------------------ shared memory */
+
+static LLVMValueRef smem_at(Cg *g, LLVMValueRef base, LLVMValueRef byte_off) {
+  return LLVMBuildInBoundsGEP2(g->b, g->i8, base, &byte_off, 1, "");
+}
+
+static LLVMValueRef slot_base(Cg *g, int slot, int bytes) {
+  if (bytes > g->slot_size[slot])
+    g->slot_size[slot] = bytes;
+  return g->slot_ph[slot];
+}
+
+static LLVMValueRef tile_base(Cg *g, const Tile *t) {
+  LLVMValueRef off = ci32(g, t->smem_off);
+  return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
+}
+
+/* Element offset of flat coordinate `flat` in a buffer of the layout's padded shape with rows of
+ * `pitch` elements. */
+static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef flat, int pitch) {
+  if (l->rank == 0)
+    return ci32(g, 0);
+  int32_t inner = l->shape[l->rank - 1];
+  if (pitch == inner)
+    return flat;
+  LLVMValueRef row = LLVMBuildLShr(g->b, flat, ci32(g, layout_log2((uint32_t)inner)), "");
+  LLVMValueRef col = LLVMBuildAnd(g->b, flat, ci32(g, inner - 1), "");
+  return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), col, "");
+}
+
+static int vec_chunk(const Layout *l, ElemType e) {
+  int v = layout_vec_width(l), max = 16 / elem_bytes(e);
+  if (e == TY_BOOL)
+    return 1;
+  return v < max ? v : max;
+}
+
+/* Writes a thread's register values into a buffer (row pitch in elements), vectorized per run. */
+static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch,
+                      LLVMValueRef *vals) {
+  LLVMValueRef lw = layout_lw(g, l);
+  LLVMBasicBlockRef join = begin_if(g, layout_writer(g, l));
+  int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
+  LLVMTypeRef mt = mem_type(g, e);
+  for (int r = 0; r < n; r += ch) {
+    LLVMValueRef idx = buf_index(g, l, elem_flat(g, l, lw, r), pitch);
+    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
+    if (ch == 1) {
+      LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, vals[r]), p), (unsigned)eb);
+      continue;
+    }
+    LLVMTypeRef vt = LLVMVectorType(mt, (unsigned)ch);
+    LLVMValueRef v = LLVMGetUndef(vt);
+    for (int j = 0; j < ch; j++)
+      v = LLVMBuildInsertElement(g->b, v, to_mem(g, e, vals[r + j]), ci32(g, j), "");
+    LLVMSetAlignment(LLVMBuildStore(g->b, v, p), (unsigned)(eb * ch));
+  }
+  end_if(g, join);
+}
+
+static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, LLVMValueRef *vals) {
+  LLVMValueRef lw = layout_lw(g, l);
+  int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
+  LLVMTypeRef mt = mem_type(g, e);
+  for (int r = 0; r < n; r += ch) {
+    LLVMValueRef idx = buf_index(g, l, elem_flat(g, l, lw, r), pitch);
+    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
+    if (ch == 1) {
+      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, p, "");
+      LLVMSetAlignment(v, (unsigned)eb);
+      vals[r] = from_mem(g, e, v);
+      continue;
+    }
+    LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)ch), p, "");
+    LLVMSetAlignment(v, (unsigned)(eb * ch));
+    for (int j = 0; j < ch; j++)
+      vals[r + j] = from_mem(g, e, LLVMBuildExtractElement(g->b, v, ci32(g, j), ""));
+  }
+  g->dirty = true;
+}
+
+static int padded_pitch(const Layout *l, ElemType e) {
+  if (l->rank == 0)
+    return 1;
+  int inner = l->shape[l->rank - 1];
+  return l->rank >= 2 ? inner + 16 / elem_bytes(e) : inner;
+}
+
+static int buf_bytes(const Layout *l, ElemType e, int pitch) {
+  int rows = l->rank ? (int)(layout_numel(l) / (uint32_t)l->shape[l->rank - 1]) : 1;
+  int b = rows * pitch * elem_bytes(e);
+  return (b + 15) & ~15;
+}
+
+/* ------------------------------------------------------- tile access */
+
+static const TileType *rtype(Cg *g, int r) { return &g->f->regs[r].type; }
+
+/* Values of register `r` in its own layout. */
+static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
+  Tile *t = &g->tiles[r];
+  ElemType e = rtype(g, r)->elem;
+  if (t->view_of >= 0) {
+    /* Transposed read of the source's buffer: element (i, j) is source (j, i). */
+    Tile *s = &g->tiles[t->view_of];
+    LLVMValueRef base = tile_base(g, s), lw = layout_lw(g, t->lay);
+    for (int k = 0; k < t->n; k++) {
+      LLVMValueRef flat = elem_flat(g, t->lay, lw, k);
+      LLVMValueRef i = flat_dim(g, t->lay, flat, 0), j = flat_dim(g, t->lay, flat, 1);
+      LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, j, ci32(g, s->pitch), ""), i, "");
+      LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, elem_bytes(e)), ""));
+      vals[k] = from_mem(g, e, LLVMBuildLoad2(g->b, mem_type(g, e), p, ""));
+    }
+    g->dirty = true;
+    return;
+  }
+  if (t->shared) {
+    buf_read(g, tile_base(g, t), t->lay, e, t->pitch, vals);
+    return;
+  }
+  LLVMTypeRef rt = reg_type(g, e);
+  for (int k = 0; k < t->n; k++) {
+    LLVMValueRef idx = ci32(g, k);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
+    vals[k] = LLVMBuildLoad2(g->b, rt, p, "");
+  }
+}
+
+/* Stores values (in the register's layout) into register r, rounding to its element type. */
+static void put_tile(Cg *g, int r, LLVMValueRef *vals) {
+  Tile *t = &g->tiles[r];
+  ElemType e = rtype(g, r)->elem;
+  for (int k = 0; k < t->n; k++)
+    vals[k] = round_elem(g, e, vals[k]);
+  if (t->shared) {
+    if (g->dirty)
+      barrier(g);
+    buf_write(g, tile_base(g, t), t->lay, e, t->pitch, vals);
+    barrier(g);
+    return;
+  }
+  LLVMTypeRef rt = reg_type(g, e);
+  for (int k = 0; k < t->n; k++) {
+    LLVMValueRef idx = ci32(g, k);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
+    LLVMBuildStore(g->b, vals[k], p);
+  }
+}
+
+static LLVMValueRef *vals_new(Cg *g, int n) {
+  return arena_alloc(g->f->arena, sizeof(LLVMValueRef) * (size_t)(n ? n : 1));
+}
+
+/* -------------------------------------------------- layout conversion */
+
+/* Coordinate maps from a destination tile to the source tile it reads. */
+typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS } MapKind;
+
+static uint32_t map_flat(MapKind k, const Layout *dst, const Layout *src, uint32_t f) {
+  int32_t dc[TILE_MAX_RANK] = {0}, sc[TILE_MAX_RANK] = {0};
+  layout_coord(dst->rank, dst->shape, f, dc);
+  if (k == MAP_TRANS) {
+    sc[0] = dc[1];
+    sc[1] = dc[0];
+  } else {
+    int off = dst->rank - src->rank;
+    for (int d = 0; d < src->rank; d++)
+      sc[d] = src->shape[d] == 1 ? 0 : dc[d + off];
+  }
+  return layout_flat(src->rank, src->shape, sc);
+}
+
+/* Register-only conversion when every lane/warp basis maps onto the source's and every
+ * destination register finds its element among the thread's source registers. */
+static bool convert_in_regs(const Layout *src, const Layout *dst, MapKind k, int *from) {
+  if (src->nbits[LAY_WARP] != dst->nbits[LAY_WARP])
+    return false;
+  for (int kind = LAY_LANE; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < dst->nbits[kind]; b++)
+      if (map_flat(k, dst, src, dst->basis[kind][b]) != src->basis[kind][b])
+        return false;
+  for (int r = 0; r < layout_nregs(dst); r++) {
+    uint32_t want = map_flat(k, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
+    from[r] = -1;
+    for (int q = 0; q < layout_nregs(src) && from[r] < 0; q++)
+      if (layout_apply_kind(src, LAY_REG, (uint32_t)q) == want)
+        from[r] = q;
+    if (from[r] < 0)
+      return false;
+  }
+  return true;
+}
+
+static void convert(Cg *g, const Layout *src, ElemType e, LLVMValueRef *in, const Layout *dst, MapKind k,
+                    LLVMValueRef *out) {
+  int nd = layout_nregs(dst);
+  int *from = arena_alloc(g->f->arena, sizeof(int) * (size_t)nd);
+  if (layout_equal(src, dst) && k != MAP_TRANS) {
+    memcpy(out, in, sizeof(LLVMValueRef) * (size_t)nd);
+    return;
+  }
+  if (convert_in_regs(src, dst, k, from)) {
+    for (int r = 0; r < nd; r++)
+      out[r] = in[from[r]];
+    return;
+  }
+  /* Through shared memory: the source writes its padded tile row-major, the destination reads
+   * the elements its map points at. */
+  int pitch = src->rank ? src->shape[src->rank - 1] : 1;
+  LLVMValueRef base = slot_base(g, SLOT_A, buf_bytes(src, e, pitch));
+  if (g->dirty)
+    barrier(g);
+  buf_write(g, base, src, e, pitch, in);
+  barrier(g);
+  uint32_t lane_m[LAYOUT_LANE_BITS], warp_m[LAYOUT_MAX_BITS];
+  for (int b = 0; b < LAYOUT_LANE_BITS; b++)
+    lane_m[b] = map_flat(k, dst, src, dst->basis[LAY_LANE][b]);
+  for (int b = 0; b < dst->nbits[LAY_WARP]; b++)
+    warp_m[b] = map_flat(k, dst, src, dst->basis[LAY_WARP][b]);
+  LLVMValueRef lw = lw_value(g, lane_m, warp_m, dst->nbits[LAY_WARP]);
+  int eb = elem_bytes(e);
+  for (int r = 0; r < nd; r++) {
+    uint32_t c = map_flat(k, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
+    LLVMValueRef flat = LLVMBuildXor(g->b, lw, ci32(g, c), "");
+    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, flat, ci32(g, eb), ""));
+    out[r] = from_mem(g, e, LLVMBuildLoad2(g->b, mem_type(g, e), p, ""));
+  }
+  g->dirty = true;
+}
+
+/* Values of register r in layout `want` (same shape). */
+static void get_tile_as(Cg *g, int r, const Layout *want, LLVMValueRef *vals) {
+  Tile *t = &g->tiles[r];
+  if (layout_equal(t->lay, want)) {
+    get_tile(g, r, vals);
+    return;
+  }
+  LLVMValueRef *tmp = vals_new(g, t->n);
+  get_tile(g, r, tmp);
+  convert(g, t->lay, rtype(g, r)->elem, tmp, want, MAP_IDENT, vals);
+}
+
+/* ------------------------------------------------------ element math */
+
+static LLVMValueRef ex2(Cg *g, LLVMValueRef x) { return intrin1(g, "llvm.nvvm.ex2.approx.ftz.f", x); }
+
+static LLVMValueRef exp_f(Cg *g, LLVMValueRef x) {
+  return ex2(g, LLVMBuildFMul(g->b, x, cf32(g, 1.4426950408889634), ""));
+}
+
+/* erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), with exp from ex2. */
+static LLVMValueRef erf_f(Cg *g, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef ax = ovl1(g, "llvm.fabs", x);
+  LLVMValueRef t = LLVMBuildFDiv(b, cf32(g, 1.0), LLVMBuildFAdd(b, cf32(g, 1.0), LLVMBuildFMul(b, cf32(g, 0.3275911), ax, ""), ""), "");
+  static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
+  LLVMValueRef poly = cf32(g, a[4]);
+  for (int i = 3; i >= 0; i--)
+    poly = LLVMBuildFAdd(b, LLVMBuildFMul(b, poly, t, ""), cf32(g, a[i]), "");
+  poly = LLVMBuildFMul(b, poly, t, "");
+  LLVMValueRef e = exp_f(g, LLVMBuildFNeg(b, LLVMBuildFMul(b, ax, ax, ""), ""));
+  LLVMValueRef y = LLVMBuildFSub(b, cf32(g, 1.0), LLVMBuildFMul(b, poly, e, ""), "");
+  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, x, cf32(g, 0.0), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, y, ""), y, "");
+}
+
+static LLVMValueRef unary_f(Cg *g, TirOp op, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  switch (op) {
+  case TIR_COPY: return x;
+  case TIR_NEG: return LLVMBuildFNeg(b, x, "");
+  case TIR_ABS: return ovl1(g, "llvm.fabs", x);
+  case TIR_EXP: return exp_f(g, x);
+  case TIR_EXP2: return ex2(g, x);
+  case TIR_LOG:
+    return LLVMBuildFMul(b, intrin1(g, "llvm.nvvm.lg2.approx.ftz.f", x), cf32(g, 0.6931471805599453), "");
+  case TIR_SQRT: return intrin1(g, "llvm.nvvm.sqrt.rn.f", x);
+  case TIR_RSQRT: return intrin1(g, "llvm.nvvm.rsqrt.approx.f", x);
+  case TIR_TANH: {
+    /* tanh x = 1 - 2 / (e^{2x} + 1): saturates cleanly to +-1 for large |x|. */
+    LLVMValueRef e = ex2(g, LLVMBuildFMul(b, x, cf32(g, 2.0 * 1.4426950408889634), ""));
+    LLVMValueRef q = LLVMBuildFDiv(b, cf32(g, 2.0), LLVMBuildFAdd(b, e, cf32(g, 1.0), ""), "");
+    return LLVMBuildFSub(b, cf32(g, 1.0), q, "");
+  }
+  case TIR_ERF: return erf_f(g, x);
+  case TIR_SIGMOID: {
+    LLVMValueRef e = ex2(g, LLVMBuildFMul(b, x, cf32(g, -1.4426950408889634), ""));
+    return LLVMBuildFDiv(b, cf32(g, 1.0), LLVMBuildFAdd(b, cf32(g, 1.0), e, ""), "");
+  }
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef unary_i(Cg *g, TirOp op, LLVMValueRef x, ElemType e) {
+  switch (op) {
+  case TIR_COPY: return x;
+  case TIR_NEG: return LLVMBuildNeg(g->b, x, "");
+  case TIR_NOT: return LLVMBuildNot(g->b, x, "");
+  case TIR_ABS: {
+    LLVMValueRef a[2] = {x, LLVMConstInt(g->i1, 0, 0)};
+    LLVMTypeRef t = g->i32;
+    (void)e;
+    return call_intrin(g, "llvm.abs", &t, 1, a, 2);
+  }
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef binary(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = g->b;
+  if (elem_is_float(e)) {
+    switch (op) {
+    case TIR_ADD: return LLVMBuildFAdd(b, x, y, "");
+    case TIR_SUB: return LLVMBuildFSub(b, x, y, "");
+    case TIR_MUL: return LLVMBuildFMul(b, x, y, "");
+    case TIR_DIV: return LLVMBuildFDiv(b, x, y, "");
+    case TIR_MIN: return ovl2(g, "llvm.minnum", x, y);
+    case TIR_MAX: return ovl2(g, "llvm.maxnum", x, y);
+    case TIR_LT: return LLVMBuildFCmp(b, LLVMRealOLT, x, y, "");
+    case TIR_LE: return LLVMBuildFCmp(b, LLVMRealOLE, x, y, "");
+    case TIR_GT: return LLVMBuildFCmp(b, LLVMRealOGT, x, y, "");
+    case TIR_GE: return LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
+    case TIR_EQ: return LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
+    case TIR_NE: return LLVMBuildFCmp(b, LLVMRealUNE, x, y, "");
+    default: return NULL;
+    }
+  }
+  switch (op) {
+  case TIR_ADD: return LLVMBuildAdd(b, x, y, "");
+  case TIR_SUB: return LLVMBuildSub(b, x, y, "");
+  case TIR_MUL: return LLVMBuildMul(b, x, y, "");
+  case TIR_DIV: return LLVMBuildSDiv(b, x, y, "");
+  case TIR_REM: return LLVMBuildSRem(b, x, y, "");
+  case TIR_MIN: return ovl2(g, "llvm.smin", x, y);
+  case TIR_MAX: return ovl2(g, "llvm.smax", x, y);
+  case TIR_AND: return LLVMBuildAnd(b, x, y, "");
+  case TIR_OR: return LLVMBuildOr(b, x, y, "");
+  case TIR_LT: return LLVMBuildICmp(b, LLVMIntSLT, x, y, "");
+  case TIR_LE: return LLVMBuildICmp(b, LLVMIntSLE, x, y, "");
+  case TIR_GT: return LLVMBuildICmp(b, LLVMIntSGT, x, y, "");
+  case TIR_GE: return LLVMBuildICmp(b, LLVMIntSGE, x, y, "");
+  case TIR_EQ: return LLVMBuildICmp(b, LLVMIntEQ, x, y, "");
+  case TIR_NE: return LLVMBuildICmp(b, LLVMIntNE, x, y, "");
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef cvt(Cg *g, ElemType from, ElemType to, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  bool ff = elem_is_float(from), tf = elem_is_float(to);
+  if (ff && tf)
+    return x;
+  if (ff && to == TY_BOOL)
+    return LLVMBuildFCmp(b, LLVMRealUNE, x, cf32(g, 0.0), "");
+  if (ff) {
+    /* Saturating, NaN -> 0: the interpreter's rule. */
+    LLVMTypeRef ovl[2] = {g->i32, g->f32};
+    return call_intrin(g, "llvm.fptosi.sat", ovl, 2, &x, 1);
+  }
+  if (tf)
+    return from == TY_BOOL ? LLVMBuildUIToFP(b, x, g->f32, "") : LLVMBuildSIToFP(b, x, g->f32, "");
+  if (to == TY_BOOL)
+    return from == TY_BOOL ? x : LLVMBuildICmp(b, LLVMIntNE, x, ci32(g, 0), "");
+  return from == TY_BOOL ? LLVMBuildZExt(b, x, g->i32, "") : x;
+}
+
+/* --------------------------------------------------------- the ops */
+
+static void lower_elemwise(Cg *g, const TirInst *in) {
+  int dst = in->dst, n = g->tiles[dst].n;
+  const Layout *L = g->tiles[dst].lay;
+  int nargs = tir_op_info[in->op].nargs;
+  LLVMValueRef *a[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < nargs; i++) {
+    a[i] = vals_new(g, n);
+    get_tile_as(g, in->args[i], L, a[i]);
+  }
+  ElemType at = rtype(g, in->args[in->op == TIR_SELECT ? 1 : 0])->elem, dt = rtype(g, dst)->elem;
+  LLVMValueRef *out = vals_new(g, n);
+  for (int k = 0; k < n; k++) {
+    LLVMValueRef v = NULL;
+    if (in->op == TIR_CVT)
+      v = cvt(g, at, dt, a[0][k]);
+    else if (in->op == TIR_SELECT)
+      v = LLVMBuildSelect(g->b, a[0][k], a[1][k], a[2][k], "");
+    else if (nargs == 1)
+      v = elem_is_float(at) ? unary_f(g, in->op, a[0][k]) : unary_i(g, in->op, a[0][k], at);
+    else
+      v = binary(g, in->op, at, a[0][k], a[1][k]);
+    if (!v) {
+      cg_error(g, "internal error: %s on %s is not supported by the GPU backend", tir_op_info[in->op].name,
+               elem_name(at));
+      return;
+    }
+    out[k] = v;
+  }
+  put_tile(g, dst, out);
+}
+
+static void lower_leaf(Cg *g, const TirInst *in) {
+  int dst = in->dst, n = g->tiles[dst].n;
+  ElemType e = rtype(g, dst)->elem;
+  LLVMValueRef *out = vals_new(g, n);
+  const Layout *L = g->tiles[dst].lay;
+  switch (in->op) {
+  case TIR_CONST:
+    for (int k = 0; k < n; k++)
+      out[k] = const_elem(g, e, in->imm);
+    break;
+  case TIR_PARAM:
+    out[0] = g->scalar[in->arg_index];
+    break;
+  case TIR_DIM:
+    out[0] = g->dimv[in->arg_index];
+    break;
+  case TIR_BLOCK_ID: {
+    static const char *names[3] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                                   "llvm.nvvm.read.ptx.sreg.ctaid.z"};
+    if (in->axis < 0 || in->axis > 2) {
+      cg_error(g, "internal error: block axis %d", in->axis);
+      return;
+    }
+    out[0] = intrin0(g, names[in->axis]);
+    break;
+  }
+  default: { /* IOTA */
+    LLVMValueRef lw = layout_lw(g, L);
+    for (int k = 0; k < n; k++)
+      out[k] = flat_dim(g, L, elem_flat(g, L, lw, k), in->axis);
+    break;
+  }
+  }
+  put_tile(g, dst, out);
+}
+
+static void lower_copyish(Cg *g, const TirInst *in) {
+  int dst = in->dst, src = in->args[0];
+  Tile *d = &g->tiles[dst], *s = &g->tiles[src];
+  ElemType e = rtype(g, src)->elem;
+  if (in->op == TIR_TRANS && d->view_of >= 0)
+    return; /* read in place by its users */
+  LLVMValueRef *sv = vals_new(g, s->n), *out = vals_new(g, d->n);
+  get_tile(g, src, sv);
+  convert(g, s->lay, e, sv, d->lay, in->op == TIR_TRANS ? MAP_TRANS : MAP_BCAST, out);
+  put_tile(g, dst, out);
+}
+
+static LLVMValueRef combine(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
+  TirOp b = op == TIR_REDUCE_SUM ? TIR_ADD : op == TIR_REDUCE_MAX ? TIR_MAX : TIR_MIN;
+  return binary(g, b, elem_is_float(e) ? TY_F32 : TY_I32, x, y);
+}
+
+static LLVMValueRef identity(Cg *g, TirOp op, ElemType e) {
+  if (elem_is_float(e))
+    return cf32(g, op == TIR_REDUCE_SUM ? 0.0 : op == TIR_REDUCE_MAX ? -INFINITY : INFINITY);
+  return ci32(g, op == TIR_REDUCE_SUM ? 0 : op == TIR_REDUCE_MAX ? INT32_MIN : INT32_MAX);
+}
+
+static LLVMValueRef shfl_xor(Cg *g, LLVMValueRef v, int mask, bool isf) {
+  LLVMValueRef a[4] = {ci32(g, -1), v, ci32(g, mask), ci32(g, 0x1f)};
+  return call_intrin(g, isf ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
+}
+
+/* The component of flat coordinate f along axis a (nonzero: it walks the axis). */
+static uint32_t along(const Layout *l, uint32_t f, int a) {
+  return f & ((uint32_t)(l->shape[a] - 1) << dim_shift(l, a));
+}
+
+static void lower_reduce(Cg *g, const TirInst *in) {
+  int src = in->args[0], a = in->axis;
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = rtype(g, src)->elem;
+  bool isf = elem_is_float(e);
+  Layout S = layout_slice(L, a);
+  int n = g->tiles[src].n, ns = layout_nregs(&S);
+  LLVMValueRef *v = vals_new(g, n);
+  get_tile(g, src, v);
+  /* Padding along the axis must not contribute. */
+  int32_t logical = rtype(g, src)->dims[a];
+  if (logical < L->shape[a]) {
+    LLVMValueRef lw = layout_lw(g, L);
+    for (int k = 0; k < n; k++) {
+      LLVMValueRef c = flat_dim(g, L, elem_flat(g, L, lw, k), a);
+      LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntULT, c, ci32(g, logical), "");
+      v[k] = LLVMBuildSelect(g->b, ok, v[k], identity(g, in->op, e), "");
+    }
+  }
+  /* In-thread: register r lands on the slice register made of its bits that survive. */
+  LLVMValueRef *acc = vals_new(g, ns);
+  for (int k = 0; k < n; k++) {
+    int q = 0, qb = 0;
+    for (int b = 0; b < L->nbits[LAY_REG]; b++) {
+      uint32_t basis = L->basis[LAY_REG][b];
+      if (basis & ~along(L, basis, a)) {
+        if (along(L, basis, a)) {
+          cg_error(g, "internal error: reduction over a layout that mixes axes");
+          return;
+        }
+        q |= (k >> b & 1) << qb++;
+      }
+    }
+    acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
+  }
+  /* Across lanes, then across warps through shared memory. */
+  uint32_t lane_red = 0, warp_red = 0;
+  for (int kind = LAY_LANE; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < L->nbits[kind]; b++) {
+      uint32_t basis = L->basis[kind][b];
+      if (!along(L, basis, a))
+        continue;
+      if (basis != along(L, basis, a)) {
+        cg_error(g, "internal error: reduction over a layout that mixes axes");
+        return;
+      }
+      if (kind == LAY_LANE)
+        lane_red |= 1u << b;
+      else
+        warp_red |= 1u << b;
+    }
+  for (int b = 0; b < LAYOUT_LANE_BITS; b++)
+    if (lane_red >> b & 1)
+      for (int q = 0; q < ns; q++)
+        acc[q] = combine(g, in->op, e, acc[q], shfl_xor(g, acc[q], 1 << b, isf));
+  if (warp_red) {
+    int G = 1 << __builtin_popcount(warp_red);
+    LLVMValueRef base = slot_base(g, SLOT_A, (int)layout_numel(&S) * G * 4);
+    LLVMValueRef grp = ci32(g, 0);
+    for (int b = 0, k = 0; b < S.nbits[LAY_WARP]; b++)
+      if (warp_red >> b & 1) {
+        LLVMValueRef bit = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, g->warp, ci32(g, b), ""), ci32(g, 1), "");
+        grp = LLVMBuildOr(g->b, grp, LLVMBuildShl(g->b, bit, ci32(g, k++), ""), "");
+      }
+    LLVMValueRef lw = layout_lw(g, &S);
+    LLVMTypeRef rt = isf ? g->f32 : g->i32;
+    if (g->dirty)
+      barrier(g);
+    LLVMBasicBlockRef join = begin_if(
+        g, writer_pred(g, lane_red | layout_zero_mask(L, LAY_LANE), layout_zero_mask(L, LAY_WARP)));
+    for (int q = 0; q < ns; q++) {
+      LLVMValueRef flat = elem_flat(g, &S, lw, q);
+      LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, ci32(g, G), ""), grp, "");
+      LLVMBuildStore(g->b, acc[q], smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")));
+    }
+    end_if(g, join);
+    barrier(g);
+    for (int q = 0; q < ns; q++) {
+      LLVMValueRef flat = elem_flat(g, &S, lw, q);
+      LLVMValueRef r = NULL;
+      for (int j = 0; j < G; j++) {
+        LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, ci32(g, G), ""), ci32(g, j), "");
+        LLVMValueRef x = LLVMBuildLoad2(g->b, rt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")), "");
+        r = r ? combine(g, in->op, e, r, x) : x;
+      }
+      acc[q] = r;
+    }
+    g->dirty = true;
+  }
+  Tile *d = &g->tiles[in->dst];
+  LLVMValueRef *out = vals_new(g, d->n);
+  convert(g, &S, isf ? TY_F32 : e, acc, d->lay, MAP_IDENT, out);
+  put_tile(g, in->dst, out);
+}
+
+/* ------------------------------------------------------------- DOT */
+
+static SmemView operand_view(Cg *g, int r, int slot, bool *staged) {
+  Tile *t = &g->tiles[r];
+  ElemType e = rtype(g, r)->elem;
+  if (t->view_of >= 0) {
+    Tile *s = &g->tiles[t->view_of];
+    return (SmemView){tile_base(g, s), e, s->pitch, true};
+  }
+  if (t->shared)
+    return (SmemView){tile_base(g, t), e, t->pitch, false};
+  /* A register operand is staged in a scratch slot. */
+  int pitch = padded_pitch(t->lay, e);
+  LLVMValueRef base = slot_base(g, slot, buf_bytes(t->lay, e, pitch));
+  LLVMValueRef *v = vals_new(g, t->n);
+  get_tile(g, r, v);
+  if (g->dirty)
+    barrier(g);
+  buf_write(g, base, t->lay, e, pitch, v);
+  *staged = true;
+  return (SmemView){base, e, pitch, false};
+}
+
+static LLVMValueRef view_load(Cg *g, const SmemView *v, LLVMValueRef i, LLVMValueRef j) {
+  LLVMValueRef row = v->trans ? j : i, col = v->trans ? i : j;
+  LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, v->pitch), ""), col, "");
+  LLVMValueRef p = smem_at(g, v->base, LLVMBuildMul(g->b, idx, ci32(g, elem_bytes(v->elem)), ""));
+  return from_mem(g, v->elem, LLVMBuildLoad2(g->b, mem_type(g, v->elem), p, ""));
+}
+
+static void lower_dot(Cg *g, const TirInst *in) {
+  int dst = in->dst;
+  Tile *d = &g->tiles[dst];
+  const Layout *L = d->lay;
+  int n = d->n, K = rtype(g, in->args[0])->dims[1];
+  LLVMValueRef *c = vals_new(g, n);
+  get_tile_as(g, in->args[2], L, c);
+  bool staged = false;
+  SmemView va = operand_view(g, in->args[0], SLOT_A, &staged);
+  SmemView vb = operand_view(g, in->args[1], SLOT_B, &staged);
+  if (staged)
+    barrier(g);
+  /* acc[n] lives in an alloca across the k loop. */
+  LLVMValueRef acc = entry_alloca(g, g->f32, n);
+  for (int k = 0; k < n; k++) {
+    LLVMValueRef idx = ci32(g, k);
+    LLVMBuildStore(g->b, c[k], LLVMBuildInBoundsGEP2(g->b, g->f32, acc, &idx, 1, ""));
+  }
+  LLVMValueRef kv = entry_alloca(g, g->i32, 1);
+  LLVMBuildStore(g->b, ci32(g, 0), kv);
+  LLVMBasicBlockRef head = new_bb(g, "dot"), body = new_bb(g, "dot.body"), exit = new_bb(g, "dot.end");
+  LLVMBuildBr(g->b, head);
+  LLVMPositionBuilderAtEnd(g->b, head);
+  LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, kv, "k");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, k, ci32(g, K), ""), body, exit);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  LLVMValueRef lw = layout_lw(g, L);
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef flat = elem_flat(g, L, lw, r);
+    LLVMValueRef m = flat_dim(g, L, flat, 0), j = flat_dim(g, L, flat, 1);
+    LLVMValueRef x = view_load(g, &va, m, k), y = view_load(g, &vb, k, j);
+    LLVMValueRef idx = ci32(g, r);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->f32, acc, &idx, 1, "");
+    LLVMValueRef args[3] = {x, y, LLVMBuildLoad2(g->b, g->f32, p, "")};
+    LLVMTypeRef t = g->f32;
+    LLVMBuildStore(g->b, call_intrin(g, "llvm.fma", &t, 1, args, 3), p);
+  }
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, k, ci32(g, 1), ""), kv);
+  LLVMBuildBr(g->b, head);
+  LLVMPositionBuilderAtEnd(g->b, exit);
+  g->dirty = true;
+  LLVMValueRef *out = vals_new(g, n);
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef idx = ci32(g, r);
+    out[r] = LLVMBuildLoad2(g->b, g->f32, LLVMBuildInBoundsGEP2(g->b, g->f32, acc, &idx, 1, ""), "");
+  }
+  put_tile(g, dst, out);
+}
+
+/* ------------------------------------------------------ LOAD / STORE */
+
+typedef struct Access {
+  const TirArg *arg;
+  LLVMValueRef start[TILE_MAX_RANK]; /* i32 */
+  int tile_dim[TILE_MAX_RANK];       /* tensor dim -> tile dim, -1 for a scalar index */
+  LLVMValueRef base;                 /* i64 element offset of the scalar-indexed part */
+  LLVMValueRef scalar_ok;            /* i1: scalar indices in bounds */
+} Access;
+
+static LLVMValueRef arg_dim(Cg *g, const TirArg *a, int d) { return g->dimv[a->dims[d]]; }
+
+static LLVMValueRef in_range(Cg *g, LLVMValueRef idx, LLVMValueRef size) {
+  return LLVMBuildICmp(g->b, LLVMIntULT, idx, size, "");
+}
+
+static void access_init(Cg *g, const TirInst *in, Access *ac) {
+  ac->arg = &g->f->args[in->arg_index];
+  ac->base = ci64(g, 0);
+  ac->scalar_ok = LLVMConstInt(g->i1, 1, 0);
+  int j = 0;
+  for (int d = 0; d < ac->arg->rank; d++) {
+    LLVMValueRef s = NULL;
+    LLVMValueRef *sv = &s;
+    get_tile(g, in->index[d].start, sv);
+    ac->start[d] = s;
+    ac->tile_dim[d] = in->index[d].is_range ? j++ : -1;
+    if (!in->index[d].is_range) {
+      ac->scalar_ok = LLVMBuildAnd(g->b, ac->scalar_ok, in_range(g, s, arg_dim(g, ac->arg, d)), "");
+      LLVMValueRef off = LLVMBuildMul(g->b, LLVMBuildSExt(g->b, s, g->i64, ""), g->tensor_stride[in->arg_index][d], "");
+      ac->base = LLVMBuildAdd(g->b, ac->base, off, "");
+    }
+  }
+}
+
+/* Element offset and in-bounds predicate of tile element r (run: elements r..r+len-1 along the
+ * last dim all in bounds). */
+static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                        LLVMValueRef lw, int r, int len, LLVMValueRef *off, LLVMValueRef *ok) {
+  LLVMValueRef flat = elem_flat(g, L, lw, r);
+  *off = ac->base;
+  *ok = ac->scalar_ok;
+  for (int d = 0; d < ac->arg->rank; d++) {
+    int j = ac->tile_dim[d];
+    if (j < 0)
+      continue;
+    LLVMValueRef t = flat_dim(g, L, flat, j);
+    bool last = j == tt->rank - 1;
+    int extra = last ? len - 1 : 0;
+    /* Within the logical tile, and start + t (.. + extra) within the tensor. */
+    if (tt->dims[j] < L->shape[j] || extra)
+      *ok = LLVMBuildAnd(g->b, *ok, in_range(g, LLVMBuildAdd(g->b, t, ci32(g, extra), ""), ci32(g, tt->dims[j])), "");
+    LLVMValueRef idx = LLVMBuildAdd(g->b, ac->start[d], t, "");
+    *ok = LLVMBuildAnd(g->b, *ok, in_range(g, idx, arg_dim(g, ac->arg, d)), "");
+    if (extra)
+      *ok = LLVMBuildAnd(g->b, *ok, in_range(g, LLVMBuildAdd(g->b, idx, ci32(g, extra), ""), arg_dim(g, ac->arg, d)), "");
+    *off = LLVMBuildAdd(g->b, *off, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, idx, g->i64, ""), g->tensor_stride[in->arg_index][d], ""), "");
+  }
+}
+
+static LLVMValueRef gaddr(Cg *g, int arg, ElemType e, LLVMValueRef off) {
+  return LLVMBuildInBoundsGEP2(g->b, mem_type(g, e), g->tensor_ptr[arg], &off, 1, "");
+}
+
+/* Vector chunk for a global access: the tile's last dim must be the tensor's last dim. */
+static int global_chunk(const TirInst *in, const TirArg *a, const Layout *L, ElemType e) {
+  if (!in->index[a->rank - 1].is_range || e == TY_BOOL)
+    return 1;
+  return vec_chunk(L, e);
+}
+
+/* pred ? (fast block) : (slow block); returns {fast, slow, join} blocks, positioned at fast. */
+static void split3(Cg *g, LLVMValueRef pred, LLVMBasicBlockRef bb[3]) {
+  bb[0] = new_bb(g, "vec");
+  bb[1] = new_bb(g, "scalar");
+  bb[2] = new_bb(g, "join");
+  LLVMBuildCondBr(g->b, pred, bb[0], bb[1]);
+  LLVMPositionBuilderAtEnd(g->b, bb[0]);
+}
+
+static LLVMValueRef aligned(Cg *g, LLVMValueRef p, int bytes) {
+  LLVMValueRef i = LLVMBuildPtrToInt(g->b, p, g->i64, "");
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, i, ci64(g, bytes - 1), ""), ci64(g, 0), "");
+}
+
+static void lower_load(Cg *g, const TirInst *in) {
+  int dst = in->dst;
+  const TileType *tt = rtype(g, dst);
+  const Layout *L = g->tiles[dst].lay;
+  ElemType e = tt->elem;
+  int n = g->tiles[dst].n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef tmp = entry_alloca(g, reg_type(g, e), n);
+  LLVMValueRef lw = layout_lw(g, L), fill = const_elem(g, e, in->imm);
+  LLVMTypeRef mt = mem_type(g, e), rt = reg_type(g, e);
+  for (int r = 0; r < n; r += ch) {
+    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
+    if (ch > 1) {
+      LLVMValueRef off, ok;
+      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
+      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
+      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
+      LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)ch), p, "");
+      LLVMSetAlignment(v, (unsigned)(ch * eb));
+      for (int j = 0; j < ch; j++) {
+        LLVMValueRef idx = ci32(g, r + j);
+        LLVMBuildStore(g->b, from_mem(g, e, LLVMBuildExtractElement(g->b, v, ci32(g, j), "")),
+                       LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
+      }
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    }
+    for (int j = 0; j < ch; j++) {
+      LLVMValueRef off, ok, idx = ci32(g, r + j);
+      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
+      LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, "");
+      LLVMBuildStore(g->b, fill, slot);
+      LLVMBasicBlockRef then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+      LLVMBuildCondBr(g->b, ok, then, join);
+      LLVMPositionBuilderAtEnd(g->b, then);
+      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
+      LLVMSetAlignment(v, (unsigned)eb);
+      LLVMBuildStore(g->b, from_mem(g, e, v), slot);
+      LLVMBuildBr(g->b, join);
+      LLVMPositionBuilderAtEnd(g->b, join);
+    }
+    if (ch > 1) {
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[2]);
+    }
+  }
+  LLVMValueRef *out = vals_new(g, n);
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef idx = ci32(g, r);
+    out[r] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""), "");
+  }
+  put_tile(g, dst, out);
+}
+
+static void lower_store(Cg *g, const TirInst *in) {
+  int src = in->args[0];
+  const TileType *tt = rtype(g, src);
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = tt->elem;
+  int n = g->tiles[src].n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  LLVMValueRef *v = vals_new(g, n);
+  get_tile(g, src, v);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L);
+  LLVMTypeRef mt = mem_type(g, e);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r += ch) {
+    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
+    if (ch > 1) {
+      LLVMValueRef off, ok;
+      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
+      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
+      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
+      LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(mt, (unsigned)ch));
+      for (int j = 0; j < ch; j++)
+        vec = LLVMBuildInsertElement(g->b, vec, to_mem(g, e, v[r + j]), ci32(g, j), "");
+      LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * eb));
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    }
+    for (int j = 0; j < ch; j++) {
+      LLVMValueRef off, ok;
+      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
+      LLVMBasicBlockRef then = new_bb(g, "st"), join = new_bb(g, "st.j");
+      LLVMBuildCondBr(g->b, ok, then, join);
+      LLVMPositionBuilderAtEnd(g->b, then);
+      LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r + j]), gaddr(g, in->arg_index, e, off)), (unsigned)eb);
+      LLVMBuildBr(g->b, join);
+      LLVMPositionBuilderAtEnd(g->b, join);
+    }
+    if (ch > 1) {
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[2]);
+    }
+  }
+  end_if(g, wj);
+}
+
+/* ---------------------------------------------------- control flow */
+
+static void lower_marker(Cg *g, const TirInst *in) {
+  /* Markers break the straight-line view of shared-memory state: assume a read happened. */
+  g->dirty = true;
+  switch (in->op) {
+  case TIR_FOR: {
+    if (g->depth == MAX_NEST) {
+      cg_error(g, "control flow nested deeper than %d", MAX_NEST);
+      return;
+    }
+    Nest *ns = &g->nest[g->depth++];
+    ns->op = TIR_FOR;
+    ns->ind = in->dst;
+    LLVMValueRef lo, hi, step;
+    get_tile(g, in->args[0], &lo);
+    get_tile(g, in->args[1], &hi);
+    get_tile(g, in->args[2], &step);
+    /* A hidden 64-bit counter, bounds read once: the interpreter's loop. */
+    ns->counter = entry_alloca(g, g->i64, 1);
+    ns->hi = LLVMBuildSExt(g->b, hi, g->i64, "");
+    ns->step = LLVMBuildSExt(g->b, step, g->i64, "");
+    LLVMBuildStore(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->counter);
+    ns->cond = new_bb(g, "for");
+    LLVMBasicBlockRef body = new_bb(g, "for.body");
+    ns->exit = new_bb(g, "for.end");
+    LLVMBuildBr(g->b, ns->cond);
+    LLVMPositionBuilderAtEnd(g->b, ns->cond);
+    LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ns->counter, "");
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, ns->hi, ""), body, ns->exit);
+    LLVMPositionBuilderAtEnd(g->b, body);
+    LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
+    put_tile(g, in->dst, &iv);
+    return;
+  }
+  case TIR_ENDFOR: {
+    Nest *ns = &g->nest[--g->depth];
+    LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ns->counter, "");
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, ns->step, ""), ns->counter);
+    LLVMBuildBr(g->b, ns->cond);
+    LLVMPositionBuilderAtEnd(g->b, ns->exit);
+    return;
+  }
+  case TIR_IF: {
+    if (g->depth == MAX_NEST) {
+      cg_error(g, "control flow nested deeper than %d", MAX_NEST);
+      return;
+    }
+    Nest *ns = &g->nest[g->depth++];
+    ns->op = TIR_IF;
+    ns->end_bb = NULL;
+    LLVMValueRef c;
+    get_tile(g, in->args[0], &c);
+    LLVMBasicBlockRef then = new_bb(g, "then");
+    ns->false_bb = new_bb(g, "else");
+    LLVMBuildCondBr(g->b, c, then, ns->false_bb);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    return;
+  }
+  case TIR_ELSE: {
+    Nest *ns = &g->nest[g->depth - 1];
+    ns->end_bb = new_bb(g, "endif");
+    LLVMBuildBr(g->b, ns->end_bb);
+    LLVMPositionBuilderAtEnd(g->b, ns->false_bb);
+    return;
+  }
+  default: { /* ENDIF */
+    Nest *ns = &g->nest[--g->depth];
+    LLVMBasicBlockRef next = ns->end_bb ? ns->end_bb : ns->false_bb;
+    LLVMBuildBr(g->b, next);
+    LLVMPositionBuilderAtEnd(g->b, next);
+    return;
+  }
+  }
+}
+
+static void lower_inst(Cg *g, const TirInst *in) {
+  g->loc = in->loc;
+  unsigned fl = tir_op_info[in->op].flags;
+  if (fl & OPF_MARKER)
+    lower_marker(g, in);
+  else if ((fl & OPF_ELEMWISE) || in->op == TIR_CVT)
+    lower_elemwise(g, in);
+  else
+    switch (in->op) {
+    case TIR_CONST:
+    case TIR_PARAM:
+    case TIR_DIM:
+    case TIR_BLOCK_ID:
+    case TIR_IOTA: lower_leaf(g, in); break;
+    case TIR_BCAST:
+    case TIR_TRANS: lower_copyish(g, in); break;
+    case TIR_REDUCE_SUM:
+    case TIR_REDUCE_MAX:
+    case TIR_REDUCE_MIN: lower_reduce(g, in); break;
+    case TIR_DOT: lower_dot(g, in); break;
+    case TIR_LOAD: lower_load(g, in); break;
+    case TIR_STORE: lower_store(g, in); break;
+    default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
+    }
+}
+
+/* ------------------------------------------------ planning and setup */
+
+static bool is_written(const TirInst *in, int r) { return in->dst == r; }
+
+static bool reads(const TirInst *in, int r) {
+  for (int i = 0; i < 3; i++)
+    if (in->args[i] == r)
+      return true;
+  if (in->op == TIR_LOAD || in->op == TIR_STORE)
+    for (int d = 0; d < TILE_MAX_RANK; d++)
+      if (in->index[d].start == r)
+        return true;
+  return false;
+}
+
+/* TRANS of a shared tile is read in place when its result has this one definition and every use
+ * follows it in straight-line code before the source is written again. */
+static bool trans_view_ok(const TirFunc *f, int t) {
+  const TirInst *tr = &f->insts[t];
+  int dst = tr->dst, src = tr->args[0];
+  if (f->regs[src].type.place != PLACE_SHARED || f->regs[dst].type.place == PLACE_SHARED)
+    return false;
+  int last = -1;
+  for (int i = 0; i < f->ninsts; i++) {
+    if (i != t && is_written(&f->insts[i], dst))
+      return false;
+    if (reads(&f->insts[i], dst)) {
+      if (i < t)
+        return false;
+      last = i;
+    }
+  }
+  for (int i = t + 1; i < last; i++)
+    if ((tir_op_info[f->insts[i].op].flags & OPF_MARKER) || is_written(&f->insts[i], src))
+      return false;
+  return true;
+}
+
+static bool plan(Cg *g) {
+  TirFunc *f = g->f;
+  g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
+  for (int r = 0; r < f->nregs; r++) {
+    Tile *t = &g->tiles[r];
+    const TileType *ty = &f->regs[r].type;
+    t->lay = ty->layout;
+    t->n = layout_nregs(t->lay);
+    t->view_of = -1;
+    if (ty->place == PLACE_SHARED) {
+      t->shared = true;
+      t->pitch = padded_pitch(t->lay, ty->elem);
+      t->smem_off = g->smem_tiles;
+      g->smem_tiles += buf_bytes(t->lay, ty->elem, t->pitch);
+    }
+  }
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
+      g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
+  for (int r = 0; r < f->nregs; r++) {
+    Tile *t = &g->tiles[r];
+    if (!t->shared && t->view_of < 0)
+      t->regs = entry_alloca(g, reg_type(g, f->regs[r].type.elem), t->n);
+  }
+  return true;
+}
+
+static bool check_func(Cg *g) {
+  TirFunc *f = g->f;
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *a = &f->args[i];
+    g->loc = a->loc;
+    if (a->kind == ARG_SCALAR && a->elem != TY_F32 && a->elem != TY_I32) {
+      cg_error(g, "scalar argument %s: the GPU backend passes f32 and i32 scalars only, not %s", a->name,
+               elem_name(a->elem));
+      return false;
+    }
+    if (a->kind == ARG_TENSOR && (a->rank < 1 || a->rank > TILE_MAX_RANK)) {
+      cg_error(g, "tensor argument %s has rank %d", a->name, a->rank);
+      return false;
+    }
+  }
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    g->loc = in->loc;
+    if ((unsigned)in->op >= TIR_OP_COUNT) {
+      cg_error(g, "internal error: bad op %d", (int)in->op);
+      return false;
+    }
+    if (in->op == TIR_PARAM && (in->arg_index < 0 || in->arg_index >= f->nargs))
+      return cg_error(g, "internal error: param %d", in->arg_index), false;
+    if (in->op == TIR_DIM && (in->arg_index < 0 || in->arg_index >= f->ndims))
+      return cg_error(g, "internal error: dim %d", in->arg_index), false;
+  }
+  g->loc = f->loc;
+  return true;
+}
+
+static void build_signature(Cg *g) {
+  TirFunc *f = g->f;
+  int np = 0;
+  LLVMTypeRef ps[256];
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *a = &f->args[i];
+    if (a->kind == ARG_TENSOR) {
+      ps[np++] = g->p1;
+      for (int d = 0; d + 1 < a->rank; d++)
+        ps[np++] = g->i64;
+    } else {
+      ps[np++] = a->elem == TY_F32 ? g->f32 : g->i32;
+    }
+  }
+  for (int i = 0; i < f->ndims; i++)
+    if (!f->dims[i].pinned)
+      ps[np++] = g->i32;
+  LLVMTypeRef ft = LLVMFunctionType(g->vd, ps, (unsigned)np, 0);
+  g->fn = LLVMAddFunction(g->mod, f->name, ft);
+  LLVMSetFunctionCallConv(g->fn, LLVMPTXKernelCallConv);
+  g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
+  LLVMPositionBuilderAtEnd(g->b, g->entry);
+  g->tensor_ptr = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->nargs + 1));
+  g->tensor_stride = arena_alloc(f->arena, sizeof *g->tensor_stride * (size_t)(f->nargs + 1));
+  g->scalar = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->nargs + 1));
+  g->dimv = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->ndims + 1));
+  int p = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *a = &f->args[i];
+    if (a->kind == ARG_TENSOR) {
+      g->tensor_ptr[i] = LLVMGetParam(g->fn, (unsigned)p++);
+      LLVMSetValueName2(g->tensor_ptr[i], a->name, strlen(a->name));
+      for (int d = 0; d + 1 < a->rank; d++)
+        g->tensor_stride[i][d] = LLVMGetParam(g->fn, (unsigned)p++);
+      g->tensor_stride[i][a->rank - 1] = ci64(g, 1);
+    } else {
+      g->scalar[i] = LLVMGetParam(g->fn, (unsigned)p++);
+      LLVMSetValueName2(g->scalar[i], a->name, strlen(a->name));
+    }
+  }
+  for (int i = 0; i < f->ndims; i++) {
+    if (f->dims[i].pinned) {
+      g->dimv[i] = ci32(g, f->dims[i].value);
+    } else {
+      g->dimv[i] = LLVMGetParam(g->fn, (unsigned)p++);
+      LLVMSetValueName2(g->dimv[i], f->dims[i].name, strlen(f->dims[i].name));
+    }
+  }
+}
+
+static void annotate(Cg *g) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", g->f->threads);
+  LLVMAttributeRef at = LLVMCreateStringAttribute(g->ctx, "nvvm.maxntid", 12, buf, (unsigned)strlen(buf));
+  LLVMAddAttributeAtIndex(g->fn, LLVMAttributeFunctionIndex, at);
+  const char *keys[2] = {"kernel", "maxntidx"};
+  int vals[2] = {1, g->f->threads};
+  for (int i = 0; i < 2; i++) {
+    LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
+                             LLVMValueAsMetadata(ci32(g, vals[i]))};
+    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+  }
+}
+
+static LLVMValueRef new_smem_global(Cg *g, const char *name) {
+  LLVMValueRef v = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType(g->i8, 0), name, 3);
+  LLVMSetLinkage(v, LLVMExternalLinkage);
+  LLVMSetAlignment(v, 16);
+  return v;
+}
+
+/* Places the scratch slots after the shared tiles; returns total dynamic shared bytes. */
+static int finish_smem(Cg *g) {
+  int off = g->smem_tiles;
+  for (int s = 0; s < NSLOTS; s++) {
+    LLVMValueRef idx = ci32(g, off);
+    LLVMValueRef at = LLVMConstInBoundsGEP2(g->i8, g->smem, &idx, 1);
+    LLVMReplaceAllUsesWith(g->slot_ph[s], at);
+    LLVMDeleteGlobal(g->slot_ph[s]);
+    off += (g->slot_size[s] + 15) & ~15;
+  }
+  if (!LLVMGetFirstUse(g->smem)) {
+    LLVMDeleteGlobal(g->smem);
+    g->smem = NULL;
+  }
+  return off;
+}
+
+static void report_smem(Cg *g, int total) {
+  int limit = arch_smem_limit(g->o->arch);
+  if (total <= limit)
+    return;
+  g->loc = g->f->loc;
+  cg_error(g, "kernel %s needs %d bytes of shared memory; %s allows %d per block (smaller tiles or "
+           "fewer shared tiles)", g->f->name, total, arch_name(g->o->arch), limit);
+  for (int r = 0; r < g->f->nregs; r++)
+    if (g->tiles[r].shared) {
+      const TileType *t = &g->f->regs[r].type;
+      diag_report(g->d, DIAG_NOTE, g->f->loc, "shared tile %s: %s[%s], %d bytes",
+                  g->f->regs[r].name ? g->f->regs[r].name : "(temporary)", elem_name(t->elem),
+                  layout_str(g->f->arena, g->tiles[r].lay), buf_bytes(g->tiles[r].lay, t->elem, g->tiles[r].pitch));
+    }
+}
+
+/* --------------------------------------------------------- codegen */
+
+static bool targets_ready(void) {
+  static bool done;
+  if (!done) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    done = true;
+  }
+  return true;
+}
+
+static const char *TRIPLE = "nvptx64-nvidia-cuda";
+
+static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
+  Arena *a = g->f->arena;
+  char *err = NULL;
+  if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
+    cg_error(g, "internal error: invalid LLVM module: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  LLVMDisposeMessage(err);
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", g->o->opt_level < 0 ? 0 : g->o->opt_level > 3 ? 3 : g->o->opt_level);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(g->mod, pipeline, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    cg_error(g, "internal error: LLVM passes: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return NULL;
+  }
+  if (g->o->dump_llvm) {
+    char *s = LLVMPrintModuleToString(g->mod);
+    char *r = arena_strdup(a, s);
+    LLVMDisposeMessage(s);
+    return r;
+  }
+  LLVMMemoryBufferRef buf = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &err, &buf)) {
+    cg_error(g, "internal error: PTX emission: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  const char *meta = meta_emit(a, g->f, smem);
+  size_t ml = strlen(meta), pl = LLVMGetBufferSize(buf);
+  char *out = arena_alloc(a, ml + pl + 1);
+  memcpy(out, meta, ml);
+  memcpy(out + ml, LLVMGetBufferStart(buf), pl);
+  out[ml + pl] = 0;
+  LLVMDisposeMemoryBuffer(buf);
+  return out;
+}
+
+char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
+  if (smem_bytes_out)
+    *smem_bytes_out = 0;
+  if ((unsigned)o->arch >= ARCH_COUNT) {
+    diag_plain(d, DIAG_ERROR, "unknown GPU architecture %d", (int)o->arch);
+    return NULL;
+  }
+  Cg cg = {.f = f, .d = d, .o = o, .loc = f->loc};
+  Cg *g = &cg;
+  if (!check_func(g) || !layout_assign(f, d))
+    return NULL;
+  targets_ready();
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(TRIPLE, &target, &err)) {
+    diag_plain(d, DIAG_ERROR, "internal error: no NVPTX target in LLVM: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  /* arch_name() is a whitelisted name: LLVM only warns on unknown CPUs. */
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, TRIPLE, arch_name(o->arch), "+ptx85",
+                                                    LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                    LLVMCodeModelDefault);
+  g->ctx = LLVMContextCreate();
+  g->mod = LLVMModuleCreateWithNameInContext(f->name, g->ctx);
+  LLVMSetTarget(g->mod, TRIPLE);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(g->mod, td);
+  LLVMDisposeTargetData(td);
+  g->b = LLVMCreateBuilderInContext(g->ctx);
+  g->eb = LLVMCreateBuilderInContext(g->ctx);
+  g->i1 = LLVMInt1TypeInContext(g->ctx);
+  g->i8 = LLVMInt8TypeInContext(g->ctx);
+  g->i16 = LLVMInt16TypeInContext(g->ctx);
+  g->i32 = LLVMInt32TypeInContext(g->ctx);
+  g->i64 = LLVMInt64TypeInContext(g->ctx);
+  g->f16 = LLVMHalfTypeInContext(g->ctx);
+  g->bf16 = LLVMBFloatTypeInContext(g->ctx);
+  g->f32 = LLVMFloatTypeInContext(g->ctx);
+  g->vd = LLVMVoidTypeInContext(g->ctx);
+  g->p1 = LLVMPointerTypeInContext(g->ctx, 1);
+  g->p3 = LLVMPointerTypeInContext(g->ctx, 3);
+  g->smem = new_smem_global(g, "tilec_smem");
+  g->slot_ph[SLOT_A] = new_smem_global(g, "tilec_slot_a");
+  g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
+  build_signature(g);
+  annotate(g);
+  g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
+  g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
+  g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
+  plan(g);
+  for (int i = 0; i < f->ninsts && !g->failed; i++)
+    lower_inst(g, &f->insts[i]);
+  char *out = NULL;
+  if (!g->failed) {
+    LLVMBuildRetVoid(g->b);
+    int smem = finish_smem(g);
+    report_smem(g, smem);
+    if (!g->failed) {
+      out = emit(g, tm, smem);
+      if (out && smem_bytes_out)
+        *smem_bytes_out = smem;
+    }
+  }
+  LLVMDisposeBuilder(g->b);
+  LLVMDisposeBuilder(g->eb);
+  LLVMDisposeModule(g->mod);
+  LLVMContextDispose(g->ctx);
+  LLVMDisposeTargetMachine(tm);
+  return out;
+}

@@ -1,0 +1,1492 @@
+/* sema.c — semantic checks and specialization of the AST (contract in ast.h).
+ *
+ * One pass per kernel: parameters (defaults, then -D), arguments and dims, launch expressions,
+ * the body (names, types, shapes, placement, constant folding), then the shared-memory budget and
+ * the unused-variable warnings. Every check reports through Diag with the node's location and
+ * keeps going (a failed expression returns false; its parents stay silent), until the error
+ * limit is passed. */
+#include "ast.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ state */
+
+typedef struct Scope {
+  struct Scope *parent;
+  AstDecl **v;
+  int n, cap;
+} Scope;
+
+/* A shared tile, for the budget message. */
+typedef struct SharedTile {
+  const char *name;
+  SrcLoc loc;
+  TileType ty;
+  int64_t bytes;
+} SharedTile;
+
+typedef struct Sema {
+  Arena *a;
+  Diag *d;
+  AstKernel *k;
+  GpuArch arch;
+  const Define *defs;
+  int ndefs;
+  bool *def_used;          /* per define: matched a param or dim in some kernel */
+  Scope *scope;
+  AstDecl **decls;         /* every decl of the kernel, by id */
+  int ndecls, cap_decls;
+  SharedTile *shared;
+  int nshared, cap_shared;
+  /* Expression context: 0 = kernel body; else the name of the launch construct
+   * ("grid", "threads", "require", "parameter") where only dims and parameters may appear. */
+  const char *launch_ctx;
+  int depth;               /* statement nesting (require is top level only) */
+} Sema;
+
+static void *grow(Arena *a, void *v, int n, int *cap, size_t elem) {
+  if (n < *cap)
+    return v;
+  int ncap = *cap ? *cap * 2 : 8;
+  void *p = arena_alloc(a, (size_t)ncap * elem);
+  if (v)
+    memcpy(p, v, (size_t)n * elem);
+  *cap = ncap;
+  return p;
+}
+
+#define ERR(S, loc, ...) diag_report((S)->d, DIAG_ERROR, (loc), __VA_ARGS__)
+#define NOTE(S, loc, ...) diag_report((S)->d, DIAG_NOTE, (loc), __VA_ARGS__)
+#define WARN(S, loc, ...) diag_report((S)->d, DIAG_WARNING, (loc), __VA_ARGS__)
+
+static const char *tstr(Sema *S, const TileType *t) { return ast_type_str(S->a, t); }
+
+static TileType scalar_ty(ElemType e) { return (TileType){.elem = e}; }
+
+/* ------------------------------------------------------------------ scopes */
+
+static void scope_push(Sema *S) {
+  Scope *s = arena_alloc(S->a, sizeof *s);
+  s->parent = S->scope;
+  S->scope = s;
+}
+
+static void scope_pop(Sema *S) { S->scope = S->scope->parent; }
+
+static AstDecl *lookup(Sema *S, const char *name) {
+  for (Scope *s = S->scope; s; s = s->parent)
+    for (int i = s->n - 1; i >= 0; i--)
+      if (!strcmp(s->v[i]->name, name))
+        return s->v[i];
+  return NULL;
+}
+
+static const char *decl_what(const AstDecl *d) {
+  switch (d->kind) {
+  case DECL_PARAM: return "parameter";
+  case DECL_DIM: return "dimension";
+  case DECL_SCALAR_ARG: return "scalar argument";
+  case DECL_TENSOR_ARG: return "tensor argument";
+  case DECL_VAR: return d->place == VAR_LET ? "'let' value" : d->place == VAR_REG ? "'reg' tile" : "'shared' tile";
+  case DECL_LOOP: return "loop variable";
+  case DECL_SOFTMAX: return "online_softmax state";
+  }
+  return "name";
+}
+
+/* Creates a declaration in the current scope; a name already visible is an error (no shadowing:
+ * kernels are short, and a shadowed tile is more often a mistake than a wish). */
+static AstDecl *declare(Sema *S, AstDeclKind kind, const char *name, SrcLoc loc, TileType ty) {
+  AstDecl *prev = lookup(S, name);
+  if (prev) {
+    ERR(S, loc, "redeclaration of '%s'", name);
+    NOTE(S, prev->loc, "previous declaration of '%s' (a %s) is here", name, decl_what(prev));
+  }
+  AstDecl *d = arena_alloc(S->a, sizeof *d);
+  d->kind = kind, d->name = name, d->loc = loc, d->ty = ty;
+  d->id = S->ndecls;
+  S->decls = grow(S->a, S->decls, S->ndecls, &S->cap_decls, sizeof *S->decls);
+  S->decls[S->ndecls++] = d;
+  Scope *sc = S->scope;
+  sc->v = grow(S->a, sc->v, sc->n, &sc->cap, sizeof *sc->v);
+  sc->v[sc->n++] = d;
+  return d;
+}
+
+/* Edit distance <= 2 suggestion among visible names ("did you mean"). */
+static int edit_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  if (n > 32 || m > 32)
+    return 99;
+  int row[33];
+  for (size_t j = 0; j <= m; j++)
+    row[j] = (int)j;
+  for (size_t i = 1; i <= n; i++) {
+    int prev = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= m; j++) {
+      int cur = row[j];
+      int best = prev + (a[i - 1] != b[j - 1]);
+      if (row[j] + 1 < best)
+        best = row[j] + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      prev = cur;
+    }
+  }
+  return row[m];
+}
+
+static const char *suggest_name(Sema *S, const char *name) {
+  const char *best = NULL;
+  int bestd = 3;
+  for (Scope *s = S->scope; s; s = s->parent)
+    for (int i = 0; i < s->n; i++) {
+      int dist = edit_distance(name, s->v[i]->name);
+      if (dist < bestd && dist < (int)strlen(name)) {
+        bestd = dist;
+        best = s->v[i]->name;
+      }
+    }
+  return best;
+}
+
+static const char *suggest_builtin(const char *name) {
+  const char *best = NULL;
+  int bestd = 3;
+  for (int i = 0; i < BI_COUNT; i++) {
+    int dist = edit_distance(name, ast_builtin_name((AstBuiltin)i));
+    if (dist < bestd) {
+      bestd = dist;
+      best = ast_builtin_name((AstBuiltin)i);
+    }
+  }
+  return best;
+}
+
+/* ------------------------------------------------------------------ shapes */
+
+/* numpy broadcasting of a and b into *out (elem untouched). On failure, *bad is the dim index
+ * (counted in a's numbering from the right) that differs. */
+static bool broadcast(const TileType *a, const TileType *b, TileType *out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  TileType t = *out;
+  t.rank = r;
+  for (int i = 0; i < r; i++) {
+    int ia = a->rank - r + i, ib = b->rank - r + i;
+    int32_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return false;
+    t.dims[i] = da == 1 ? db : da;
+  }
+  for (int i = r; i < TILE_MAX_RANK; i++)
+    t.dims[i] = 0;
+  *out = t;
+  return true;
+}
+
+/* Whether a value of shape v broadcasts to exactly shape t. */
+static bool broadcasts_to(const TileType *v, const TileType *t) {
+  if (v->rank > t->rank)
+    return false;
+  for (int i = 0; i < v->rank; i++) {
+    int32_t dv = v->dims[i], dt = t->dims[t->rank - v->rank + i];
+    if (dv != dt && dv != 1)
+      return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ constants */
+
+/* Integers are kept as exact doubles; i32 results must fit. */
+static bool int_fits(double v) { return v >= -2147483648.0 && v <= 2147483647.0; }
+
+static bool is_intval(double v) { return v == floor(v) && isfinite(v); }
+
+/* Makes a constant adopt element type `to` (untyped constants only; typed ones must match).
+ * int -> any numeric or bool (non-zero is true); float -> float types; bool -> bool. */
+static bool adapt(Sema *S, AstExpr *e, ElemType to, SrcLoc where) {
+  if (!e->untyped)
+    return true;
+  ElemType from = e->ty.elem;
+  bool ok = from == to || (from == TY_I32 && to != TY_BOOL) ||
+            (from == TY_I32 && to == TY_BOOL) || (from == TY_F32 && elem_is_float(to));
+  if (!ok) {
+    char num[64];
+    if (from == TY_BOOL)
+      snprintf(num, sizeof num, "%s", e->cval != 0 ? "true" : "false");
+    else
+      snprintf(num, sizeof num, "%g", e->cval);
+    (void)where;
+    ERR(S, e->loc, "%s constant %s cannot be used as %s",
+        from == TY_BOOL ? "bool" : "float", num, elem_name(to));
+    return false;
+  }
+  e->ty.elem = to;
+  e->untyped = false;
+  e->cval = to == TY_BOOL ? (e->cval != 0) : round_to_elem(to, e->cval);
+  return true;
+}
+
+/* An untyped constant with no context takes its default type (int -> i32, float -> f32). */
+static void settle(AstExpr *e) {
+  if (e->untyped)
+    e->untyped = false;
+}
+
+/* The folded integer of a compile-time expression, or an error naming `what`. */
+static bool const_int(Sema *S, AstExpr *e, const char *what, int64_t *out) {
+  if (!e->is_const || e->ty.rank != 0) {
+    ERR(S, e->loc, "%s must be a compile-time constant (literals and parameters)", what);
+    return false;
+  }
+  if (e->ty.elem != TY_I32 || !is_intval(e->cval)) {
+    ERR(S, e->loc, "%s must be an integer, found %s", what,
+        e->ty.elem == TY_BOOL ? "bool" : e->ty.elem == TY_I32 ? "a non-integer" : elem_name(e->ty.elem));
+    return false;
+  }
+  *out = (int64_t)e->cval;
+  return true;
+}
+
+static bool fold_arith(Sema *S, AstExpr *e, AstOp op, ElemType t, double x, double y, double *out) {
+  bool isint = t == TY_I32;
+  double r = 0;
+  switch (op) {
+  case OP_ADD: r = x + y; break;
+  case OP_SUB: r = x - y; break;
+  case OP_MUL: r = x * y; break;
+  case OP_DIV:
+    if (isint) {
+      if (y == 0) {
+        ERR(S, e->loc, "division by zero in a constant expression");
+        return false;
+      }
+      r = (double)((int64_t)x / (int64_t)y);
+    } else {
+      r = x / y;
+    }
+    break;
+  case OP_REM:
+    if (y == 0) {
+      ERR(S, e->loc, "division by zero in a constant expression");
+      return false;
+    }
+    r = (double)((int64_t)x % (int64_t)y);
+    break;
+  case OP_LT: r = x < y; break;
+  case OP_LE: r = x <= y; break;
+  case OP_GT: r = x > y; break;
+  case OP_GE: r = x >= y; break;
+  case OP_EQ: r = x == y; break;
+  case OP_NE: r = x != y; break;
+  case OP_AND: r = (x != 0) && (y != 0); break;
+  case OP_OR: r = (x != 0) || (y != 0); break;
+  default: break;
+  }
+  if (isint && op <= OP_REM && !int_fits(r)) {
+    ERR(S, e->loc, "integer overflow in a constant expression (the result does not fit in i32)");
+    return false;
+  }
+  *out = r;
+  return true;
+}
+
+/* ------------------------------------------------------------------ expressions */
+
+static bool check_expr(Sema *S, AstExpr *e);
+
+static bool is_cmp(AstOp op) { return op >= OP_LT && op <= OP_NE; }
+
+/* Brings two operands to a common element type (constants adapt) and checks that. `what` names
+ * the operator for messages. */
+static bool unify_elems(Sema *S, AstExpr *e, AstExpr *x, AstExpr *y, const char *what) {
+  if (x->untyped && !y->untyped)
+    return adapt(S, x, y->ty.elem, e->loc);
+  if (y->untyped && !x->untyped)
+    return adapt(S, y, x->ty.elem, e->loc);
+  if (x->untyped && y->untyped) { /* both constants: int with float becomes float */
+    if (x->ty.elem != y->ty.elem) {
+      if (x->ty.elem == TY_BOOL || y->ty.elem == TY_BOOL) {
+        ERR(S, e->loc, "operands of %s have different types: %s and %s", what, elem_name(x->ty.elem),
+            elem_name(y->ty.elem));
+        return false;
+      }
+      x->ty.elem = y->ty.elem = TY_F32;
+    }
+    return true;
+  }
+  if (x->ty.elem != y->ty.elem) {
+    ERR(S, e->loc, "operands of %s have different element types: %s and %s (convert one with to_%s)",
+        what, tstr(S, &x->ty), tstr(S, &y->ty), elem_name(x->ty.elem));
+    return false;
+  }
+  return true;
+}
+
+static bool bcast_pair(Sema *S, AstExpr *e, const TileType *x, const TileType *y, TileType *out,
+                       const char *what) {
+  if (!broadcast(x, y, out)) {
+    ERR(S, e->loc, "shapes of %s do not broadcast: %s and %s", what, tstr(S, x), tstr(S, y));
+    return false;
+  }
+  return true;
+}
+
+static void mark_const(AstExpr *e, double v, bool untyped) {
+  e->is_const = true;
+  e->cval = v;
+  e->untyped = untyped;
+}
+
+static bool check_binary(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *y = e->args[1];
+  bool okx = check_expr(S, x), oky = check_expr(S, y);
+  if (!okx || !oky)
+    return false;
+  char what[16];
+  snprintf(what, sizeof what, "'%s'", ast_op_name(e->op));
+  AstOp op = e->op;
+  if (op == OP_AND || op == OP_OR) {
+    if (!adapt(S, x, TY_BOOL, e->loc) || !adapt(S, y, TY_BOOL, e->loc))
+      return false;
+    if (x->ty.elem != TY_BOOL || y->ty.elem != TY_BOOL) {
+      ERR(S, e->loc, "operands of %s must be bool, found %s and %s", what, tstr(S, &x->ty),
+          tstr(S, &y->ty));
+      return false;
+    }
+  } else {
+    if (!unify_elems(S, e, x, y, what))
+      return false;
+    ElemType t = x->ty.elem;
+    if (t == TY_BOOL && !(op == OP_EQ || op == OP_NE)) {
+      ERR(S, e->loc, "operator %s does not take bool operands (use && || ! and where)", what);
+      return false;
+    }
+    if (op == OP_REM && t != TY_I32) {
+      ERR(S, e->loc, "operator '%%' needs i32 operands, found %s", elem_name(t));
+      return false;
+    }
+  }
+  TileType shape = {.elem = x->ty.elem};
+  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+    return false;
+  e->opnd_ty = shape;
+  e->ty = shape;
+  if (is_cmp(op) || op == OP_AND || op == OP_OR)
+    e->ty.elem = TY_BOOL;
+  if (x->is_const && y->is_const) {
+    double v;
+    if (!fold_arith(S, e, op, x->ty.elem, x->cval, y->cval, &v))
+      return false;
+    if (!is_cmp(op) && op != OP_AND && op != OP_OR && !x->untyped)
+      v = round_to_elem(x->ty.elem, v);
+    mark_const(e, v, x->untyped && y->untyped);
+  }
+  return true;
+}
+
+static bool check_unary(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0];
+  if (!check_expr(S, x))
+    return false;
+  if (e->op == OP_NOT) {
+    if (!adapt(S, x, TY_BOOL, e->loc))
+      return false;
+    if (x->ty.elem != TY_BOOL) {
+      ERR(S, e->loc, "operator '!' needs a bool operand, found %s", tstr(S, &x->ty));
+      return false;
+    }
+  } else if (x->ty.elem == TY_BOOL) {
+    ERR(S, e->loc, "unary '-' does not take a bool operand");
+    return false;
+  }
+  e->ty = x->ty;
+  if (x->is_const)
+    mark_const(e, e->op == OP_NOT ? !(x->cval != 0) : -x->cval, x->untyped);
+  return true;
+}
+
+/* Whether the expression may be used as a condition: a scalar bool after adaptation. */
+static bool check_cond(Sema *S, AstExpr *c, const char *what) {
+  if (!adapt(S, c, TY_BOOL, c->loc))
+    return false;
+  if (c->ty.elem != TY_BOOL || c->ty.rank != 0) {
+    ERR(S, c->loc, "%s must be a scalar bool, found %s", what, tstr(S, &c->ty));
+    return false;
+  }
+  return true;
+}
+
+static bool check_ternary(Sema *S, AstExpr *e) {
+  bool ok = true;
+  for (int i = 0; i < 3; i++)
+    ok &= check_expr(S, e->args[i]);
+  if (!ok)
+    return false;
+  AstExpr *c = e->args[0], *x = e->args[1], *y = e->args[2];
+  if (!check_cond(S, c, "the condition of '?:'"))
+    return false;
+  if (!unify_elems(S, e, x, y, "'?:'"))
+    return false;
+  TileType shape = {.elem = x->ty.elem};
+  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'?:'"))
+    return false;
+  e->ty = e->opnd_ty = shape;
+  if (c->is_const && x->is_const && y->is_const)
+    mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
+  return true;
+}
+
+static bool check_name(Sema *S, AstExpr *e) {
+  AstDecl *d = lookup(S, e->name);
+  if (!d) {
+    const char *hint = suggest_name(S, e->name);
+    if (hint)
+      ERR(S, e->loc, "undeclared name '%s'; did you mean '%s'?", e->name, hint);
+    else
+      ERR(S, e->loc, "undeclared name '%s'", e->name);
+    return false;
+  }
+  e->decl = d;
+  d->nuses++;
+  if (d->error)
+    return false;
+  if (S->launch_ctx && d->kind != DECL_PARAM && d->kind != DECL_DIM) {
+    ERR(S, e->loc, "%s expressions may only use dimensions and parameters; '%s' is a %s",
+        S->launch_ctx, e->name, decl_what(d));
+    return false;
+  }
+  if (d->kind == DECL_TENSOR_ARG) {
+    ERR(S, e->loc, "tensor argument '%s' must be sliced to be read (e.g. %s[i : +SIZE])", e->name,
+        e->name);
+    return false;
+  }
+  if (d->kind == DECL_SOFTMAX) {
+    ERR(S, e->loc, "'%s' is an online_softmax state, not a value (use %s.max, %s.sum, %s.update(x) "
+        "or %s.finish(acc))", e->name, e->name, e->name, e->name, e->name);
+    return false;
+  }
+  e->ty = d->ty;
+  if (d->is_const)
+    mark_const(e, d->cval, d->untyped);
+  return true;
+}
+
+static bool check_block_id(Sema *S, AstExpr *e) {
+  const char *f = e->field;
+  if (S->launch_ctx) {
+    ERR(S, e->loc, "%s expressions may only use dimensions and parameters, not block.%s",
+        S->launch_ctx, f);
+    return false;
+  }
+  if (!strcmp(f, "x") || !strcmp(f, "y") || !strcmp(f, "z")) {
+    e->axis = f[0] - 'x';
+    e->ty = scalar_ty(TY_I32);
+    return true;
+  }
+  ERR(S, e->field_loc, "unknown block index 'block.%s' (expected block.x, block.y or block.z)", f);
+  return false;
+}
+
+/* A scalar i32 index (slice start, loop bound, index-tile start). */
+static bool check_index(Sema *S, AstExpr *x, const char *what) {
+  if (!check_expr(S, x))
+    return false;
+  if (!adapt(S, x, TY_I32, x->loc))
+    return false;
+  if (x->ty.elem != TY_I32 || x->ty.rank != 0) {
+    ERR(S, x->loc, "%s must be a scalar i32, found %s", what, tstr(S, &x->ty));
+    return false;
+  }
+  return true;
+}
+
+/* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
+static bool check_slice(Sema *S, AstExpr *e, bool store) {
+  if (S->launch_ctx) {
+    ERR(S, e->loc, "%s expressions may only use dimensions and parameters, not tensor slices",
+        S->launch_ctx);
+    return false;
+  }
+  AstDecl *d = lookup(S, e->name);
+  if (!d) {
+    ERR(S, e->name_loc, "undeclared name '%s'", e->name);
+    return false;
+  }
+  if (!store)
+    d->nuses++;
+  e->decl = d;
+  if (d->error)
+    return false;
+  if (d->kind != DECL_TENSOR_ARG) {
+    ERR(S, e->name_loc, "'%s' is a %s; only tensor arguments can be sliced", e->name, decl_what(d));
+    return false;
+  }
+  const AstArg *arg = &S->k->args[d->index];
+  if (e->nitems != arg->rank) {
+    ERR(S, e->loc, "tensor '%s' has rank %d but the slice has %d %s", e->name, arg->rank,
+        e->nitems, e->nitems == 1 ? "index" : "indices");
+    NOTE(S, arg->loc, "'%s' is declared here", e->name);
+    return false;
+  }
+  TileType t = {.elem = arg->elem};
+  bool ok = true;
+  for (int i = 0; i < e->nitems; i++) {
+    AstSliceItem *it = &e->items[i];
+    const AstDim *dim = &S->k->dims[arg->dims[i]];
+    if (it->kind == SLICE_FULL) {
+      if (!dim->pinned) {
+        ERR(S, it->loc, "':' takes the whole dimension '%s', which is not known at compile time "
+            "(pin it with -D %s=VALUE or write 'start : +SIZE')", dim->name, dim->name);
+        ok = false;
+        continue;
+      }
+      it->size = (int32_t)dim->value;
+      t.dims[t.rank++] = it->size;
+      continue;
+    }
+    if (!check_index(S, it->start, "a slice index")) {
+      ok = false;
+      continue;
+    }
+    if (it->kind == SLICE_INDEX) {
+      it->size = 1;
+      continue;
+    }
+    int64_t sz;
+    if (!check_expr(S, it->size_expr) || !const_int(S, it->size_expr, "a slice size", &sz)) {
+      ok = false;
+      continue;
+    }
+    if (sz <= 0 || sz > (1 << 24)) {
+      ERR(S, it->size_expr->loc, "a slice size must be between 1 and 16777216, found %lld",
+          (long long)sz);
+      ok = false;
+      continue;
+    }
+    it->size = (int32_t)sz;
+    t.dims[t.rank++] = it->size;
+  }
+  if (!ok)
+    return false;
+  e->ty = t;
+  return true;
+}
+
+static bool check_member(Sema *S, AstExpr *e) {
+  if (S->launch_ctx) {
+    ERR(S, e->loc, "%s expressions may only use dimensions and parameters", S->launch_ctx);
+    return false;
+  }
+  AstDecl *d = lookup(S, e->name);
+  if (!d) {
+    ERR(S, e->name_loc, "undeclared name '%s'", e->name);
+    return false;
+  }
+  e->decl = d;
+  d->nuses++;
+  if (d->kind != DECL_SOFTMAX) {
+    ERR(S, e->name_loc, "'%s' is a %s; only online_softmax states have members", e->name,
+        decl_what(d));
+    return false;
+  }
+  if (e->kind == AST_MEMBER) {
+    if (!strcmp(e->field, "max"))
+      e->member = MEMBER_MAX;
+    else if (!strcmp(e->field, "sum"))
+      e->member = MEMBER_SUM;
+    else {
+      ERR(S, e->field_loc, "online_softmax state has no member '%s' (members: max, sum; methods: "
+          "update, finish)", e->field);
+      return false;
+    }
+    e->ty = d->ty;
+    return true;
+  }
+  int rows = d->ty.dims[0];
+  if (!strcmp(e->field, "update"))
+    e->method = METHOD_UPDATE;
+  else if (!strcmp(e->field, "finish"))
+    e->method = METHOD_FINISH;
+  else {
+    ERR(S, e->field_loc, "online_softmax state has no method '%s' (methods: update, finish)",
+        e->field);
+    return false;
+  }
+  if (e->nargs != 1) {
+    ERR(S, e->loc, "'%s.%s' takes 1 argument, found %d", e->name, e->field, e->nargs);
+    return false;
+  }
+  AstExpr *x = e->args[0];
+  if (!check_expr(S, x))
+    return false;
+  if (x->ty.elem != TY_F32 || x->ty.rank != 2 || x->ty.dims[0] != rows) {
+    ERR(S, x->loc, "'%s.%s' needs an f32[%d, K] tile (rows = %d), found %s", e->name, e->field, rows,
+        rows, tstr(S, &x->ty));
+    return false;
+  }
+  e->ty = x->ty;
+  return true;
+}
+
+/* Element-wise float math of one operand: exp log sqrt ... (abs also takes i32). */
+static bool check_math1(Sema *S, AstExpr *e, AstExpr *x) {
+  if (x->untyped && x->ty.elem == TY_I32)
+    adapt(S, x, e->builtin == BI_ABS ? TY_I32 : TY_F32, e->loc);
+  bool ok = elem_is_float(x->ty.elem) || (e->builtin == BI_ABS && x->ty.elem == TY_I32);
+  if (!ok) {
+    ERR(S, e->loc, "'%s' needs a float operand (f32, f16 or bf16), found %s", e->name,
+        tstr(S, &x->ty));
+    return false;
+  }
+  e->ty = x->ty;
+  if (x->is_const) {
+    double v = x->cval, r = v;
+    switch (e->builtin) {
+    case BI_EXP: r = exp(v); break;
+    case BI_EXP2: r = exp2(v); break;
+    case BI_LOG: r = log(v); break;
+    case BI_SQRT: r = sqrt(v); break;
+    case BI_RSQRT: r = 1.0 / sqrt(v); break;
+    case BI_TANH: r = tanh(v); break;
+    case BI_ERF: r = erf(v); break;
+    case BI_SIGMOID: r = 1.0 / (1.0 + exp(-v)); break;
+    case BI_ABS: r = fabs(v); break;
+    default: break;
+    }
+    mark_const(e, x->untyped ? r : round_to_elem(x->ty.elem, r), x->untyped);
+  }
+  return true;
+}
+
+static bool check_reduce(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *ax = e->args[1];
+  if (!ax->is_const || ax->ty.elem != TY_I32 || ax->ty.rank != 0) {
+    ERR(S, ax->loc, "the axis of '%s' must be a compile-time integer%s", e->name,
+        e->builtin == BI_SUM ? ""
+        : e->builtin == BI_MAX ? " (for the element-wise maximum of two values use maximum(a, b))"
+                               : " (for the element-wise minimum of two values use minimum(a, b))");
+    return false;
+  }
+  if (x->ty.rank == 0) {
+    ERR(S, x->loc, "'%s' reduces a tile along an axis; its operand is a scalar (%s)", e->name,
+        tstr(S, &x->ty));
+    return false;
+  }
+  if (x->ty.elem == TY_BOOL) {
+    ERR(S, x->loc, "'%s' does not take bool tiles", e->name);
+    return false;
+  }
+  int64_t axis = (int64_t)ax->cval;
+  if (axis < 0 || axis >= x->ty.rank) {
+    ERR(S, ax->loc, "reduction axis %lld is out of range for %s (rank %d: axis 0..%d)",
+        (long long)axis, tstr(S, &x->ty), x->ty.rank, x->ty.rank - 1);
+    return false;
+  }
+  e->axis = (int)axis;
+  e->ty = x->ty;
+  e->ty.dims[axis] = 1;
+  return true;
+}
+
+static bool check_dot(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *y = e->args[1];
+  if (x->ty.rank != 2 || y->ty.rank != 2) {
+    AstExpr *bad = x->ty.rank != 2 ? x : y;
+    ERR(S, bad->loc, "'dot' needs 2-D tiles, found %s", tstr(S, &bad->ty));
+    return false;
+  }
+  if (x->ty.elem != y->ty.elem) {
+    ERR(S, e->loc, "operands of 'dot' have different element types: %s and %s", tstr(S, &x->ty),
+        tstr(S, &y->ty));
+    return false;
+  }
+  if (!elem_is_float(x->ty.elem)) {
+    ERR(S, e->loc, "'dot' takes f16, bf16 or f32 tiles, found %s", tstr(S, &x->ty));
+    return false;
+  }
+  if (x->ty.dims[1] != y->ty.dims[0]) {
+    ERR(S, e->loc, "inner dimensions of 'dot' differ: %s x %s (%d vs %d)", tstr(S, &x->ty),
+        tstr(S, &y->ty), x->ty.dims[1], y->ty.dims[0]);
+    return false;
+  }
+  e->ty = (TileType){.elem = TY_F32, .rank = 2, .dims = {x->ty.dims[0], y->ty.dims[1]}};
+  return true;
+}
+
+static bool check_index_tile(Sema *S, AstExpr *e) {
+  if (!check_index(S, e->args[0], "the start of an index tile"))
+    return false;
+  int64_t n;
+  if (!const_int(S, e->args[1], "the size of an index tile", &n))
+    return false;
+  if (n <= 0 || n > (1 << 24)) {
+    ERR(S, e->args[1]->loc, "the size of an index tile must be between 1 and 16777216, found %lld",
+        (long long)n);
+    return false;
+  }
+  if (e->builtin == BI_ROW_INDEX)
+    e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {(int32_t)n, 1}};
+  else
+    e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {1, (int32_t)n}};
+  return true;
+}
+
+static bool check_cvt(Sema *S, AstExpr *e, AstExpr *x) {
+  ElemType to = e->builtin == BI_TO_F32 ? TY_F32 : e->builtin == BI_TO_F16 ? TY_F16
+                : e->builtin == BI_TO_BF16 ? TY_BF16 : TY_I32;
+  settle(x);
+  e->ty = x->ty;
+  e->ty.elem = to;
+  if (x->is_const) {
+    double v = x->cval;
+    if (to == TY_I32) {
+      v = trunc(v);
+      if (!int_fits(v)) {
+        ERR(S, e->loc, "constant %g does not fit in i32", x->cval);
+        return false;
+      }
+    }
+    mark_const(e, round_to_elem(to, v), false);
+  }
+  return true;
+}
+
+/* maximum / minimum / cdiv: two operands, element-wise, broadcasting. */
+static bool check_elem2(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *y = e->args[1];
+  char what[32];
+  snprintf(what, sizeof what, "'%s'", e->name);
+  if (!unify_elems(S, e, x, y, what))
+    return false;
+  if (x->ty.elem == TY_BOOL) {
+    ERR(S, e->loc, "%s does not take bool operands", what);
+    return false;
+  }
+  if (e->builtin == BI_CDIV && x->ty.elem != TY_I32) {
+    ERR(S, e->loc, "'cdiv' needs i32 operands, found %s", elem_name(x->ty.elem));
+    return false;
+  }
+  TileType shape = {.elem = x->ty.elem};
+  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+    return false;
+  e->ty = e->opnd_ty = shape;
+  if (x->is_const && y->is_const) {
+    double a = x->cval, b = y->cval, r;
+    if (e->builtin == BI_MAXIMUM)
+      r = a > b ? a : b;
+    else if (e->builtin == BI_MINIMUM)
+      r = a < b ? a : b;
+    else {
+      if (b == 0) {
+        ERR(S, e->loc, "division by zero in a constant expression");
+        return false;
+      }
+      r = floor(a / b) == a / b ? a / b : floor(a / b) + 1;
+      if (b < 0 || a < 0)
+        r = (double)(((int64_t)a + (int64_t)b - 1) / (int64_t)b);
+    }
+    mark_const(e, r, x->untyped && y->untyped);
+  }
+  return true;
+}
+
+static bool check_where(Sema *S, AstExpr *e) {
+  AstExpr *c = e->args[0], *x = e->args[1], *y = e->args[2];
+  if (!adapt(S, c, TY_BOOL, c->loc))
+    return false;
+  if (c->ty.elem != TY_BOOL) {
+    ERR(S, c->loc, "the condition of 'where' must be bool, found %s", tstr(S, &c->ty));
+    return false;
+  }
+  if (!unify_elems(S, e, x, y, "'where'"))
+    return false;
+  TileType shape = {.elem = x->ty.elem}, shape2 = shape;
+  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'where'"))
+    return false;
+  if (!bcast_pair(S, e, &c->ty, &shape, &shape2, "'where'"))
+    return false;
+  shape2.elem = x->ty.elem;
+  e->ty = e->opnd_ty = shape2;
+  if (c->is_const && x->is_const && y->is_const)
+    mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
+  return true;
+}
+
+static bool check_fill(Sema *S, AstExpr *e) {
+  AstExpr *sl = e->args[0], *v = e->args[1];
+  if (sl->kind != AST_SLICE) {
+    ERR(S, sl->loc, "the first argument of 'fill' must be a tensor slice (fill(T[...], value))");
+    return false;
+  }
+  if (!check_expr(S, sl) || !check_expr(S, v))
+    return false;
+  if (!v->is_const || v->ty.rank != 0) {
+    ERR(S, v->loc, "the fill value must be a compile-time scalar constant");
+    return false;
+  }
+  if (!adapt(S, v, sl->ty.elem, v->loc))
+    return false;
+  if (v->ty.elem != sl->ty.elem) {
+    ERR(S, v->loc, "the fill value has type %s but the tensor holds %s", elem_name(v->ty.elem),
+        elem_name(sl->ty.elem));
+    return false;
+  }
+  e->ty = sl->ty;
+  return true;
+}
+
+static bool check_call(Sema *S, AstExpr *e) {
+  AstBuiltin b;
+  if (!ast_builtin_from_name(e->name, &b)) {
+    const char *hint = suggest_builtin(e->name);
+    if (hint)
+      ERR(S, e->name_loc, "unknown function '%s'; did you mean '%s'?", e->name, hint);
+    else
+      ERR(S, e->name_loc, "unknown function '%s'", e->name);
+    return false;
+  }
+  e->builtin = b;
+  static const struct { int lo, hi; } arity[BI_COUNT] = {
+#define X(en, name, lo, hi) [en] = {lo, hi},
+      AST_BUILTINS(X)
+#undef X
+  };
+  if (e->nargs < arity[b].lo || e->nargs > arity[b].hi) {
+    ERR(S, e->loc, "'%s' takes %d argument%s, found %d", e->name, arity[b].lo,
+        arity[b].lo == 1 ? "" : "s", e->nargs);
+    return false;
+  }
+  if (S->launch_ctx && b != BI_CDIV && b != BI_MAXIMUM && b != BI_MINIMUM) {
+    ERR(S, e->name_loc, "'%s' is not allowed in %s expressions (only cdiv, minimum, maximum)",
+        e->name, S->launch_ctx);
+    return false;
+  }
+  if (b == BI_FILL)
+    return check_fill(S, e);
+  bool ok = true;
+  for (int i = 0; i < e->nargs; i++)
+    ok &= check_expr(S, e->args[i]);
+  if (!ok)
+    return false;
+  switch (b) {
+  case BI_MAXIMUM:
+  case BI_MINIMUM:
+  case BI_CDIV:
+    return check_elem2(S, e);
+  case BI_WHERE:
+    return check_where(S, e);
+  case BI_TO_F32:
+  case BI_TO_F16:
+  case BI_TO_BF16:
+  case BI_TO_I32:
+    return check_cvt(S, e, e->args[0]);
+  case BI_ROW_INDEX:
+  case BI_COL_INDEX:
+    return check_index_tile(S, e);
+  case BI_SUM:
+  case BI_MAX:
+  case BI_MIN:
+    return check_reduce(S, e);
+  case BI_DOT:
+    return check_dot(S, e);
+  case BI_TRANS: {
+    AstExpr *x = e->args[0];
+    if (x->ty.rank != 2) {
+      ERR(S, x->loc, "'trans' needs a 2-D tile, found %s", tstr(S, &x->ty));
+      return false;
+    }
+    e->ty = x->ty;
+    e->ty.dims[0] = x->ty.dims[1];
+    e->ty.dims[1] = x->ty.dims[0];
+    return true;
+  }
+  default:
+    return check_math1(S, e, e->args[0]);
+  }
+}
+
+static bool check_expr(Sema *S, AstExpr *e) {
+  switch (e->kind) {
+  case AST_INT:
+    e->ty = scalar_ty(TY_I32);
+    mark_const(e, e->cval, true);
+    return true;
+  case AST_FLOAT:
+    e->ty = scalar_ty(TY_F32);
+    mark_const(e, e->cval, true);
+    return true;
+  case AST_BOOL:
+    e->ty = scalar_ty(TY_BOOL);
+    mark_const(e, e->cval, true);
+    return true;
+  case AST_NAME: return check_name(S, e);
+  case AST_BLOCK_ID: return check_block_id(S, e);
+  case AST_UNARY: return check_unary(S, e);
+  case AST_BINARY: return check_binary(S, e);
+  case AST_TERNARY: return check_ternary(S, e);
+  case AST_CALL: return check_call(S, e);
+  case AST_SLICE: return check_slice(S, e, false);
+  case AST_MEMBER:
+  case AST_METHOD: return check_member(S, e);
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------------ statements */
+
+static bool resolve_elem(Sema *S, const char *name, SrcLoc loc, ElemType *out) {
+  if (elem_from_name(name, out))
+    return true;
+  if (!strncmp(name, "fp8", 3) || !strncmp(name, "f8", 2) || !strcmp(name, "e4m3") ||
+      !strcmp(name, "e5m2"))
+    ERR(S, loc, "element type '%s' is reserved for fp8 and not supported yet", name);
+  else
+    ERR(S, loc, "unknown element type '%s' (expected f32, f16, bf16, i32 or bool)", name);
+  return false;
+}
+
+/* The type written in `reg x: f32[BM, D] = ...`: dims compile-time positive. */
+static bool resolve_var_type(Sema *S, AstTypeSpec *ts, TileType *out) {
+  TileType t = {0};
+  if (!resolve_elem(S, ts->elem_name, ts->loc, &t.elem))
+    return false;
+  if (ts->is_out) {
+    ERR(S, ts->loc, "'out' is only for tensor arguments");
+    return false;
+  }
+  if (ts->ndims > TILE_MAX_RANK) {
+    ERR(S, ts->loc, "a tile has at most %d dimensions, found %d", TILE_MAX_RANK, ts->ndims);
+    return false;
+  }
+  for (int i = 0; i < ts->ndims; i++) {
+    int64_t n;
+    if (!check_expr(S, ts->dims[i]) || !const_int(S, ts->dims[i], "a tile dimension", &n))
+      return false;
+    if (n <= 0 || n > (1 << 24)) {
+      ERR(S, ts->dims[i]->loc, "a tile dimension must be between 1 and 16777216, found %lld",
+          (long long)n);
+      return false;
+    }
+    t.dims[t.rank++] = (int32_t)n;
+  }
+  *out = t;
+  return true;
+}
+
+/* A value written into a target of type t (declared variable, assignment, store). */
+static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what, const char *name) {
+  if (!adapt(S, v, t->elem, v->loc))
+    return false;
+  if (v->ty.elem != t->elem) {
+    ERR(S, v->loc, "%s '%s' holds %s but the value is %s (convert it with to_%s)", what, name,
+        elem_name(t->elem), tstr(S, &v->ty), t->elem == TY_BOOL ? "i32" : elem_name(t->elem));
+    return false;
+  }
+  if (!broadcasts_to(&v->ty, t)) {
+    ERR(S, v->loc, "cannot broadcast %s to %s (the shape of %s '%s')", tstr(S, &v->ty), tstr(S, t),
+        what, name);
+    return false;
+  }
+  return true;
+}
+
+static void check_stmts(Sema *S, AstStmt *s);
+
+static void check_var(Sema *S, AstStmt *s) {
+  TileType declared = {0};
+  bool has_type = s->type != NULL;
+  bool ok = check_expr(S, s->value);
+  if (has_type && !resolve_var_type(S, s->type, &declared))
+    ok = false;
+  TileType ty = {0};
+  if (ok && has_type) {
+    ok = check_write(S, s->value, &declared, "variable", s->name);
+    ty = declared;
+  } else if (ok) {
+    settle(s->value);
+    ty = s->value->ty;
+  }
+  AstDecl *d = declare(S, DECL_VAR, s->name, s->name_loc, ty);
+  d->place = s->place;
+  d->stmt = s;
+  s->decl = d;
+  if (!ok) {
+    d->nuses = 1; /* no unused warning on top of the error */
+    d->error = true;
+    return;
+  }
+  if (s->place == VAR_LET && s->value->is_const) {
+    d->is_const = true;
+    d->cval = s->value->cval;
+  }
+  if (s->place == VAR_SHARED) {
+    int64_t bytes = tile_numel(&ty) * elem_bytes(ty.elem);
+    S->k->smem_bytes += bytes;
+    S->shared = grow(S->a, S->shared, S->nshared, &S->cap_shared, sizeof *S->shared);
+    S->shared[S->nshared++] = (SharedTile){s->name, s->name_loc, ty, bytes};
+  }
+}
+
+static void check_assign(Sema *S, AstStmt *s) {
+  AstDecl *d = lookup(S, s->name);
+  bool okv = check_expr(S, s->value);
+  if (!d) {
+    const char *hint = suggest_name(S, s->name);
+    if (hint)
+      ERR(S, s->name_loc, "undeclared name '%s'; did you mean '%s'?", s->name, hint);
+    else
+      ERR(S, s->name_loc, "undeclared name '%s'", s->name);
+    return;
+  }
+  s->decl = d;
+  if (d->kind != DECL_VAR || d->place == VAR_LET) {
+    if (d->kind == DECL_VAR)
+      ERR(S, s->name_loc, "cannot assign to '%s': it is a 'let' value (declare it with 'reg' to "
+          "make it mutable)", s->name);
+    else if (d->kind == DECL_TENSOR_ARG)
+      ERR(S, s->name_loc, "cannot assign to tensor '%s' as a whole; store to a slice (%s[...] = v)",
+          s->name, s->name);
+    else
+      ERR(S, s->name_loc, "cannot assign to %s '%s'", decl_what(d), s->name);
+    NOTE(S, d->loc, "'%s' is declared here", s->name);
+    return;
+  }
+  if (!okv || d->error)
+    return;
+  if (s->assign_op && d->ty.elem == TY_BOOL) {
+    ERR(S, s->loc, "compound assignment does not take bool tiles");
+    return;
+  }
+  check_write(S, s->value, &d->ty, "variable", s->name);
+}
+
+static void check_store(Sema *S, AstStmt *s) {
+  AstExpr *t = s->target;
+  bool okt = check_slice(S, t, true);
+  bool okv = check_expr(S, s->value);
+  if (!okt)
+    return;
+  const AstArg *arg = &S->k->args[t->decl->index];
+  if (!arg->is_out) {
+    ERR(S, t->name_loc, "cannot store to '%s': it is not declared 'out'", t->name);
+    NOTE(S, arg->loc, "declare it as '%s: out %s[...]'", t->name, elem_name(arg->elem));
+    return;
+  }
+  if (okv)
+    check_write(S, s->value, &t->ty, "tensor", t->name);
+}
+
+static void check_for(Sema *S, AstStmt *s) {
+  check_index(S, s->lo, "the loop start");
+  check_index(S, s->hi, "the loop end");
+  s->step_value = 1;
+  s->pipeline_value = 1;
+  int64_t v;
+  if (s->step && check_expr(S, s->step) && const_int(S, s->step, "the loop step", &v)) {
+    if (v <= 0)
+      ERR(S, s->step->loc, "the loop step must be positive, found %lld", (long long)v);
+    else
+      s->step_value = (int)v;
+  }
+  if (s->pipeline && check_expr(S, s->pipeline) &&
+      const_int(S, s->pipeline, "the pipeline depth", &v)) {
+    if (v < 1 || v > 8)
+      ERR(S, s->pipeline->loc, "the pipeline depth must be between 1 and 8, found %lld",
+          (long long)v);
+    else
+      s->pipeline_value = (int)v;
+  }
+  scope_push(S);
+  AstDecl *d = declare(S, DECL_LOOP, s->name, s->name_loc, scalar_ty(TY_I32));
+  d->stmt = s;
+  d->nuses = 1; /* a loop variable may well go unused (repeat N times) */
+  s->decl = d;
+  S->depth++;
+  check_stmts(S, s->body);
+  S->depth--;
+  scope_pop(S);
+}
+
+static void check_softmax(Sema *S, AstStmt *s) {
+  int64_t rows = 0;
+  bool ok = s->rows && check_expr(S, s->rows) && const_int(S, s->rows, "'rows'", &rows);
+  if (ok && (rows <= 0 || rows > (1 << 24))) {
+    ERR(S, s->rows->loc, "'rows' must be between 1 and 16777216, found %lld", (long long)rows);
+    ok = false;
+  }
+  s->rows_value = (int)rows;
+  s->rescale = arena_alloc(S->a, (size_t)(s->nrescale + 1) * sizeof *s->rescale);
+  for (int i = 0; i < s->nrescale; i++) {
+    AstDecl *acc = lookup(S, s->rescale_names[i]);
+    if (!acc) {
+      ERR(S, s->rescale_locs[i], "undeclared name '%s'", s->rescale_names[i]);
+      continue;
+    }
+    acc->nuses++;
+    s->rescale[i] = acc;
+    if (acc->kind != DECL_VAR || acc->place != VAR_REG || acc->ty.elem != TY_F32 ||
+        acc->ty.rank < 1 || (ok && acc->ty.dims[0] != rows)) {
+      ERR(S, s->rescale_locs[i], "online_softmax can only rescale 'reg' f32 tiles whose first "
+          "dimension is rows = %lld; '%s' is a %s of type %s", (long long)rows, acc->name,
+          decl_what(acc), tstr(S, &acc->ty));
+      NOTE(S, acc->loc, "'%s' is declared here", acc->name);
+    }
+  }
+  TileType ty = {.elem = TY_F32, .rank = 2, .dims = {(int32_t)(rows > 0 ? rows : 1), 1}};
+  AstDecl *d = declare(S, DECL_SOFTMAX, s->name, s->name_loc, ty);
+  d->stmt = s;
+  s->decl = d;
+  if (!ok) {
+    d->nuses = 1;
+    d->error = true;
+  }
+}
+
+static void check_require(Sema *S, AstStmt *s) {
+  if (S->depth > 0) {
+    ERR(S, s->loc, "'require' is only allowed at the top level of a kernel body");
+    return;
+  }
+  S->launch_ctx = "require";
+  bool ok = check_expr(S, s->value);
+  S->launch_ctx = NULL;
+  if (!ok || !check_cond(S, s->value, "a requirement"))
+    return;
+  if (s->value->is_const && s->value->cval == 0) {
+    ERR(S, s->value->loc, "this requirement is always false");
+    return;
+  }
+  AstKernel *k = S->k;
+  AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
+  if (k->nrequires)
+    memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
+  v[k->nrequires++] = s;
+  k->requires = v;
+}
+
+static void check_stmt(Sema *S, AstStmt *s) {
+  switch (s->kind) {
+  case ST_BLOCK:
+    scope_push(S);
+    S->depth++;
+    check_stmts(S, s->body);
+    S->depth--;
+    scope_pop(S);
+    return;
+  case ST_VAR: check_var(S, s); return;
+  case ST_ASSIGN: check_assign(S, s); return;
+  case ST_STORE: check_store(S, s); return;
+  case ST_FOR: check_for(S, s); return;
+  case ST_IF:
+    if (check_expr(S, s->value))
+      check_cond(S, s->value, "an 'if' condition");
+    check_stmt(S, s->body);
+    if (s->els)
+      check_stmt(S, s->els);
+    return;
+  case ST_REQUIRE: check_require(S, s); return;
+  case ST_SOFTMAX: check_softmax(S, s); return;
+  case ST_EXPR:
+    if (!check_expr(S, s->value))
+      return;
+    settle(s->value);
+    if (!(s->value->kind == AST_METHOD && s->value->method == METHOD_UPDATE))
+      WARN(S, s->value->loc, "expression result unused");
+    return;
+  }
+}
+
+static void check_stmts(Sema *S, AstStmt *s) {
+  for (; s && !diag_too_many(S->d); s = s->next)
+    check_stmt(S, s);
+}
+
+/* ------------------------------------------------------------------ kernel header */
+
+/* Parses a -D value: integer, number (with '.', exponent or inf), true/false. */
+static bool parse_define_value(const char *s, double *v, bool *is_float) {
+  if (!strcmp(s, "true") || !strcmp(s, "false")) {
+    *v = s[0] == 't';
+    *is_float = false;
+    return true;
+  }
+  if (!*s)
+    return false;
+  char *end;
+  errno = 0;
+  long long iv = strtoll(s, &end, 10);
+  if (!*end && errno == 0) {
+    *v = (double)iv;
+    *is_float = false;
+    return int_fits(*v);
+  }
+  errno = 0;
+  double dv = strtod(s, &end);
+  if (*end || errno == ERANGE || isnan(dv))
+    return false;
+  *v = dv;
+  *is_float = true;
+  return true;
+}
+
+static const Define *find_define(Sema *S, const char *name) {
+  const Define *found = NULL;
+  for (int i = 0; i < S->ndefs; i++)
+    if (!strcmp(S->defs[i].name, name)) {
+      found = &S->defs[i]; /* the last one wins, as with cc -D */
+      S->def_used[i] = true;
+    }
+  return found;
+}
+
+static void check_params(Sema *S) {
+  AstKernel *k = S->k;
+  for (int i = 0; i < k->nparams; i++) {
+    AstParam *p = &k->params[i];
+    S->launch_ctx = "parameter";
+    bool ok = check_expr(S, p->init);
+    S->launch_ctx = NULL;
+    if (ok && (!p->init->is_const || p->init->ty.rank != 0)) {
+      ERR(S, p->init->loc, "the default of parameter '%s' must be a compile-time constant", p->name);
+      ok = false;
+    }
+    if (ok) {
+      p->value = p->init->cval;
+      p->is_float = p->init->ty.elem == TY_F32;
+    }
+    const Define *def = find_define(S, p->name);
+    if (def) {
+      double v;
+      bool isf;
+      if (!parse_define_value(def->value, &v, &isf)) {
+        diag_plain(S->d, DIAG_ERROR, "invalid value '%s' for -D %s (expected a number)", def->value,
+                   def->name);
+      } else if (isf && ok && !p->is_float) {
+        diag_plain(S->d, DIAG_ERROR, "-D %s=%s: parameter '%s' of kernel '%s' is an integer", def->name,
+                   def->value, p->name, k->name);
+      } else {
+        p->value = v;
+        p->is_float = isf || p->is_float;
+        p->overridden = true;
+        ok = true;
+      }
+    }
+    TileType ty = scalar_ty(p->is_float ? TY_F32 : TY_I32);
+    AstDecl *d = declare(S, DECL_PARAM, p->name, p->loc, ty);
+    d->index = i;
+    d->is_const = ok;
+    d->untyped = true;
+    d->cval = p->value;
+    d->nuses = 1;
+    p->decl = d;
+  }
+}
+
+/* Finds or creates the dim `name` (first appearance at loc); pins it from a parameter or -D. */
+static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
+  AstKernel *k = S->k;
+  for (int i = 0; i < k->ndims; i++)
+    if (!strcmp(k->dims[i].name, name))
+      return i;
+  AstDim *dims = arena_alloc(S->a, (size_t)(k->ndims + 1) * sizeof *dims);
+  if (k->ndims)
+    memcpy(dims, k->dims, (size_t)k->ndims * sizeof *dims);
+  k->dims = dims;
+  AstDim *dim = &dims[k->ndims];
+  dim->name = name;
+  dim->loc = loc;
+  AstDecl *prev = lookup(S, name);
+  if (prev && prev->kind == DECL_PARAM) { /* `D` in attention: a pinned dim */
+    const AstParam *p = &k->params[prev->index];
+    if (p->is_float || !is_intval(p->value) || p->value < 1) {
+      ERR(S, loc, "parameter '%s' is used as a dimension, so it must be a positive integer", name);
+      NOTE(S, p->loc, "'%s' is declared here", name);
+    }
+    dim->pinned = true;
+    dim->value = (int64_t)p->value;
+    dim->decl = prev;
+    return k->ndims++;
+  }
+  if (prev) {
+    ERR(S, loc, "dimension '%s' has the same name as a %s", name, decl_what(prev));
+    NOTE(S, prev->loc, "'%s' is declared here", name);
+  }
+  AstDecl *d = declare(S, DECL_DIM, name, loc, scalar_ty(TY_I32));
+  d->index = k->ndims;
+  d->nuses = 1;
+  dim->decl = d;
+  const Define *def = find_define(S, name);
+  if (def) {
+    double v;
+    bool isf;
+    if (!parse_define_value(def->value, &v, &isf) || isf || v < 1)
+      diag_plain(S->d, DIAG_ERROR, "-D %s=%s: a dimension must be a positive integer", def->name,
+                 def->value);
+    else {
+      dim->pinned = true;
+      dim->value = (int64_t)v;
+      d->is_const = true;
+      d->cval = v;
+    }
+  }
+  return k->ndims++;
+}
+
+static void check_args(Sema *S) {
+  AstKernel *k = S->k;
+  for (int i = 0; i < k->nargs; i++) {
+    AstArg *a = &k->args[i];
+    AstTypeSpec *ts = a->type;
+    a->is_tensor = ts->dims != NULL;
+    bool ok = resolve_elem(S, ts->elem_name, ts->loc, &a->elem);
+    if (!a->is_tensor) {
+      if (a->is_out) {
+        ERR(S, ts->loc, "only tensor arguments can be 'out'; '%s' is a scalar", a->name);
+      }
+      AstDecl *d = declare(S, DECL_SCALAR_ARG, a->name, a->loc, scalar_ty(ok ? a->elem : TY_F32));
+      d->index = i;
+      d->nuses = 1;
+      a->decl = d;
+      continue;
+    }
+    AstDecl *d = declare(S, DECL_TENSOR_ARG, a->name, a->loc, scalar_ty(a->elem));
+    d->index = i;
+    d->nuses = 1;
+    a->decl = d;
+    if (ts->ndims > TILE_MAX_RANK) {
+      ERR(S, ts->loc, "a tensor has at most %d dimensions, '%s' has %d", TILE_MAX_RANK, a->name,
+          ts->ndims);
+      continue;
+    }
+    a->rank = ts->ndims;
+    for (int j = 0; j < ts->ndims; j++) {
+      AstExpr *de = ts->dims[j];
+      if (de->kind != AST_NAME) {
+        ERR(S, de->loc, "a tensor dimension must be a name (a symbolic size such as N)");
+        continue;
+      }
+      a->dims[j] = intern_dim(S, de->name, de->loc);
+    }
+  }
+}
+
+static void check_launch(Sema *S) {
+  AstKernel *k = S->k;
+  if (k->ngrid < 1)
+    ERR(S, k->loc, "kernel '%s' needs a grid", k->name);
+  for (int i = 0; i < k->ngrid; i++) {
+    S->launch_ctx = "grid";
+    bool ok = check_expr(S, k->grid[i]);
+    S->launch_ctx = NULL;
+    if (ok && adapt(S, k->grid[i], TY_I32, k->grid[i]->loc) &&
+        (k->grid[i]->ty.elem != TY_I32 || k->grid[i]->ty.rank != 0))
+      ERR(S, k->grid[i]->loc, "a grid size must be a scalar i32, found %s",
+          tstr(S, &k->grid[i]->ty));
+  }
+  S->launch_ctx = "threads";
+  bool ok = check_expr(S, k->threads);
+  S->launch_ctx = NULL;
+  int64_t t;
+  if (ok && const_int(S, k->threads, "the thread count", &t)) {
+    if (t <= 0 || t % 32 != 0)
+      ERR(S, k->threads->loc, "the thread count must be a positive multiple of 32 (a whole number "
+          "of warps), found %lld", (long long)t);
+    else if (t > 1024)
+      ERR(S, k->threads->loc, "the thread count must be at most 1024, found %lld", (long long)t);
+    else
+      k->threads_value = (int)t;
+  }
+}
+
+static void check_smem(Sema *S) {
+  AstKernel *k = S->k;
+  int limit = arch_smem_limit(S->arch);
+  if (k->smem_bytes <= limit)
+    return;
+  ERR(S, k->loc, "kernel '%s' needs %lld bytes of shared memory per block, more than the %d "
+      "available on %s", k->name, (long long)k->smem_bytes, limit, arch_name(S->arch));
+  for (int i = 0; i < S->nshared; i++)
+    NOTE(S, S->shared[i].loc, "shared tile '%s' is %s = %lld bytes", S->shared[i].name,
+         tstr(S, &S->shared[i].ty), (long long)S->shared[i].bytes);
+}
+
+static void warn_unused(Sema *S) {
+  for (int i = 0; i < S->ndecls; i++) {
+    AstDecl *d = S->decls[i];
+    if (d->nuses > 0)
+      continue;
+    if (d->kind == DECL_VAR)
+      WARN(S, d->loc, "unused variable '%s'", d->name);
+    else if (d->kind == DECL_SOFTMAX)
+      WARN(S, d->loc, "unused online_softmax state '%s'", d->name);
+  }
+}
+
+static void check_kernel(Sema *S, AstKernel *k) {
+  S->k = k;
+  S->scope = NULL;
+  S->ndecls = 0, S->cap_decls = 0, S->decls = NULL;
+  S->nshared = 0, S->cap_shared = 0, S->shared = NULL;
+  S->depth = 0;
+  k->smem_bytes = 0;
+  scope_push(S);
+  check_params(S);
+  check_args(S);
+  check_launch(S);
+  if (k->body)
+    check_stmts(S, k->body->body);
+  k->ndecls = S->ndecls;
+  if (!diag_too_many(S->d)) {
+    check_smem(S);
+    warn_unused(S);
+  }
+  S->scope = NULL;
+}
+
+/* The hint for a -D name no kernel knows: each kernel's parameters and dims. */
+static void report_unknown_define(Sema *S, AstProgram *prog, const Define *def) {
+  char list[1024];
+  size_t len = 0;
+  list[0] = 0;
+  for (AstKernel *k = prog->kernels; k && len < sizeof list; k = k->next) {
+    len += (size_t)snprintf(list + len, sizeof list - len, "%skernel '%s' has parameters ",
+                            len ? "; " : "", k->name);
+    for (int i = 0; i < k->nparams && len < sizeof list; i++)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", k->params[i].name);
+    if (!k->nparams && len < sizeof list)
+      len += (size_t)snprintf(list + len, sizeof list - len, "(none)");
+    for (int i = 0; i < k->ndims && len < sizeof list; i++)
+      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : " and dims ",
+                              k->dims[i].name);
+  }
+  diag_plain(S->d, DIAG_ERROR, "-D %s=%s: no kernel has a parameter or dimension named '%s' (%s)",
+             def->name, def->value, def->name, list);
+}
+
+bool sema_check(Arena *a, AstProgram *prog, const Define *defs, int ndefs, GpuArch arch, Diag *d) {
+  int before = d->nerrors;
+  Sema S = {.a = a, .d = d, .arch = arch, .defs = defs, .ndefs = ndefs};
+  S.def_used = arena_alloc(a, (size_t)(ndefs + 1) * sizeof *S.def_used);
+  if (!prog->kernels)
+    diag_report(d, DIAG_ERROR, (SrcLoc){1, 1, 1, 1}, "no kernel in this file");
+  for (AstKernel *k = prog->kernels; k && !diag_too_many(d); k = k->next) {
+    for (AstKernel *o = prog->kernels; o != k; o = o->next)
+      if (!strcmp(o->name, k->name)) {
+        diag_report(d, DIAG_ERROR, k->loc, "redefinition of kernel '%s'", k->name);
+        diag_report(d, DIAG_NOTE, o->loc, "previous definition of '%s' is here", k->name);
+        break;
+      }
+    check_kernel(&S, k);
+  }
+  for (int i = 0; i < ndefs && !diag_too_many(d); i++)
+    if (!S.def_used[i])
+      report_unknown_define(&S, prog, &defs[i]);
+  return d->nerrors == before;
+}

@@ -1,0 +1,157 @@
+/* bind.c — checks launch arguments against a kernel's contract, binds the run-time dims from the
+ * tensor shapes, evaluates the grid and the requirements. Every backend launches through it. */
+#include "tilert_internal.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { GRID_MAX_X = 2147483647, GRID_MAX_YZ = 65535 };
+
+/* Which tensor (and axis) first gave each dim its value, for mismatch messages. */
+typedef struct Binder {
+  const tilert_kernel_info *info;
+  int64_t *dims;
+  int src_arg[2 * TILERT_MAX_ARGS];
+  int src_axis[2 * TILERT_MAX_ARGS];
+} Binder;
+
+static tilert_status check_scalar(const tilert_arg_info *ai, const tilert_arg *a) {
+  if (ai->dtype == TILERT_I32) {
+    if (!(a->scalar >= INT32_MIN && a->scalar <= INT32_MAX) || a->scalar != floor(a->scalar))
+      return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
+                         "argument '%s' is an i32 scalar; %g is not an integer in range", ai->name,
+                         a->scalar);
+  }
+  return tilert__ok();
+}
+
+static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert_tensor *t) {
+  if (t->dtype != ai->dtype)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s' must be %s, got %s", ai->name,
+                       tilert_dtype_name(ai->dtype), tilert_dtype_name(t->dtype));
+  if (t->rank != ai->rank)
+    return tilert__err(TILERT_ERROR_SHAPE, "argument '%s' must have rank %d, got rank %d",
+                       ai->name, ai->rank, t->rank);
+  if (!t->data)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s': data pointer is NULL",
+                       ai->name);
+  if ((uintptr_t)t->data % 16 != 0)
+    return tilert__err(TILERT_ERROR_SHAPE,
+                       "argument '%s': data pointer %p is not aligned to 16 bytes (the kernel "
+                       "uses 16-byte vector accesses)",
+                       ai->name, t->data);
+  for (int i = 0; i < t->rank; i++) {
+    if (t->shape[i] < 0 || t->shape[i] > INT32_MAX)
+      return tilert__err(TILERT_ERROR_SHAPE,
+                         "argument '%s': size %lld of axis %d is out of range (0..%d)", ai->name,
+                         (long long)t->shape[i], i, INT32_MAX);
+  }
+  if (t->strides[t->rank - 1] != 1)
+    return tilert__err(TILERT_ERROR_SHAPE,
+                       "argument '%s': the innermost stride must be 1 (contiguous), got %lld",
+                       ai->name, (long long)t->strides[t->rank - 1]);
+  for (int i = 0; i < t->rank - 1; i++)
+    if (t->strides[i] <= 0)
+      return tilert__err(TILERT_ERROR_SHAPE, "argument '%s': stride %lld of axis %d must be > 0",
+                         ai->name, (long long)t->strides[i], i);
+  return tilert__ok();
+}
+
+static tilert_status bind_dims(Binder *b, int arg, const tilert_tensor *t) {
+  const tilert_kernel_info *info = b->info;
+  const tilert_arg_info *ai = &info->args[arg];
+  for (int i = 0; i < ai->rank; i++) {
+    int d = ai->dims[i];
+    const tilert_dim_info *di = &info->dims[d];
+    if (di->pinned) {
+      if (t->shape[i] != di->value)
+        return tilert__err(TILERT_ERROR_SHAPE,
+                           "argument '%s': axis %d (%s) is %lld, but the kernel was compiled "
+                           "for %s = %lld",
+                           ai->name, i, di->name, (long long)t->shape[i], di->name,
+                           (long long)di->value);
+    } else if (b->src_arg[d] < 0) {
+      b->dims[d] = t->shape[i];
+      b->src_arg[d] = arg;
+      b->src_axis[d] = i;
+    } else if (b->dims[d] != t->shape[i]) {
+      return tilert__err(TILERT_ERROR_SHAPE,
+                         "dim %s: argument '%s' has %lld (axis %d) but argument '%s' has %lld "
+                         "(axis %d)",
+                         di->name, info->args[b->src_arg[d]].name, (long long)b->dims[d],
+                         b->src_axis[d], ai->name, (long long)t->shape[i], i);
+    }
+  }
+  return tilert__ok();
+}
+
+static tilert_status eval_grid(const tilert_kernel_info *info, const int64_t *dims,
+                               int64_t grid[3]) {
+  static const int64_t limit[3] = {GRID_MAX_X, GRID_MAX_YZ, GRID_MAX_YZ};
+  for (int ax = 0; ax < 3; ax++) {
+    tilert_status st = tilert_eval_expr(info, info->grid[ax], dims, &grid[ax]);
+    if (st.code) {
+      tilert_status e = tilert__err(st.code, "grid axis %c: %s", "xyz"[ax], st.message);
+      return e;
+    }
+    if (grid[ax] < 1 || grid[ax] > limit[ax]) {
+      char vals[256];
+      tilert__expr_dims(info, info->grid[ax], dims, vals, sizeof vals);
+      return tilert__err(TILERT_ERROR_SHAPE,
+                         "grid axis %c ('%s') is %lld, outside 1..%lld%s%s", "xyz"[ax],
+                         info->grid[ax], (long long)grid[ax], (long long)limit[ax],
+                         vals[0] ? " with " : "", vals);
+    }
+  }
+  return tilert__ok();
+}
+
+static tilert_status check_requires(const tilert_kernel_info *info, const int64_t *dims) {
+  for (int r = 0; r < info->nrequires; r++) {
+    int64_t v;
+    tilert_status st = tilert_eval_expr(info, info->requires[r], dims, &v);
+    if (st.code)
+      return tilert__err(st.code, "requirement '%s': %s", info->requires_text[r], st.message);
+    if (!v) {
+      char vals[256];
+      tilert__expr_dims(info, info->requires[r], dims, vals, sizeof vals);
+      return tilert__err(TILERT_ERROR_REQUIREMENT, "requirement '%s' failed%s%s",
+                         info->requires_text[r], vals[0] ? ": " : "", vals);
+    }
+  }
+  return tilert__ok();
+}
+
+tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args, int nargs,
+                          int64_t *dim_values, int64_t grid[3]) {
+  if (!info || !dim_values || !grid || (nargs > 0 && !args))
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_bind: NULL argument");
+  if (nargs != info->nargs)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "kernel '%s' takes %d arguments, got %d",
+                       info->name, info->nargs, nargs);
+  Binder b = {.info = info, .dims = dim_values};
+  for (int d = 0; d < info->ndims; d++) {
+    b.src_arg[d] = -1;
+    dim_values[d] = info->dims[d].pinned ? info->dims[d].value : -1;
+  }
+  for (int i = 0; i < nargs; i++) {
+    const tilert_arg_info *ai = &info->args[i];
+    if (args[i].kind != ai->kind)
+      return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument %d ('%s') must be a %s, got a %s",
+                         i, ai->name, ai->kind == TILERT_ARG_TENSOR ? "tensor" : "scalar",
+                         args[i].kind == TILERT_ARG_TENSOR ? "tensor" : "scalar");
+    tilert_status st = ai->kind == TILERT_ARG_SCALAR ? check_scalar(ai, &args[i])
+                                                     : check_tensor_layout(ai, &args[i].tensor);
+    if (!st.code && ai->kind == TILERT_ARG_TENSOR)
+      st = bind_dims(&b, i, &args[i].tensor);
+    if (st.code)
+      return st;
+  }
+  /* The kernel author's own conditions first: they explain a degenerate grid best. */
+  tilert_status st = check_requires(info, dim_values);
+  if (st.code)
+    return st;
+  return eval_grid(info, dim_values, grid);
+}

@@ -1,0 +1,137 @@
+/* cuda_loader.c — finds the CUDA driver at run time.
+ *
+ * libcuda is dlopen'ed (never linked), so the runtime starts on machines without a driver. Only
+ * cuGetProcAddress_v2 comes from dlsym; every other entry point is asked of it, at the ABI version
+ * of the cuda.h we were built with (or of the driver, when that is older), which also resolves
+ * the versioned names (cuMemAlloc -> cuMemAlloc_v2). TILERT_LIBCUDA overrides the library path:
+ * tests point it at a missing file or at the toolkit's stub library to exercise the error paths. */
+#include "tilert_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef CUresult (*GetProcFn)(const char *, void **, int, cuuint64_t,
+                              CUdriverProcAddressQueryResult *);
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static tilert_driver drv;
+static tilert_status load_status;
+
+/* Entry points by base name and where they go in the table. */
+#define DRIVER_ENTRY(field) {"cu" #field, (void **)&drv.field}
+static const struct {
+  const char *name;
+  void **slot;
+} entries[] = {
+    DRIVER_ENTRY(Init),
+    DRIVER_ENTRY(GetErrorName),
+    DRIVER_ENTRY(GetErrorString),
+    DRIVER_ENTRY(DeviceGetCount),
+    DRIVER_ENTRY(DeviceGet),
+    DRIVER_ENTRY(DeviceGetName),
+    DRIVER_ENTRY(DeviceGetAttribute),
+    DRIVER_ENTRY(DevicePrimaryCtxRetain),
+    DRIVER_ENTRY(DevicePrimaryCtxRelease),
+    DRIVER_ENTRY(CtxSetCurrent),
+    DRIVER_ENTRY(CtxSynchronize),
+    DRIVER_ENTRY(ModuleLoadDataEx),
+    DRIVER_ENTRY(ModuleUnload),
+    DRIVER_ENTRY(ModuleGetFunction),
+    DRIVER_ENTRY(FuncSetAttribute),
+    DRIVER_ENTRY(FuncGetAttribute),
+    DRIVER_ENTRY(LaunchKernel),
+    DRIVER_ENTRY(StreamCreate),
+    DRIVER_ENTRY(StreamDestroy),
+    DRIVER_ENTRY(StreamSynchronize),
+    DRIVER_ENTRY(EventCreate),
+    DRIVER_ENTRY(EventRecord),
+    DRIVER_ENTRY(EventSynchronize),
+    DRIVER_ENTRY(EventElapsedTime),
+    DRIVER_ENTRY(EventDestroy),
+    DRIVER_ENTRY(MemAlloc),
+    DRIVER_ENTRY(MemFree),
+    DRIVER_ENTRY(MemcpyHtoD),
+    DRIVER_ENTRY(MemcpyDtoH),
+    DRIVER_ENTRY(MemsetD8),
+};
+
+static tilert_status fetch(GetProcFn get, const char *name, void **slot, int version) {
+  CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUresult r = get(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+  if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !*slot)
+    return tilert__err(TILERT_ERROR_NO_DRIVER,
+                       "cuGetProcAddress(%s, %d) failed (CUresult %d, query result %d): the "
+                       "driver is too old or broken",
+                       name, version, (int)r, (int)q);
+  return tilert__ok();
+}
+
+static tilert_status load(void) {
+  const char *path = getenv("TILERT_LIBCUDA");
+  if (!path || !*path)
+    path = "libcuda.so.1";
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = dlerror();
+    return tilert__err(TILERT_ERROR_NO_DRIVER, "no CUDA driver: dlopen(%s) failed: %s", path,
+                       why ? why : "?");
+  }
+  /* dlsym gives a void *; a function pointer is copied out of it bytewise (ISO C has no cast). */
+  void *sym = dlsym(lib, "cuGetProcAddress_v2");
+  if (!sym)
+    return tilert__err(TILERT_ERROR_NO_DRIVER,
+                       "%s has no cuGetProcAddress_v2: not a CUDA driver, or one older than 12.0",
+                       path);
+  GetProcFn get;
+  memcpy(&get, &sym, sizeof get);
+  tilert_status st = fetch(get, "cuDriverGetVersion", (void **)&drv.DriverGetVersion, 2020);
+  if (st.code)
+    return st;
+  int version = 0;
+  CUresult r = drv.DriverGetVersion(&version);
+  if (r != CUDA_SUCCESS || version < 12000)
+    return tilert__err(TILERT_ERROR_NO_DRIVER,
+                       "the CUDA driver reports version %d (CUresult %d); 12.0 or newer is needed",
+                       version, (int)r);
+  if (version > CUDA_VERSION)
+    version = CUDA_VERSION; /* ask for the ABI of the cuda.h the types come from */
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+    st = fetch(get, entries[i].name, entries[i].slot, version);
+    if (st.code)
+      return st;
+  }
+  r = drv.Init(0);
+  if (r == CUDA_ERROR_NO_DEVICE)
+    return tilert__err(TILERT_ERROR_NO_DEVICE, "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA device");
+  if (r == CUDA_ERROR_STUB_LIBRARY)
+    return tilert__err(TILERT_ERROR_NO_DRIVER,
+                       "cuInit: CUDA_ERROR_STUB_LIBRARY: %s is the toolkit's stub, not a driver",
+                       path);
+  if (r != CUDA_SUCCESS)
+    return tilert__drv_err("cuInit", r, NULL);
+  return tilert__ok();
+}
+
+static void load_once_fn(void) {
+  load_status = load();
+  if (load_status.code)
+    memset(&drv, 0, sizeof drv); /* a half-filled table must never be used */
+}
+
+tilert_status tilert__driver_load(const tilert_driver **out) {
+  pthread_once(&load_once, load_once_fn);
+  *out = load_status.code ? NULL : &drv;
+  return load_status;
+}
+
+const char *tilert__cu_name(CUresult r) {
+  const char *s = NULL;
+  if (drv.GetErrorName && drv.GetErrorName(r, &s) == CUDA_SUCCESS && s)
+    return s;
+  static __thread char buf[32];
+  snprintf(buf, sizeof buf, "CUresult %d", (int)r);
+  return buf;
+}

@@ -1,0 +1,292 @@
+/* launch.c — modules and kernels, and the one launch call for both backends.
+ *
+ * Kernel ABI (what the compiler emits): for each argument in order, a tensor is its u64 device
+ * address followed by rank-1 s64 strides (elements) of dims 0..rank-2 (the innermost is 1 and not
+ * passed); a scalar is an f32 or s32. Then one s32 per run-time (not pinned) dim, in the order of
+ * the metadata's "dim" lines. */
+#include "tilert_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  JIT_LOG_BYTES = 8192,
+  DEFAULT_SMEM_LIMIT = 48 * 1024, /* above this a kernel must opt in */
+  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + 2 * TILERT_MAX_ARGS,
+};
+
+/* ---------------------------------------------------------------- modules */
+
+/* Keeps only the "// tilec:" lines: all later kernel lookups need, without holding the PTX. */
+static char *copy_meta_lines(const char *ptx) {
+  size_t cap = 1, used = 0;
+  for (const char *p = strstr(ptx, "// tilec:"); p; p = strstr(p + 1, "// tilec:"))
+    cap += strcspn(p, "\n") + 1;
+  char *out = malloc(cap);
+  if (!out)
+    return NULL;
+  for (const char *p = strstr(ptx, "// tilec:"); p; p = strstr(p + 1, "// tilec:")) {
+    size_t n = strcspn(p, "\n");
+    memcpy(out + used, p, n);
+    used += n;
+    out[used++] = '\n';
+  }
+  out[used] = '\0';
+  return out;
+}
+
+/* Trims the JIT log to one line of status message: newlines become "; ". */
+static void flatten_log(char *log) {
+  size_t n = strlen(log);
+  while (n && (log[n - 1] == '\n' || log[n - 1] == ' '))
+    log[--n] = '\0';
+  for (char *p = log; *p; p++)
+    if (*p == '\n')
+      *p = ' ';
+}
+
+tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert_module **out) {
+  if (!dev || !ptx || !out)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_module_load_ptx: NULL argument");
+  *out = NULL;
+  if (dev->backend != TILERT_BACKEND_GPU)
+    return tilert__err(TILERT_ERROR_UNSUPPORTED,
+                       "tilert_module_load_ptx: the CPU backend runs kernels with "
+                       "tilert_kernel_create_cpu, not PTX");
+  tilert_kernel_info *probe = malloc(sizeof *probe);
+  if (!probe)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  tilert_status st = tilert_parse_kernel_info(ptx, probe); /* reject PTX without metadata early */
+  free(probe);
+  if (st.code)
+    return st;
+  const tilert_driver *d;
+  if ((st = tilert__gpu_enter(dev, &d)).code)
+    return st;
+  tilert_module *m = calloc(1, sizeof *m);
+  char *log = calloc(1, JIT_LOG_BYTES);
+  if (!m || !log || !(m->meta = copy_meta_lines(ptx))) {
+    free(m ? m->meta : NULL), free(m), free(log);
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *val[2] = {log, (void *)(uintptr_t)JIT_LOG_BYTES};
+  CUresult r = d->ModuleLoadDataEx(&m->mod, ptx, 2, opt, val);
+  if (r != CUDA_SUCCESS) {
+    flatten_log(log);
+    st = tilert__drv_err("cuModuleLoadDataEx", r, log);
+    free(m->meta), free(m), free(log);
+    return st;
+  }
+  free(log);
+  m->dev = dev;
+  *out = m;
+  return tilert__ok();
+}
+
+/* Checks what the device can give this kernel and opts in to large dynamic shared memory. */
+static tilert_status gpu_prepare(const tilert_driver *d, tilert_device *dev, tilert_kernel *k) {
+  if (k->info.smem_bytes > dev->max_smem_optin)
+    return tilert__err(TILERT_ERROR_UNSUPPORTED,
+                       "kernel '%s' needs %d bytes of dynamic shared memory; %s allows %d",
+                       k->info.name, k->info.smem_bytes, dev->name, dev->max_smem_optin);
+  if (k->info.smem_bytes > DEFAULT_SMEM_LIMIT)
+    TILERT_CU("cuFuncSetAttribute",
+              d->FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  k->info.smem_bytes));
+  int max_threads = 0;
+  TILERT_CU("cuFuncGetAttribute",
+            d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn));
+  if (max_threads < k->info.threads)
+    return tilert__err(TILERT_ERROR_UNSUPPORTED,
+                       "kernel '%s' is launched with %d threads but can run at most %d per "
+                       "block (registers)",
+                       k->info.name, k->info.threads, max_threads);
+  return tilert__ok();
+}
+
+tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tilert_kernel **out) {
+  if (!m || !name || !out)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_module_get_kernel: NULL argument");
+  *out = NULL;
+  for (tilert_kernel *k = m->kernels; k; k = k->next)
+    if (strcmp(k->info.name, name) == 0) {
+      *out = k;
+      return tilert__ok();
+    }
+  tilert_kernel *k = calloc(1, sizeof *k);
+  if (!k)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  k->dev = m->dev;
+  tilert_status st = tilert_parse_kernel_info_named(m->meta, name, &k->info);
+  const tilert_driver *d = NULL;
+  if (!st.code)
+    st = tilert__gpu_enter(m->dev, &d);
+  if (!st.code) {
+    CUresult r = d->ModuleGetFunction(&k->fn, m->mod, name);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      st = tilert__drv_err("cuModuleGetFunction", r, "the metadata names a kernel the PTX lacks");
+      st.code = TILERT_ERROR_NOT_FOUND;
+    } else if (r != CUDA_SUCCESS) {
+      st = tilert__drv_err("cuModuleGetFunction", r, name);
+    }
+  }
+  if (!st.code)
+    st = gpu_prepare(d, m->dev, k);
+  if (st.code) {
+    free(k);
+    return st;
+  }
+  k->next = m->kernels;
+  m->kernels = k;
+  *out = k;
+  return st;
+}
+
+void tilert_module_unload(tilert_module *m) {
+  if (!m)
+    return;
+  const tilert_driver *d;
+  if (!tilert__gpu_enter(m->dev, &d).code)
+    d->ModuleUnload(m->mod);
+  for (tilert_kernel *k = m->kernels, *next; k; k = next) {
+    next = k->next;
+    free(k);
+  }
+  free(m->meta);
+  free(m);
+}
+
+/* ---------------------------------------------------------------- CPU kernels */
+
+tilert_status tilert_kernel_create_cpu(tilert_device *dev, const char *metadata, tilert_cpu_fn fn,
+                                       void *ctx, tilert_kernel **out) {
+  if (!dev || !metadata || !fn || !out)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_kernel_create_cpu: NULL argument");
+  *out = NULL;
+  if (dev->backend != TILERT_BACKEND_CPU)
+    return tilert__err(TILERT_ERROR_UNSUPPORTED,
+                       "tilert_kernel_create_cpu needs a CPU device (this one is %s)", dev->name);
+  tilert_kernel *k = calloc(1, sizeof *k);
+  if (!k)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  tilert_status st = tilert_parse_kernel_info(metadata, &k->info);
+  if (st.code) {
+    free(k);
+    return st;
+  }
+  k->dev = dev;
+  k->cpu_fn = fn;
+  k->cpu_ctx = ctx;
+  *out = k;
+  return st;
+}
+
+void tilert_kernel_destroy_cpu(tilert_kernel *k) {
+  if (k && k->cpu_fn)
+    free(k);
+}
+
+const tilert_kernel_info *tilert_kernel_get_info(const tilert_kernel *k) {
+  return k ? &k->info : NULL;
+}
+
+/* ---------------------------------------------------------------- launch */
+
+/* Kernel parameters in ABI order; every value gets its own 8-byte slot. */
+typedef struct Params {
+  uint64_t slot[MAX_PARAMS];
+  void *ptr[MAX_PARAMS];
+  int n;
+} Params;
+
+static void push(Params *p, const void *v, size_t size) {
+  p->slot[p->n] = 0;
+  memcpy(&p->slot[p->n], v, size);
+  p->ptr[p->n] = &p->slot[p->n];
+  p->n++;
+}
+
+static void marshal(const tilert_kernel_info *info, const tilert_arg *args,
+                    const int64_t *dims, Params *p) {
+  p->n = 0;
+  for (int i = 0; i < info->nargs; i++) {
+    const tilert_arg_info *ai = &info->args[i];
+    if (ai->kind == TILERT_ARG_TENSOR) {
+      uint64_t addr = (uint64_t)(uintptr_t)args[i].tensor.data;
+      push(p, &addr, sizeof addr);
+      for (int r = 0; r < ai->rank - 1; r++)
+        push(p, &args[i].tensor.strides[r], sizeof(int64_t));
+    } else if (ai->dtype == TILERT_I32) {
+      int32_t v = (int32_t)args[i].scalar;
+      push(p, &v, sizeof v);
+    } else {
+      float v = (float)args[i].scalar;
+      push(p, &v, sizeof v);
+    }
+  }
+  for (int d = 0; d < info->ndims; d++)
+    if (!info->dims[d].pinned) {
+      int32_t v = (int32_t)dims[d];
+      push(p, &v, sizeof v);
+    }
+}
+
+static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const int64_t *dims,
+                                const int64_t grid[3], tilert_stream *stream) {
+  for (int ax = 0; ax < 3; ax++)
+    if (grid[ax] > k->dev->max_grid[ax])
+      return tilert__err(TILERT_ERROR_SHAPE, "grid axis %c is %lld; %s allows %d", "xyz"[ax],
+                         (long long)grid[ax], k->dev->name, k->dev->max_grid[ax]);
+  Params *p = malloc(sizeof *p);
+  if (!p)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  marshal(&k->info, args, dims, p);
+  const tilert_driver *d;
+  tilert_status st = tilert__gpu_enter(k->dev, &d);
+  if (!st.code) {
+    CUresult r = d->LaunchKernel(k->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+                                 (unsigned)k->info.threads, 1, 1, (unsigned)k->info.smem_bytes,
+                                 stream ? stream->s : NULL, p->ptr, NULL);
+    if (r != CUDA_SUCCESS)
+      st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
+  }
+  free(p);
+  return st;
+}
+
+static tilert_status launch_cpu(tilert_kernel *k, const tilert_arg *args, int nargs,
+                                const int64_t *dims, const int64_t grid[3]) {
+  tilert_cpu_launch l = {.info = &k->info, .args = args, .nargs = nargs, .dim_values = dims};
+  memcpy(l.grid, grid, sizeof l.grid);
+  char err[400] = "";
+  if (k->cpu_fn(k->cpu_ctx, &l, err, sizeof err) != 0)
+    return tilert__err(TILERT_ERROR_EXECUTION, "kernel '%s' failed on the CPU: %s", k->info.name,
+                       err[0] ? err : "(no message)");
+  return tilert__ok();
+}
+
+tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
+                            tilert_stream *stream) {
+  if (!k)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
+  if (stream && stream->dev != k->dev)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
+                       "tilert_launch: the stream belongs to another device");
+  int64_t dims[2 * TILERT_MAX_ARGS], grid[3];
+  tilert_status st = tilert_bind(&k->info, args, nargs, dims, grid);
+  if (st.code) { /* prefix the kernel's name; the tail of a very long message may be cut */
+    size_t pre = strlen(k->info.name) + 2, len = strlen(st.message);
+    if (pre + len >= sizeof st.message)
+      len = sizeof st.message - pre - 1;
+    memmove(st.message + pre, st.message, len);
+    memcpy(st.message, k->info.name, pre - 2);
+    memcpy(st.message + pre - 2, ": ", 2);
+    st.message[pre + len] = '\0';
+    return st;
+  }
+  if (k->cpu_fn)
+    return launch_cpu(k, args, nargs, dims, grid);
+  return launch_gpu(k, args, dims, grid, stream);
+}

@@ -1,0 +1,122 @@
+/* tilert_internal.h — private to the runtime sources: object layouts, the driver entry-point table and
+ * status helpers. Not installed; users see only tilert.h. */
+#ifndef TILERT_INTERNAL_H
+#define TILERT_INTERNAL_H
+
+#include "tilert.h"
+
+#include <cuda.h> /* types only: every entry point comes from cuGetProcAddress (cuda_loader.c) */
+
+/* ---------------------------------------------------------------- status */
+
+tilert_status tilert__ok(void);
+tilert_status tilert__err(tilert_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "CALL: CUDA_ERROR_NAME" (+ ": extra" when extra is non-empty), code TILERT_ERROR_DRIVER. */
+tilert_status tilert__drv_err(const char *call, CUresult r, const char *extra);
+
+/* Evaluates a driver call; on failure returns the status naming the call. */
+#define TILERT_CU(call_name, expr)                         \
+  do {                                                     \
+    CUresult tilert__r = (expr);                           \
+    if (tilert__r != CUDA_SUCCESS)                         \
+      return tilert__drv_err(call_name, tilert__r, NULL);  \
+  } while (0)
+
+/* ---------------------------------------------------------------- driver */
+
+/* Every driver entry point the runtime uses; filled by tilert__driver_load(). Field names drop
+ * the "cu" prefix so cuda.h's versioning macros (cuMemAlloc -> cuMemAlloc_v2) never touch them. */
+typedef struct tilert_driver {
+  CUresult (*Init)(unsigned int);
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*GetErrorName)(CUresult, const char **);
+  CUresult (*GetErrorString)(CUresult, const char **);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *, void **);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, CUstream, void **, void **);
+  CUresult (*StreamCreate)(CUstream *, unsigned int);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*EventCreate)(CUevent *, unsigned int);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+} tilert_driver;
+
+/* Loads libcuda once per process (dlopen of $TILERT_LIBCUDA or "libcuda.so.1", then
+ * cuGetProcAddress_v2 for everything) and runs cuInit. Later calls return the first outcome.
+ * NO_DRIVER when the library or an entry point is missing or it is the toolkit's stub;
+ * NO_DEVICE when cuInit says there is no device. */
+tilert_status tilert__driver_load(const tilert_driver **out);
+/* The driver table for a GPU device, with the device's context made current on this thread. */
+tilert_status tilert__gpu_enter(tilert_device *dev, const tilert_driver **d);
+/* "CUDA_ERROR_INVALID_PTX" (or "CUresult 218" when the driver cannot name it). */
+const char *tilert__cu_name(CUresult r);
+
+/* ---------------------------------------------------------------- objects */
+
+struct tilert_device {
+  tilert_backend backend;      /* GPU or CPU, never AUTO */
+  int ordinal;
+  CUdevice cu_dev;
+  CUcontext ctx;               /* the primary context, retained */
+  int cc;                      /* 90 for sm_90 */
+  int max_smem_optin;          /* bytes per block with the opt-in attribute */
+  int max_grid[3];
+  char name[160];
+};
+
+struct tilert_kernel {
+  tilert_device *dev;
+  tilert_kernel_info info;
+  CUfunction fn;               /* GPU */
+  tilert_cpu_fn cpu_fn;        /* CPU */
+  void *cpu_ctx;
+  struct tilert_kernel *next;  /* the module's list */
+};
+
+struct tilert_module {
+  tilert_device *dev;
+  CUmodule mod;
+  char *meta;                  /* the "// tilec:" lines of the PTX, kept for kernel lookup */
+  tilert_kernel *kernels;      /* created on demand by tilert_module_get_kernel */
+};
+
+struct tilert_stream {
+  tilert_device *dev;
+  CUstream s;                  /* NULL on the CPU backend */
+};
+
+struct tilert_event {
+  tilert_device *dev;
+  CUevent e;                   /* GPU */
+  double host_ms;              /* CPU: CLOCK_MONOTONIC at record, -1 before */
+};
+
+/* ---------------------------------------------------------------- metadata */
+
+/* Makes sure an RPN string is well formed against info's dims (used by the parser). */
+tilert_status tilert__check_expr(const tilert_kernel_info *info, const char *rpn);
+/* Writes "N = 3000, BLOCK = 1024"-style values of the dims an RPN string names. */
+void tilert__expr_dims(const tilert_kernel_info *info, const char *rpn, const int64_t *dim_values,
+                       char *buf, size_t len);
+
+#endif

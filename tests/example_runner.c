@@ -1,0 +1,515 @@
+/* example_runner.c — runs every example of dsl/examples on fresh random inputs, on the GPU (PTX
+ * made ahead of time by tilec) or in the interpreter, and checks each output against the float64
+ * references of tests/ref. It is `make demo` (suite demo) and `make gpu-test` (suite gpu).
+ *
+ *   example_runner [--suite=demo|gpu|small] [--backend=auto|gpu|cpu] [--ptx-dir DIR]
+ *                  [--tilec PATH] [--arch sm_90a] [--case ID] [--json FILE] [--list]
+ *
+ * With --tilec, each case's PTX is compiled first (timed); without it, DIR/ID.ptx must exist.
+ * Exit status 0 only if every case ran and passed. */
+#include "ast.h"
+#include "ref.h"
+#include "tilec.h"
+#include "tilert.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the cases */
+
+enum { SUITE_SMALL = 1, SUITE_DEMO = 2, SUITE_GPU = 4, SUITE_ALL = 7 };
+
+typedef struct Case {
+  const char *id;         /* file name stem under build/.../ptx */
+  const char *example;    /* dsl/examples/<example>.tile */
+  const char *defines;    /* "-D D=128 -D CAUSAL=1" */
+  const char *shape;      /* "M=17,N=1000" */
+  unsigned suites;
+} Case;
+
+/* Ragged sizes everywhere: none of 1, 17, 1000, 4097 is a multiple of any tile. */
+static const Case cases[] = {
+    {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU},
+    {"vadd_n1000", "vadd", "", "N=1000", SUITE_ALL},
+    {"vadd_n17", "vadd", "", "N=17", SUITE_SMALL | SUITE_GPU},
+    {"vadd_big", "vadd", "", "N=10000019", SUITE_GPU},
+    {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL},
+    {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
+    {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU},
+    {"softmax_big", "softmax", "-D BLOCK=4096 -D WARPS=8", "M=4099,N=4097", SUITE_GPU},
+    {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL},
+    {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU},
+    {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU},
+    {"rmsnorm_1000", "rmsnorm", "", "M=5,N=1000", SUITE_ALL},
+    {"rmsnorm_17", "rmsnorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
+    {"rmsnorm_1", "rmsnorm", "", "M=2,N=1", SUITE_SMALL | SUITE_GPU},
+    {"rmsnorm_big", "rmsnorm", "-D BLOCK=8192 -D WARPS=8", "M=2049,N=8191", SUITE_GPU},
+    {"layernorm_1000", "layernorm", "", "M=5,N=1000", SUITE_ALL},
+    {"layernorm_17", "layernorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
+    {"layernorm_1", "layernorm", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
+    {"layernorm_big", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU},
+    {"add_rmsnorm_1000", "add_rmsnorm", "", "M=5,N=1000", SUITE_ALL},
+    {"add_rmsnorm_17", "add_rmsnorm", "-D BLOCK=32 -D ROWS=2 -D WARPS=1", "M=7,N=17", SUITE_SMALL | SUITE_GPU},
+    {"add_rmsnorm_big", "add_rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU},
+    {"gemm_relu", "gemm", "", "M=100,N=72,K=40", SUITE_ALL},
+    {"gemm_none_1", "gemm", "-D ACT=0", "M=1,N=17,K=1", SUITE_SMALL | SUITE_GPU},
+    {"gemm_gelu", "gemm", "-D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU},
+    {"gemm_big", "gemm", "", "M=1000,N=1000,K=1000", SUITE_GPU},
+    {"attn_d64", "attention", "", "B=1,H=2,N=100", SUITE_ALL},
+    {"attn_d64_causal", "attention", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL},
+    {"attn_d128", "attention", "-D D=128", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU},
+    {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU},
+    {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU},
+    {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+/* ------------------------------------------------------------ options */
+
+typedef struct Options {
+  unsigned suite;
+  tilert_backend backend;
+  const char *ptx_dir, *tilec, *arch, *only, *json;
+  bool list;
+} Options;
+
+static bool parse_args(int argc, char **argv, Options *o) {
+  *o = (Options){.suite = SUITE_DEMO, .ptx_dir = "build/ptx", .arch = "sm_90a"};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--suite=demo")) o->suite = SUITE_DEMO;
+    else if (!strcmp(a, "--suite=gpu")) o->suite = SUITE_GPU;
+    else if (!strcmp(a, "--suite=small")) o->suite = SUITE_SMALL;
+    else if (!strcmp(a, "--backend=auto")) o->backend = TILERT_BACKEND_AUTO;
+    else if (!strcmp(a, "--backend=gpu")) o->backend = TILERT_BACKEND_GPU;
+    else if (!strcmp(a, "--backend=cpu")) o->backend = TILERT_BACKEND_CPU;
+    else if (!strcmp(a, "--list")) o->list = true;
+    else if (next && !strcmp(a, "--ptx-dir")) o->ptx_dir = argv[++i];
+    else if (next && !strcmp(a, "--tilec")) o->tilec = argv[++i];
+    else if (next && !strcmp(a, "--arch")) o->arch = argv[++i];
+    else if (next && !strcmp(a, "--case")) o->only = argv[++i];
+    else if (next && !strcmp(a, "--json")) o->json = argv[++i];
+    else {
+      fprintf(stderr, "example_runner: error: unknown or incomplete option '%s'\n", a);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static char *read_file(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp)
+    return NULL;
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf)
+    buf[n] = 0;
+  fclose(fp);
+  return buf;
+}
+
+/* Splits "-D A=1 -D B=2" into Defines. */
+static int parse_defines(Arena *a, const char *spec, Define *out, int max) {
+  int n = 0;
+  char *s = arena_strdup(a, spec);
+  for (char *tok = strtok(s, " "); tok && n < max; tok = strtok(NULL, " ")) {
+    if (!strcmp(tok, "-D"))
+      continue;
+    char *eq = strchr(tok, '=');
+    if (!eq)
+      continue;
+    *eq = 0;
+    out[n++] = (Define){.name = tok, .value = eq + 1};
+  }
+  return n;
+}
+
+static int64_t shape_value(const char *shape, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = shape; p && *p;) {
+    if (!strncmp(p, name, len) && p[len] == '=')
+      return atoll(p + len + 1);
+    p = strchr(p, ',');
+    p = p ? p + 1 : NULL;
+  }
+  return -1;
+}
+
+static double param_value(const TirFunc *f, const char *name, double dflt) {
+  for (int i = 0; i < f->nparams; i++)
+    if (!strcmp(f->params[i].name, name))
+      return f->params[i].value;
+  return dflt;
+}
+
+/* xorshift: fresh inputs per case, uniform in [-1, 1). */
+static double rnd(uint64_t *s) {
+  *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+  return (double)(*s >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* Host copy of one tensor argument: bytes as the kernel sees them, and doubles. */
+typedef struct HostTensor {
+  const TirArg *arg;
+  int64_t shape[TILE_MAX_RANK], n;
+  void *bytes;
+  double *vals;
+  void *dev;
+} HostTensor;
+
+static double elem_get(const void *base, int64_t i, ElemType t) {
+  switch (t) {
+  case TY_F32: return ((const float *)base)[i];
+  case TY_F16: return f16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_I32: return ((const int32_t *)base)[i];
+  default: return ((const uint8_t *)base)[i];
+  }
+}
+
+static void elem_set(void *base, int64_t i, ElemType t, double v) {
+  switch (t) {
+  case TY_F32: ((float *)base)[i] = (float)v; break;
+  case TY_F16: ((uint16_t *)base)[i] = f32_to_f16_bits((float)v); break;
+  case TY_BF16: ((uint16_t *)base)[i] = f32_to_bf16_bits((float)v); break;
+  case TY_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+  default: ((uint8_t *)base)[i] = v != 0; break;
+  }
+}
+
+/* ------------------------------------------------------------ one case */
+
+typedef struct Result {
+  const Case *c;
+  const char *backend;
+  double compile_ms, run_ms, rel_err, max_err;
+  bool ok;
+  char note[256];
+} Result;
+
+static HostTensor *find_tensor(HostTensor *t, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (t[i].arg && !strcmp(t[i].arg->name, name))
+      return &t[i];
+  return NULL;
+}
+
+/* Calls the float64 reference; writes expected outputs into `expect` (by tensor index). */
+static double scalar_named(const TirFunc *f, const double *scalars, const char *name) {
+  for (int i = 0; i < f->nargs; i++)
+    if (f->args[i].kind == ARG_SCALAR && !strcmp(f->args[i].name, name))
+      return scalars[i];
+  return NAN;
+}
+
+static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt,
+                          double **expect, const double *scalars) {
+#define T(name) find_tensor(t, nt, name)
+#define E(name) expect[T(name) - t]
+  const char *ex = c->example;
+  int64_t M = shape_value(c->shape, "M"), N = shape_value(c->shape, "N");
+  if (!strcmp(ex, "vadd"))
+    ref_vadd(N, T("X")->vals, T("Y")->vals, E("Z"));
+  else if (!strcmp(ex, "softmax") || !strcmp(ex, "softmax_online"))
+    ref_softmax(M, N, T("X")->vals, E("Y"));
+  else if (!strcmp(ex, "rmsnorm"))
+    ref_rmsnorm(M, N, T("X")->vals, T("W")->vals, scalar_named(f, scalars, "eps"), E("Y"));
+  else if (!strcmp(ex, "layernorm"))
+    ref_layernorm(M, N, T("X")->vals, T("W")->vals, T("Bias")->vals, scalar_named(f, scalars, "eps"), E("Y"));
+  else if (!strcmp(ex, "add_rmsnorm"))
+    ref_add_rmsnorm(M, N, T("X")->vals, T("R")->vals, T("W")->vals, scalar_named(f, scalars, "eps"), E("R"), E("Y"));
+  else if (!strcmp(ex, "gemm"))
+    ref_gemm(M, N, shape_value(c->shape, "K"), T("A")->vals, T("B")->vals, T("bias")->vals,
+             (int)param_value(f, "ACT", 0), E("C"));
+  else if (!strcmp(ex, "attention"))
+    ref_attention(shape_value(c->shape, "B"), shape_value(c->shape, "H"), N,
+                  (int64_t)param_value(f, "D", 64), T("Q")->vals, T("K")->vals, T("V")->vals,
+                  scalar_named(f, scalars, "scale"), (int)param_value(f, "CAUSAL", 0), E("O"));
+  else
+    return false;
+  return true;
+#undef T
+#undef E
+}
+
+static bool compile_ptx(const Options *o, const Case *c, const char *ptx_path, Result *r) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s dsl/examples/%s.tile %s --arch=%s --emit=ptx -o %s", o->tilec,
+           c->example, c->defines, o->arch, ptx_path);
+  double t0 = now_ms();
+  int rc = system(cmd);
+  r->compile_ms = now_ms() - t0;
+  if (rc != 0) {
+    snprintf(r->note, sizeof r->note, "tilec failed (exit %d)", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+    return false;
+  }
+  return true;
+}
+
+static void fail(Result *r, const char *what, tilert_status st) {
+  snprintf(r->note, sizeof r->note, "%s: %s: %.180s", what, tilert_code_name(st.code), st.message);
+}
+
+/* Lowers the example in-process (the interpreter and the argument list need the IR). */
+static TirFunc *front_end(Arena *a, const Case *c, Result *r) {
+  char path[256];
+  snprintf(path, sizeof path, "dsl/examples/%s.tile", c->example);
+  static SourceFile src;
+  src.name = arena_strdup(a, path);
+  char *text = read_file(path);
+  if (!text) {
+    snprintf(r->note, sizeof r->note, "cannot read %s", path);
+    return NULL;
+  }
+  src.text = arena_strdup(a, text);
+  src.len = strlen(text);
+  free(text);
+  Diag d;
+  diag_init(&d, &src, stderr);
+  Define defs[8];
+  int ndefs = parse_defines(a, c->defines, defs, 8);
+  AstProgram *p = parse_program(a, &src, &d);
+  if (!p || !sema_check(a, p, defs, ndefs, ARCH_SM90A, &d)) {
+    snprintf(r->note, sizeof r->note, "front end rejected the example");
+    return NULL;
+  }
+  TirFunc *f = lower_tir(a, p->kernels, &d);
+  if (!f || !tir_verify(f, &d, "lower_tir") || !tir_fold_constants(f, &d) ||
+      !tir_eliminate_dead(f, &d) || !tir_verify(f, &d, "passes")) {
+    snprintf(r->note, sizeof r->note, "lowering to TIR failed");
+    return NULL;
+  }
+  return f;
+}
+
+static tilert_status make_kernel(const Options *o, tilert_device *dev, Arena *a, const TirFunc *f,
+                                 const Case *c, Result *r, tilert_module **mod, tilert_kernel **k) {
+  char ptx_path[512];
+  snprintf(ptx_path, sizeof ptx_path, "%s/%s.ptx", o->ptx_dir, c->id);
+  /* compiled on both backends: the demo shows every example going through tilec */
+  if (o->tilec && !compile_ptx(o, c, ptx_path, r))
+    return (tilert_status){.code = TILERT_ERROR_NOT_FOUND, .message = "no PTX"};
+  if (tilert_device_backend(dev) == TILERT_BACKEND_CPU)
+    return exec_cpu_kernel(dev, a, f, k);
+  char *ptx = read_file(ptx_path);
+  if (!ptx) {
+    tilert_status st = {.code = TILERT_ERROR_NOT_FOUND};
+    snprintf(st.message, sizeof st.message, "cannot read %s", ptx_path);
+    return st;
+  }
+  tilert_status st = tilert_module_load_ptx(dev, ptx, mod);
+  free(ptx);
+  if (st.code == TILERT_OK)
+    st = tilert_module_get_kernel(*mod, f->name, k);
+  return st;
+}
+
+static void run_case(const Options *o, tilert_device *dev, const Case *c, Result *r) {
+  memset(r, 0, sizeof *r);
+  r->c = c;
+  r->backend = tilert_device_backend(dev) == TILERT_BACKEND_GPU ? "gpu" : "cpu";
+  Arena *a = arena_new();
+  TirFunc *f = front_end(a, c, r);
+  tilert_module *mod = NULL;
+  tilert_kernel *k = NULL;
+  HostTensor t[TILERT_MAX_ARGS] = {0};
+  double *expect[TILERT_MAX_ARGS] = {0}, scalars[TILERT_MAX_ARGS] = {0};
+  tilert_arg args[TILERT_MAX_ARGS];
+  if (!f)
+    goto done;
+  tilert_status st = make_kernel(o, dev, a, f, c, r, &mod, &k);
+  if (st.code != TILERT_OK) {
+    if (!r->note[0])
+      fail(r, "load", st);
+    goto done;
+  }
+  uint64_t seed = 0x2545F4914F6CDD1Dull ^ (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *arg = &f->args[i];
+    if (arg->kind == ARG_SCALAR) {
+      /* eps for the norms, 1/sqrt(D) for attention */
+      scalars[i] = !strcmp(arg->name, "scale") ? 1.0 / sqrt(param_value(f, "D", 64)) : 1e-5;
+      args[i] = tilert_arg_scalar(scalars[i]);
+      continue;
+    }
+    HostTensor *h = &t[i];
+    h->arg = arg;
+    h->n = 1;
+    for (int d = 0; d < arg->rank; d++) {
+      const TirDim *dim = &f->dims[arg->dims[d]];
+      h->shape[d] = dim->pinned ? dim->value : shape_value(c->shape, dim->name);
+      h->n *= h->shape[d];
+    }
+    size_t bytes = (size_t)h->n * (size_t)elem_bytes(arg->elem);
+    h->bytes = malloc(bytes + 1);
+    h->vals = malloc(sizeof(double) * (size_t)(h->n + 1));
+    expect[i] = malloc(sizeof(double) * (size_t)(h->n + 1));
+    /* inputs random; outputs poisoned with NaN (an in/out tensor keeps its input values) */
+    bool written_only = arg->is_out && strcmp(c->example, "add_rmsnorm") != 0;
+    for (int64_t e = 0; e < h->n; e++) {
+      elem_set(h->bytes, e, arg->elem, written_only ? NAN : rnd(&seed));
+      h->vals[e] = elem_get(h->bytes, e, arg->elem);
+    }
+    if ((st = tilert_malloc(dev, bytes + 1, &h->dev)).code != TILERT_OK ||
+        (st = tilert_memcpy_htod(dev, h->dev, h->bytes, bytes)).code != TILERT_OK) {
+      fail(r, "upload", st);
+      goto done;
+    }
+    args[i] = tilert_arg_tensor(h->dev, (tilert_dtype)arg->elem, arg->rank, h->shape);
+  }
+  if (!run_reference(c, f, t, f->nargs, expect, scalars)) {
+    snprintf(r->note, sizeof r->note, "no reference for %s", c->example);
+    goto done;
+  }
+  double t0 = now_ms();
+  st = tilert_launch(k, args, f->nargs, NULL);
+  if (st.code == TILERT_OK)
+    st = tilert_synchronize(dev);
+  r->run_ms = now_ms() - t0;
+  if (st.code != TILERT_OK) {
+    fail(r, "launch", st);
+    goto done;
+  }
+  double err2 = 0, ref2 = 0;
+  int64_t nan = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    HostTensor *h = &t[i];
+    if (!h->arg || !h->arg->is_out)
+      continue;
+    size_t bytes = (size_t)h->n * (size_t)elem_bytes(h->arg->elem);
+    if ((st = tilert_memcpy_dtoh(dev, h->bytes, h->dev, bytes)).code != TILERT_OK) {
+      fail(r, "download", st);
+      goto done;
+    }
+    for (int64_t e = 0; e < h->n; e++) {
+      double got = elem_get(h->bytes, e, h->arg->elem), want = expect[i][e];
+      if (isnan(got) || isinf(got)) {
+        nan++;
+        continue;
+      }
+      err2 += (got - want) * (got - want);
+      ref2 += want * want;
+      r->max_err = fmax(r->max_err, fabs(got - want));
+    }
+  }
+  r->rel_err = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+  /* f16 outputs: a few ulps of f16 (2^-11) relative; documented in docs/tir.md */
+  double tol = 1e-2;
+  for (int i = 0; i < f->nargs; i++)
+    if (t[i].arg && t[i].arg->is_out && t[i].arg->elem == TY_F32)
+      tol = 1e-5;
+  r->ok = nan == 0 && r->rel_err < tol;
+  if (nan)
+    snprintf(r->note, sizeof r->note, "%lld outputs NaN/inf or never written", (long long)nan);
+  else if (!r->ok)
+    snprintf(r->note, sizeof r->note, "relative error %.3g over %.0e", r->rel_err, tol);
+done:
+  for (int i = 0; i < TILERT_MAX_ARGS; i++) {
+    if (t[i].dev)
+      tilert_free(dev, t[i].dev);
+    free(t[i].bytes), free(t[i].vals), free(expect[i]);
+  }
+  if (mod)
+    tilert_module_unload(mod);
+  else if (k)
+    tilert_kernel_destroy_cpu(k);
+  arena_free(a);
+}
+
+/* ------------------------------------------------------------ report */
+
+static void print_table(const Result *res, int n, const char *device) {
+  printf("\n%s\n", device);
+  printf("%-22s %-15s %-20s %-4s %10s %10s %10s  %s\n", "case", "example", "shape", "on",
+         "compile ms", "run ms", "rel err", "result");
+  for (int i = 0; i < n; i++) {
+    const Result *r = &res[i];
+    printf("%-22s %-15s %-20s %-4s %10.1f %10.2f %10.2e  %s%s%s\n", r->c->id, r->c->example,
+           r->c->shape, r->backend, r->compile_ms, r->run_ms, r->rel_err, r->ok ? "ok" : "FAIL",
+           r->note[0] ? ": " : "", r->note);
+  }
+}
+
+static void write_json(const char *path, const Result *res, int n, const char *device) {
+  FILE *fp = fopen(path, "w");
+  if (!fp) {
+    fprintf(stderr, "example_runner: cannot write %s\n", path);
+    return;
+  }
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  fprintf(fp, "{\"date\": \"%s\", \"device\": \"%s\", \"cases\": [\n", date, device);
+  for (int i = 0; i < n; i++) {
+    const Result *r = &res[i];
+    fprintf(fp,
+            "  {\"case\": \"%s\", \"example\": \"%s\", \"defines\": \"%s\", \"shape\": \"%s\", "
+            "\"backend\": \"%s\", \"run_ms\": %.4f, \"rel_err\": %.4e, \"max_err\": %.4e, "
+            "\"verified\": %s, \"note\": \"",
+            r->c->id, r->c->example, r->c->defines, r->c->shape, r->backend, r->run_ms,
+            r->rel_err, r->max_err, r->ok ? "true" : "false");
+    for (const char *p = r->note; *p; p++)
+      if (*p == '"' || *p == '\\')
+        fprintf(fp, "\\%c", *p);
+      else if ((unsigned char)*p >= 32)
+        fputc(*p, fp);
+    fprintf(fp, "\"}%s\n", i + 1 < n ? "," : "");
+  }
+  fprintf(fp, "]}\n");
+  fclose(fp);
+}
+
+int main(int argc, char **argv) {
+  Options o;
+  if (!parse_args(argc, argv, &o))
+    return 2;
+  if (o.list) {
+    for (int i = 0; i < NCASES; i++)
+      if (cases[i].suites & o.suite)
+        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, cases[i].defines);
+    return 0;
+  }
+  tilert_device *dev = NULL;
+  tilert_status st = tilert_device_open(o.backend, 0, &dev);
+  if (st.code != TILERT_OK) {
+    fprintf(stderr, "example_runner: error: %s: %s\n", tilert_code_name(st.code), st.message);
+    return 1;
+  }
+  static Result res[NCASES];
+  int n = 0, failed = 0;
+  for (int i = 0; i < NCASES; i++) {
+    const Case *c = &cases[i];
+    if (o.only ? strcmp(o.only, c->id) != 0 : !(c->suites & o.suite))
+      continue;
+    run_case(&o, dev, c, &res[n]);
+    failed += !res[n].ok;
+    fprintf(stderr, "  %-24s %s\n", c->id, res[n].ok ? "ok" : "FAIL");
+    n++;
+  }
+  print_table(res, n, tilert_device_name(dev));
+  if (o.json)
+    write_json(o.json, res, n, tilert_device_name(dev));
+  printf("\n%d of %d cases passed\n", n - failed, n);
+  tilert_device_close(dev);
+  return failed || n == 0 ? 1 : 0;
+}

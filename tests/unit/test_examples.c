@@ -1,0 +1,474 @@
+/* test_examples.c — every kernel in dsl/examples, compiled in-process (parse, sema, lower_tir,
+ * passes with the verifier after each) and run in the interpreter against its float64
+ * reference (tests/ref) at several shapes, ragged ones included.
+ *
+ * Inputs are random (fixed seed, never zeros); outputs are poisoned with NaN before the run, so
+ * an element never written fails like a NaN result does. Bounds (docs/tir.md): relative error
+ * ||out - ref|| / ||ref|| below 1e-5 for f32 outputs, 1e-2 for f16/bf16 outputs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "ref.h"
+#include "tilec.h"
+
+enum { MAX_TENSORS = 8 };
+
+/* ------------------------------------------------------------ compiling */
+
+typedef struct Kernel {
+  Arena *a;
+  TirFunc *f;
+} Kernel;
+
+static char *read_file(Arena *a, const char *path, size_t *len) {
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s (tests run from the repository root)", path);
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *text = arena_alloc(a, (size_t)n + 1);
+  cr_assert_eq(fread(text, 1, (size_t)n, fp), (size_t)n);
+  fclose(fp);
+  *len = (size_t)n;
+  return text;
+}
+
+/* defs: "NAME=VALUE" strings, NULL-terminated. src_text: compile this text instead of a file. */
+static Kernel compile_text(const char *name, const char *text, size_t len, const char **defs) {
+  Kernel k = {.a = arena_new()};
+  SourceFile *src = arena_alloc(k.a, sizeof *src);
+  *src = (SourceFile){arena_strdup(k.a, name), arena_strndup(k.a, text, len), len};
+  Diag d;
+  diag_init(&d, src, stderr);
+  int nd = 0;
+  Define *dv = arena_alloc(k.a, sizeof *dv * 8);
+  for (; defs && defs[nd]; nd++) {
+    const char *eq = strchr(defs[nd], '=');
+    dv[nd] = (Define){arena_strndup(k.a, defs[nd], (size_t)(eq - defs[nd])), eq + 1, {0}};
+  }
+  AstProgram *prog = parse_program(k.a, src, &d);
+  cr_assert(prog, "%s: parse failed", name);
+  cr_assert(sema_check(k.a, prog, dv, nd, ARCH_SM90A, &d), "%s: sema failed", name);
+  k.f = lower_tir(k.a, prog->kernels, &d);
+  cr_assert(k.f, "%s: lower_tir failed", name);
+  cr_assert(tir_fold_constants(k.f, &d) && tir_verify(k.f, &d, "tir_fold_constants"));
+  cr_assert(tir_eliminate_dead(k.f, &d) && tir_verify(k.f, &d, "tir_eliminate_dead"));
+  return k;
+}
+
+static Kernel compile(const char *example, const char **defs) {
+  Arena *tmp = arena_new();
+  char *path = arena_printf(tmp, "dsl/examples/%s.tile", example);
+  size_t len;
+  char *text = read_file(tmp, path, &len);
+  Kernel k = compile_text(path, text, len, defs); /* copies the text into its own arena */
+  arena_free(tmp);
+  return k;
+}
+
+/* ------------------------------------------------------------ launch expressions */
+
+static int64_t dim_lookup(const TirFunc *f, const int64_t *dims, const char *tok, size_t n) {
+  for (int i = 0; i < f->ndims; i++)
+    if (strlen(f->dims[i].name) == n && !strncmp(f->dims[i].name, tok, n))
+      return dims[i];
+  cr_assert_fail("unknown dim '%.*s' in a launch expression", (int)n, tok);
+  return 0;
+}
+
+/* The RPN of TirExpr (docs/tir.md) with C semantics; cdiv rounds up. */
+static int64_t eval_rpn(const TirFunc *f, const int64_t *dims, const char *rpn) {
+  int64_t st[32];
+  int sp = 0;
+  for (const char *p = rpn; *p;) {
+    while (*p == ' ')
+      p++;
+    if (!*p)
+      break;
+    const char *q = p;
+    while (*q && *q != ' ')
+      q++;
+    size_t n = (size_t)(q - p);
+    char tok[32];
+    snprintf(tok, sizeof tok, "%.*s", (int)n, p);
+    p = q;
+    if ((tok[0] >= '0' && tok[0] <= '9')) {
+      st[sp++] = strtoll(tok, NULL, 10);
+      continue;
+    }
+    if (!strcmp(tok, "!")) {
+      st[sp - 1] = !st[sp - 1];
+      continue;
+    }
+    bool is_op = strchr("+-*/%<>=!&|", tok[0]) || !strcmp(tok, "cdiv") || !strcmp(tok, "min") ||
+                 !strcmp(tok, "max");
+    if (!is_op) {
+      st[sp++] = dim_lookup(f, dims, tok, n);
+      continue;
+    }
+    cr_assert_geq(sp, 2, "bad rpn '%s'", rpn);
+    int64_t b = st[--sp], a = st[--sp], r = 0;
+    if (!strcmp(tok, "+")) r = a + b;
+    else if (!strcmp(tok, "-")) r = a - b;
+    else if (!strcmp(tok, "*")) r = a * b;
+    else if (!strcmp(tok, "/")) r = a / b;
+    else if (!strcmp(tok, "%")) r = a % b;
+    else if (!strcmp(tok, "cdiv")) r = (a + b - 1) / b;
+    else if (!strcmp(tok, "min")) r = a < b ? a : b;
+    else if (!strcmp(tok, "max")) r = a > b ? a : b;
+    else if (!strcmp(tok, "<")) r = a < b;
+    else if (!strcmp(tok, "<=")) r = a <= b;
+    else if (!strcmp(tok, ">")) r = a > b;
+    else if (!strcmp(tok, ">=")) r = a >= b;
+    else if (!strcmp(tok, "==")) r = a == b;
+    else if (!strcmp(tok, "!=")) r = a != b;
+    else if (!strcmp(tok, "&&")) r = a && b;
+    else if (!strcmp(tok, "||")) r = a || b;
+    else cr_assert_fail("unknown rpn token '%s'", tok);
+    st[sp++] = r;
+  }
+  cr_assert_eq(sp, 1, "bad rpn '%s'", rpn);
+  return st[0];
+}
+
+/* ------------------------------------------------------------ buffers */
+
+typedef struct Buf {
+  ElemType elem;
+  int64_t n;
+  void *data;   /* in the argument's element type */
+  double *val;  /* inputs: the exact values the kernel reads; outputs: read back after the run */
+} Buf;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static double urand(void) { /* xorshift64*, uniform in [0, 1) */
+  rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
+}
+
+static Buf buf_new(ElemType e, int64_t n) {
+  Buf b = {.elem = e, .n = n};
+  b.data = calloc((size_t)(n ? n : 1), (size_t)elem_bytes(e));
+  b.val = calloc((size_t)(n ? n : 1), sizeof(double));
+  return b;
+}
+
+static void buf_set(Buf *b, int64_t i, double v) {
+  v = round_to_elem(b->elem, v);
+  b->val[i] = v;
+  if (b->elem == TY_F32)
+    ((float *)b->data)[i] = (float)v;
+  else if (b->elem == TY_F16)
+    ((uint16_t *)b->data)[i] = f32_to_f16_bits((float)v);
+  else if (b->elem == TY_BF16)
+    ((uint16_t *)b->data)[i] = f32_to_bf16_bits((float)v);
+  else
+    ((int32_t *)b->data)[i] = (int32_t)v;
+}
+
+static Buf buf_random(ElemType e, int64_t n, double lo, double hi) {
+  Buf b = buf_new(e, n);
+  for (int64_t i = 0; i < n; i++)
+    buf_set(&b, i, lo + (hi - lo) * urand());
+  return b;
+}
+
+static Buf buf_poisoned(ElemType e, int64_t n) {
+  Buf b = buf_new(e, n);
+  for (int64_t i = 0; i < n; i++)
+    buf_set(&b, i, NAN);
+  return b;
+}
+
+static void buf_read(Buf *b) {
+  for (int64_t i = 0; i < b->n; i++) {
+    switch (b->elem) {
+    case TY_F32: b->val[i] = ((float *)b->data)[i]; break;
+    case TY_F16: b->val[i] = f16_bits_to_f32(((uint16_t *)b->data)[i]); break;
+    case TY_BF16: b->val[i] = bf16_bits_to_f32(((uint16_t *)b->data)[i]); break;
+    default: b->val[i] = ((int32_t *)b->data)[i]; break;
+    }
+  }
+}
+
+static void buf_free(Buf *b) {
+  free(b->data);
+  free(b->val);
+}
+
+/* ||out - ref|| / ||ref||, every element finite (NaN poison = never written). */
+static void check_close(const char *what, Buf *out, const double *ref) {
+  buf_read(out);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < out->n; i++) {
+    cr_assert(isfinite(out->val[i]), "%s: element %ld is %g (unwritten or NaN)", what, (long)i,
+              out->val[i]);
+    num += (out->val[i] - ref[i]) * (out->val[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+  double bound = out->elem == TY_F32 ? 1e-5 : 1e-2;
+  cr_assert_lt(rel, bound, "%s: relative error %.3g >= %.0e", what, rel, bound);
+}
+
+/* ------------------------------------------------------------ running */
+
+/* Binds tensors (in argument order, dense row-major) and scalars, evaluates dims from the
+ * tensors' shapes, the grid and the requirements, and runs. shapes[i]: the i-th tensor's dims. */
+typedef struct Launch {
+  Buf *tensors[MAX_TENSORS];
+  int64_t shapes[MAX_TENSORS][TILE_MAX_RANK];
+  double scalars[MAX_TENSORS];
+} Launch;
+
+static void launch(const Kernel *k, const Launch *l) {
+  const TirFunc *f = k->f;
+  InterpArg args[MAX_TENSORS];
+  memset(args, 0, sizeof args);
+  int64_t dims[16];
+  for (int i = 0; i < f->ndims; i++)
+    dims[i] = -1;
+  int ti = 0, si = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *a = &f->args[i];
+    if (a->kind == ARG_SCALAR) {
+      args[i].scalar = l->scalars[si++];
+      continue;
+    }
+    Buf *b = l->tensors[ti];
+    const int64_t *shape = l->shapes[ti++];
+    cr_assert(b && b->elem == a->elem, "tensor %s: wrong buffer", a->name);
+    args[i].tensor.data = b->data;
+    int64_t stride = 1;
+    for (int d = a->rank - 1; d >= 0; d--) {
+      args[i].tensor.shape[d] = shape[d];
+      args[i].tensor.strides[d] = stride;
+      stride *= shape[d];
+      int di = a->dims[d];
+      cr_assert(dims[di] < 0 || dims[di] == shape[d], "dim %s disagrees", f->dims[di].name);
+      dims[di] = shape[d];
+      if (f->dims[di].pinned)
+        cr_assert_eq(f->dims[di].value, shape[d], "pinned dim %s", f->dims[di].name);
+    }
+    cr_assert_eq(stride, b->n, "tensor %s: buffer size", a->name);
+  }
+  for (int i = 0; i < f->nrequires; i++)
+    cr_assert(eval_rpn(f, dims, f->requires[i].rpn), "requirement %s fails", f->requires[i].text);
+  int64_t grid[3];
+  for (int i = 0; i < 3; i++)
+    grid[i] = eval_rpn(f, dims, f->grid[i].rpn);
+  char err[512];
+  cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "interp: %s", err);
+}
+
+static void kernel_free(Kernel *k) { arena_free(k->a); }
+
+/* ------------------------------------------------------------ the examples */
+
+static void run_vadd(int64_t n) {
+  Kernel k = compile("vadd", NULL);
+  Buf x = buf_random(TY_F32, n, -1, 1), y = buf_random(TY_F32, n, -1, 1), z = buf_poisoned(TY_F32, n);
+  Launch l = {.tensors = {&x, &y, &z}, .shapes = {{n}, {n}, {n}}};
+  launch(&k, &l);
+  double *ref = malloc(sizeof(double) * (size_t)n);
+  ref_vadd(n, x.val, y.val, ref);
+  check_close("vadd", &z, ref);
+  free(ref), buf_free(&x), buf_free(&y), buf_free(&z), kernel_free(&k);
+}
+
+Test(examples, vadd) {
+  run_vadd(1000);
+  run_vadd(1);
+  run_vadd(17);
+  run_vadd(10000);
+}
+
+static void run_softmax(const char *example, int64_t M, int64_t N, const char **defs) {
+  Kernel k = compile(example, defs);
+  Buf x = buf_random(TY_F16, M * N, -4, 4), y = buf_poisoned(TY_F16, M * N);
+  Launch l = {.tensors = {&x, &y}, .shapes = {{M, N}, {M, N}}};
+  launch(&k, &l);
+  double *ref = malloc(sizeof(double) * (size_t)(M * N));
+  ref_softmax(M, N, x.val, ref);
+  check_close(example, &y, ref);
+  free(ref), buf_free(&x), buf_free(&y), kernel_free(&k);
+}
+
+Test(examples, softmax) {
+  run_softmax("softmax", 4, 1000, NULL);
+  run_softmax("softmax", 3, 1, NULL);
+  run_softmax("softmax", 5, 17, NULL);
+  const char *rows[] = {"ROWS=4", "BLOCK=64", NULL};
+  run_softmax("softmax", 7, 50, rows);
+}
+
+Test(examples, softmax_online) {
+  run_softmax("softmax_online", 3, 1000, NULL);
+  run_softmax("softmax_online", 2, 1, NULL);
+  run_softmax("softmax_online", 5, 17, NULL);
+  run_softmax("softmax_online", 2, 5000, NULL); /* several BN chunks, a ragged last one */
+  const char *small[] = {"BN=64", NULL};
+  run_softmax("softmax_online", 3, 1000, small);
+}
+
+typedef enum { NORM_RMS, NORM_ADD_RMS, NORM_LAYER } NormKind;
+
+static void run_norm(NormKind kind, int64_t M, int64_t N, const char **defs) {
+  static const char *names[] = {"rmsnorm", "add_rmsnorm", "layernorm"};
+  Kernel k = compile(names[kind], defs);
+  double eps = 1e-5;
+  Buf x = buf_random(TY_F16, M * N, -2, 2), w = buf_random(TY_F16, N, 0.5, 1.5);
+  Buf y = buf_poisoned(TY_F16, M * N);
+  double *ref = malloc(sizeof(double) * (size_t)(M * N));
+  if (kind == NORM_RMS) {
+    Launch l = {.tensors = {&x, &w, &y}, .shapes = {{M, N}, {N}, {M, N}}, .scalars = {eps}};
+    launch(&k, &l);
+    ref_rmsnorm(M, N, x.val, w.val, eps, ref);
+    check_close("rmsnorm", &y, ref);
+  } else if (kind == NORM_LAYER) {
+    Buf bias = buf_random(TY_F16, N, -1, 1);
+    Launch l = {.tensors = {&x, &w, &bias, &y}, .shapes = {{M, N}, {N}, {N}, {M, N}}, .scalars = {eps}};
+    launch(&k, &l);
+    ref_layernorm(M, N, x.val, w.val, bias.val, eps, ref);
+    check_close("layernorm", &y, ref);
+    buf_free(&bias);
+  } else {
+    Buf r = buf_random(TY_F16, M * N, -2, 2);
+    double *rin = malloc(sizeof(double) * (size_t)(M * N)), *href = malloc(sizeof(double) * (size_t)(M * N));
+    memcpy(rin, r.val, sizeof(double) * (size_t)(M * N));
+    Launch l = {.tensors = {&x, &r, &w, &y}, .shapes = {{M, N}, {M, N}, {N}, {M, N}}, .scalars = {eps}};
+    launch(&k, &l);
+    ref_add_rmsnorm(M, N, x.val, rin, w.val, eps, href, ref);
+    check_close("add_rmsnorm Y", &y, ref);
+    check_close("add_rmsnorm R", &r, href);
+    free(rin), free(href), buf_free(&r);
+  }
+  free(ref), buf_free(&x), buf_free(&w), buf_free(&y), kernel_free(&k);
+}
+
+Test(examples, rmsnorm) {
+  run_norm(NORM_RMS, 4, 1000, NULL);
+  run_norm(NORM_RMS, 3, 1, NULL);
+  run_norm(NORM_RMS, 5, 17, NULL);
+  const char *rows[] = {"ROWS=2", "BLOCK=32", NULL};
+  run_norm(NORM_RMS, 5, 17, rows);
+}
+
+Test(examples, add_rmsnorm) {
+  run_norm(NORM_ADD_RMS, 4, 1000, NULL);
+  run_norm(NORM_ADD_RMS, 3, 1, NULL);
+  run_norm(NORM_ADD_RMS, 5, 17, NULL);
+}
+
+Test(examples, layernorm) {
+  run_norm(NORM_LAYER, 4, 1000, NULL);
+  run_norm(NORM_LAYER, 3, 1, NULL);
+  run_norm(NORM_LAYER, 5, 17, NULL);
+  const char *rows[] = {"ROWS=3", NULL};
+  run_norm(NORM_LAYER, 7, 100, rows);
+}
+
+static void run_gemm(int64_t M, int64_t N, int64_t K, int act) {
+  char actdef[16];
+  snprintf(actdef, sizeof actdef, "ACT=%d", act);
+  const char *defs[] = {actdef, NULL};
+  Kernel k = compile("gemm", defs);
+  Buf a = buf_random(TY_F16, M * K, -1, 1), b = buf_random(TY_F16, K * N, -1, 1);
+  Buf bias = buf_random(TY_F16, N, -0.5, 0.5), c = buf_poisoned(TY_F16, M * N);
+  Launch l = {.tensors = {&a, &b, &bias, &c}, .shapes = {{M, K}, {K, N}, {N}, {M, N}}};
+  launch(&k, &l);
+  double *ref = malloc(sizeof(double) * (size_t)(M * N));
+  ref_gemm(M, N, K, a.val, b.val, bias.val, act, ref);
+  check_close("gemm", &c, ref);
+  free(ref), buf_free(&a), buf_free(&b), buf_free(&bias), buf_free(&c), kernel_free(&k);
+}
+
+Test(examples, gemm) {
+  run_gemm(100, 70, 50, 0);
+  run_gemm(1, 1, 1, 1);
+  run_gemm(17, 33, 65, 1);
+  run_gemm(130, 64, 96, 2);
+  run_gemm(64, 17, 1000, 2);
+}
+
+static void run_attention(int64_t B, int64_t H, int64_t N, int64_t D, int causal) {
+  char ddef[16], cdef[16];
+  snprintf(ddef, sizeof ddef, "D=%ld", (long)D);
+  snprintf(cdef, sizeof cdef, "CAUSAL=%d", causal);
+  const char *defs[] = {ddef, cdef, NULL};
+  Kernel k = compile("attention", defs);
+  int64_t n = B * H * N * D;
+  Buf q = buf_random(TY_F16, n, -2, 2), kk = buf_random(TY_F16, n, -2, 2);
+  Buf v = buf_random(TY_F16, n, -1, 1), o = buf_poisoned(TY_F16, n);
+  double scale = 1.0 / sqrt((double)D);
+  Launch l = {.tensors = {&q, &kk, &v, &o},
+              .shapes = {{B, H, N, D}, {B, H, N, D}, {B, H, N, D}, {B, H, N, D}},
+              .scalars = {scale}};
+  launch(&k, &l);
+  double *ref = malloc(sizeof(double) * (size_t)n);
+  ref_attention(B, H, N, D, q.val, kk.val, v.val, (double)(float)scale, causal, ref);
+  check_close(causal ? "attention causal" : "attention", &o, ref);
+  free(ref), buf_free(&q), buf_free(&kk), buf_free(&v), buf_free(&o), kernel_free(&k);
+}
+
+Test(examples, attention_d64) {
+  run_attention(1, 2, 1000, 64, 0);
+  run_attention(1, 2, 1000, 64, 1);
+  run_attention(2, 1, 1, 64, 0);
+  run_attention(1, 3, 17, 64, 1);
+}
+
+Test(examples, attention_d128) {
+  run_attention(1, 1, 1000, 128, 0);
+  run_attention(1, 2, 17, 128, 0);
+  run_attention(1, 2, 130, 128, 1);
+  run_attention(1, 1, 1, 128, 1);
+}
+
+/* Rows that see only -inf (masked by the kernel itself) come out 0, not NaN: the online-softmax
+ * finish rule (docs/language.md). Rows >= LIVE are masked entirely. */
+Test(examples, attention_fully_masked_rows_are_zero) {
+  static const char src[] =
+      "kernel masked<BM = 16, BN = 16, LIVE = 5>(S: f32[M, N], V: f32[N, E], O: out f32[M, E])\n"
+      "  grid (cdiv(M, BM)) threads (64)\n"
+      "{\n"
+      "  require E <= 16;\n"
+      "  let m0 = block.x * BM;\n"
+      "  reg acc: f32[BM, 16] = 0;\n"
+      "  online_softmax st(rows = BM, rescale = acc);\n"
+      "  for n0 in 0 .. N step BN {\n"
+      "    reg s = fill(S[m0 : +BM, n0 : +BN], -inf);\n"
+      "    s = where(row_index(m0, BM) < LIVE, s, -inf);\n"
+      "    acc += dot(st.update(s), V[n0 : +BN, 0 : +16]);\n"
+      "  }\n"
+      "  O[m0 : +BM, 0 : +16] = st.finish(acc);\n"
+      "}\n";
+  Kernel k = compile_text("masked.tile", src, sizeof src - 1, NULL);
+  int64_t M = 20, N = 40, E = 16;
+  Buf s = buf_random(TY_F32, M * N, -3, 3), v = buf_random(TY_F32, N * E, -1, 1);
+  Buf o = buf_poisoned(TY_F32, M * E);
+  Launch l = {.tensors = {&s, &v, &o}, .shapes = {{M, N}, {N, E}, {M, E}}};
+  launch(&k, &l);
+  buf_read(&o);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < E; j++) {
+      double got = o.val[i * E + j];
+      cr_assert(!isnan(got), "(%ld,%ld) is NaN", (long)i, (long)j);
+      if (i >= 5) {
+        cr_assert_eq(got, 0.0, "masked row %ld gives %g", (long)i, got);
+      } else { /* live rows: the softmax-weighted sum of V */
+        double mx = -INFINITY, sum = 0, acc = 0;
+        for (int64_t c = 0; c < N; c++)
+          mx = fmax(mx, s.val[i * N + c]);
+        for (int64_t c = 0; c < N; c++) {
+          double p = exp(s.val[i * N + c] - mx);
+          sum += p, acc += p * v.val[c * E + j];
+        }
+        cr_assert_lt(fabs(got - acc / sum), 1e-5, "(%ld,%ld): %g vs %g", (long)i, (long)j, got, acc / sum);
+      }
+    }
+  buf_free(&s), buf_free(&v), buf_free(&o), kernel_free(&k);
+}
