@@ -35,7 +35,11 @@ DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev cl
 # ---------------------------------------------------------------- sources
 COMPILER_ALL := $(sort $(wildcard compiler/*.c))
 NVPTX_SRC := $(wildcard compiler/lower_nvptx*.c)
-MAIN_SRC := compiler/main.c
+# The command line and the back half of the pipeline (which calls the LLVM backend) go only into
+# build/tilec; libtilec.a (front end, TIR, interpreter) needs no LLVM, so the demo and GPU test
+# programs link without it.
+MAIN_SRC := compiler/main.c compiler/driver.c
+MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/%.o)
 LIB_SRC := $(filter-out $(NVPTX_SRC) $(MAIN_SRC),$(COMPILER_ALL))
 GEN_SRC := $(B)/compiler/parser.c $(B)/compiler/lexer.c
 RUNTIME_SRC := $(sort $(wildcard runtime/*.c))
@@ -85,8 +89,8 @@ $(B)/libtilec.a: $(LIB_OBJ)
 # libtilec.a is linked whole: one object per stage, no stage may silently go missing.
 LINK_TILEC = -Wl,--whole-archive $(B)/libtilec.a -Wl,--no-whole-archive
 
-$(B)/tilec: $(B)/compiler/main.o $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
-	$(CC) -o $@ $(B)/compiler/main.o $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a $(LLVM_LIBS) -ldl -lm
+$(B)/tilec: $(MAIN_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $(MAIN_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a $(LLVM_LIBS) -ldl -lm
 
 # ---------------------------------------------------------------- runtime
 $(B)/runtime/%.o: runtime/%.c runtime/*.h

@@ -12,7 +12,7 @@ static int exec_cpu_launch(void *ctx, const tilert_cpu_launch *l, char *err, siz
   const TirFunc *f = ctx;
   if (l->nargs != f->nargs || l->info->ndims != f->ndims) {
     snprintf(err, errlen, "kernel '%s': metadata does not match its IR", f->name);
-    return 0;
+    return 1;
   }
   InterpArg args[TILERT_MAX_ARGS] = {0};
   for (int i = 0; i < f->nargs; i++) {
@@ -27,7 +27,7 @@ static int exec_cpu_launch(void *ctx, const tilert_cpu_launch *l, char *err, siz
       args[i].tensor.strides[d] = a->tensor.strides[d];
     }
   }
-  return interp_run(f, args, l->dim_values, l->grid, err, errlen);
+  return interp_run(f, args, l->dim_values, l->grid, err, errlen) ? 0 : 1;
 }
 
 tilert_status exec_cpu_kernel(struct tilert_device *dev, Arena *a, const TirFunc *f,

@@ -219,36 +219,51 @@ static bool dead_round(TirFunc *f, bool *used, bool *dead) {
   return changed;
 }
 
-/* Registers no instruction mentions are dropped and the rest renumbered in order, so printed
- * IR stays dense after folding. */
-static void renumber(TirFunc *f, bool *used) {
+/* Registers no instruction mentions are dropped and the rest renumbered in order of first
+ * mention, so printed IR stays dense and reads top to bottom after folding. */
+static void number(int *map, int *n, int r) {
+  if (r >= 0 && map[r] < 0)
+    map[r] = (*n)++;
+}
+
+static void remap(const int *map, int *r) {
+  if (*r >= 0)
+    *r = map[*r];
+}
+
+static void renumber(TirFunc *f) {
   int *map = malloc(sizeof(int) * ((size_t)f->nregs + 1));
-  if (!map)
+  TirReg *old = malloc(sizeof(TirReg) * ((size_t)f->nregs + 1));
+  if (!map || !old) {
+    free(map), free(old);
     return;
-  mark_used(f, used);
-  for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].dst >= 0)
-      used[f->insts[i].dst] = true;
-  int n = 0;
-  for (int r = 0; r < f->nregs; r++) {
-    map[r] = used[r] ? n : -1;
-    if (used[r])
-      f->regs[n++] = f->regs[r];
   }
+  memcpy(old, f->regs, sizeof(TirReg) * (size_t)f->nregs);
+  for (int r = 0; r < f->nregs; r++)
+    map[r] = -1;
+  int n = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    TirInst *in = &f->insts[i];
+    for (int a = 0; a < 3; a++)
+      number(map, &n, in->args[a]);
+    for (int d = 0; d < TILE_MAX_RANK; d++)
+      number(map, &n, in->index[d].start);
+    number(map, &n, in->dst);
+  }
+  for (int r = 0; r < f->nregs; r++)
+    if (map[r] >= 0)
+      f->regs[map[r]] = old[r];
   f->nregs = n;
   for (int i = 0; i < f->ninsts; i++) {
     TirInst *in = &f->insts[i];
-    if (in->dst >= 0)
-      in->dst = map[in->dst];
+    remap(map, &in->dst);
     for (int a = 0; a < 3; a++)
-      if (in->args[a] >= 0)
-        in->args[a] = map[in->args[a]];
-    if (in->op == TIR_LOAD || in->op == TIR_STORE)
-      for (int d = 0; d < TILE_MAX_RANK; d++)
-        if (in->index[d].start >= 0)
-          in->index[d].start = map[in->index[d].start];
+      remap(map, &in->args[a]);
+    for (int d = 0; d < TILE_MAX_RANK; d++)
+      remap(map, &in->index[d].start);
   }
   free(map);
+  free(old);
 }
 
 bool tir_eliminate_dead(TirFunc *f, Diag *d) {
@@ -263,7 +278,7 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d) {
   for (int round = 0; round < PASS_MAX_ROUNDS * 8; round++)
     if (!dead_round(f, used, dead))
       break;
-  renumber(f, used);
+  renumber(f);
   free(used);
   free(dead);
   return true;

@@ -148,6 +148,7 @@ typedef struct tilert_cpu_launch {
   const int64_t *dim_values;     /* info->ndims entries */
   int64_t grid[3];
 } tilert_cpu_launch;
+/* Returns 0 on success; non-zero with a message in err on a fault. */
 typedef int (*tilert_cpu_fn)(void *ctx, const tilert_cpu_launch *launch, char *err, size_t errlen);
 tilert_status tilert_kernel_create_cpu(tilert_device *dev, const char *metadata,
                                        tilert_cpu_fn fn, void *ctx, tilert_kernel **out);

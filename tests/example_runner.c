@@ -278,7 +278,7 @@ static TirFunc *front_end(Arena *a, const Case *c, Result *r) {
   src.name = arena_strdup(a, path);
   char *text = read_file(path);
   if (!text) {
-    snprintf(r->note, sizeof r->note, "cannot read %s", path);
+    snprintf(r->note, sizeof r->note, "cannot read %.200s", path);
     return NULL;
   }
   src.text = arena_strdup(a, text);
@@ -314,7 +314,7 @@ static tilert_status make_kernel(const Options *o, tilert_device *dev, Arena *a,
   char *ptx = read_file(ptx_path);
   if (!ptx) {
     tilert_status st = {.code = TILERT_ERROR_NOT_FOUND};
-    snprintf(st.message, sizeof st.message, "cannot read %s", ptx_path);
+    snprintf(st.message, sizeof st.message, "cannot read %.400s", ptx_path);
     return st;
   }
   tilert_status st = tilert_module_load_ptx(dev, ptx, mod);

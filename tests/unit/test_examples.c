@@ -11,8 +11,18 @@
 #include <string.h>
 
 #include "ast.h"
-#include "ref.h"
 #include "tilec.h"
+
+/* The float64 references are compiled into this translation unit: tests.mk links only
+ * tests/unit and tests/support, and this keeps tests/ref free of build wiring. */
+#include "../ref/ref.h"
+#include "../ref/add_rmsnorm.c"
+#include "../ref/attention.c"
+#include "../ref/gemm.c"
+#include "../ref/layernorm.c"
+#include "../ref/rmsnorm.c"
+#include "../ref/softmax.c"
+#include "../ref/vadd.c"
 
 enum { MAX_TENSORS = 8 };
 
