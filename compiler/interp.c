@@ -620,6 +620,27 @@ static bool machine_init(Machine *m) {
   return match_markers(m);
 }
 
+/* Host buffers must exist for every tensor that has elements (a bad binding is a clean error). */
+static bool check_args(Machine *m) {
+  const TirFunc *f = m->f;
+  if (f->ndims && !m->dims)
+    return fault(m, NULL, "no dim values");
+  for (int i = 0; i < f->nargs; i++) {
+    if (f->args[i].kind != ARG_TENSOR)
+      continue;
+    const InterpTensor *t = &m->args[i].tensor;
+    int64_t n = 1;
+    for (int d = 0; d < f->args[i].rank; d++) {
+      if (t->shape[d] < 0)
+        return fault(m, NULL, "tensor %s: negative shape", f->args[i].name);
+      n *= t->shape[d];
+    }
+    if (n > 0 && !t->data)
+      return fault(m, NULL, "tensor %s: no data", f->args[i].name);
+  }
+  return true;
+}
+
 bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_values,
                 const int64_t grid[3], char *err, size_t errlen) {
   Machine m = {.f = f, .args = args, .dims = dim_values, .err = err, .errlen = errlen};
@@ -628,7 +649,7 @@ bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_valu
   for (int i = 0; i < 3; i++)
     if (grid[i] < 0 || grid[i] > INT32_MAX)
       return fault(&m, NULL, "grid size %" PRId64 " on axis %d out of range", grid[i], i);
-  bool ok = machine_init(&m);
+  bool ok = check_args(&m) && machine_init(&m);
   for (int64_t z = 0; ok && z < grid[2]; z++)
     for (int64_t y = 0; ok && y < grid[1]; y++)
       for (int64_t x = 0; ok && x < grid[0]; x++) {

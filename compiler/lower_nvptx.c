@@ -992,6 +992,34 @@ static LLVMValueRef aligned(Cg *g, LLVMValueRef p, int bytes) {
   return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, i, ci64(g, bytes - 1), ""), ci64(g, 0), "");
 }
 
+/* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
+ * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
+ * memory attributes): it stays ordered with the kernel's own stores. */
+static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValueRef *out) {
+  int words = ch * elem_bytes(e) / 4;
+  static const char *text[5] = {NULL, "ld.global.b32 $0, [$1];", "ld.global.v2.b32 {$0, $1}, [$2];", NULL,
+                                "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];"};
+  static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
+  LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
+  LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
+  LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text[words], strlen(text[words]), (char *)cons[words],
+                                     strlen(cons[words]), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef addr = LLVMBuildPtrToInt(g->b, p, g->i64, "");
+  LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
+  int k = 0;
+  for (int w = 0; w < words; w++) {
+    LLVMValueRef word = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
+    if (elem_bytes(e) == 2) {
+      LLVMValueRef v2 = LLVMBuildBitCast(g->b, word, LLVMVectorType(mem_type(g, e), 2), "");
+      for (int j = 0; j < 2; j++)
+        out[k++] = from_mem(g, e, LLVMBuildExtractElement(g->b, v2, ci32(g, j), ""));
+    } else {
+      out[k++] = e == TY_F32 ? LLVMBuildBitCast(g->b, word, g->f32, "") : word;
+    }
+  }
+}
+
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
   const TileType *tt = rtype(g, dst);
@@ -1010,12 +1038,11 @@ static void lower_load(Cg *g, const TirInst *in) {
       access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
       LLVMValueRef p = gaddr(g, in->arg_index, e, off);
       split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
-      LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)ch), p, "");
-      LLVMSetAlignment(v, (unsigned)(ch * eb));
+      LLVMValueRef ev[16];
+      vec_load_global(g, p, e, ch, ev);
       for (int j = 0; j < ch; j++) {
         LLVMValueRef idx = ci32(g, r + j);
-        LLVMBuildStore(g->b, from_mem(g, e, LLVMBuildExtractElement(g->b, v, ci32(g, j), "")),
-                       LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
+        LLVMBuildStore(g->b, ev[j], LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
       }
       LLVMBuildBr(g->b, bb[2]);
       LLVMPositionBuilderAtEnd(g->b, bb[1]);

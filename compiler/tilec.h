@@ -356,6 +356,18 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
  * beginning "// tilec:" (format in docs/architecture.md, parsed by runtime/meta.c). */
 char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
 
+/* ------------------------------------------------------- AOT (--emit=c)
+ *
+ * emit_c.c (docs/aot.md): writes BASE.h and BASE.c, a typed launcher with the PTX of every arch
+ * embedded (and, when cubin is set and ptxas is found, the cubins), depending only on libcuda at
+ * run time. The C prefix of the functions is the last component of BASE. f picks the kernel in
+ * the PTX by name (NULL: the first); the contract comes from the PTX's "// tilec:" lines. */
+bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
+                  const GpuArch *archs, int narchs, bool cubin, Diag *d);
+/* `tilec --link A.h B.h -o BASE`: one entry point over specializations written by emit_c_files
+ * (same argument list), launching the first whose contract accepts the arguments. */
+bool emit_c_link(Arena *a, const char *base, const char *const *headers, int nheaders, Diag *d);
+
 /* ---------------------------------------------------------------- pipeline */
 
 /* exec_cpu.c: a runtime kernel (tilert.h) whose launches run f in the interpreter.

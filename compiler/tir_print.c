@@ -37,8 +37,9 @@ static void print_type(FILE *out, const TileType *t) {
   fputc(']', out);
 }
 
-/* Shortest decimal that reads back as the same double; inf/nan spelled as in the language. */
-static void print_number(FILE *out, double v) {
+/* Shortest decimal that reads back as the same value of type t (a float constant prints as
+ * 0.7978846, not as the 17 digits of its double); inf/nan spelled as in the language. */
+static void print_number(FILE *out, double v, ElemType t) {
   if (isnan(v)) {
     fputs("nan", out);
     return;
@@ -47,10 +48,15 @@ static void print_number(FILE *out, double v) {
     fputs(v < 0 ? "-inf" : "inf", out);
     return;
   }
+  if (v == floor(v) && fabs(v) < 1e15) { /* integers as integers: 10, not 1e+01 */
+    fprintf(out, "%.0f", v);
+    return;
+  }
   char buf[64];
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
+    double back = strtod(buf, NULL);
+    if (t < TY_COUNT && elem_is_float(t) ? round_to_elem(t, back) == round_to_elem(t, v) : back == v)
       break;
   }
   fputs(buf, out);
@@ -82,7 +88,7 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
   switch (in->op) {
   case TIR_CONST:
     fputc(' ', out);
-    print_number(out, in->imm);
+    print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
     break;
   case TIR_PARAM:
     if (in->arg_index >= 0 && in->arg_index < f->nargs)
@@ -112,7 +118,7 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     fputc(' ', out);
     print_address(out, f, in);
     fputs(" fill ", out);
-    print_number(out, in->imm);
+    print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
     break;
   case TIR_STORE:
     fputc(' ', out);
@@ -162,7 +168,7 @@ static void print_header(FILE *out, const TirFunc *f) {
   fprintf(out, "kernel %s threads %d\n", f->name, f->threads);
   for (int i = 0; i < f->nparams; i++) {
     fprintf(out, "  param %s = ", f->params[i].name);
-    print_number(out, f->params[i].value);
+    print_number(out, f->params[i].value, TY_COUNT); /* exact double */
     fputc('\n', out);
   }
   for (int i = 0; i < f->ndims; i++) {

@@ -20,42 +20,46 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static tilert_driver drv;
 static tilert_status load_status;
 
-/* Entry points by base name and where they go in the table. */
-#define DRIVER_ENTRY(field) {"cu" #field, (void **)&drv.field}
+/* Entry points by base name, where they go in the table, and the ABI version whose signature
+ * tilert_internal.h declares (cudaTypedefs.h's PFN_cuX_vNNNN). Asking for the driver's own version
+ * instead returns the newest variant, whose signature may differ: CUDA 13's cuCtxSynchronize
+ * takes a context argument. */
+#define DRIVER_ENTRY(field, abi) {"cu" #field, (void **)&drv.field, abi}
 static const struct {
   const char *name;
   void **slot;
+  int abi;
 } entries[] = {
-    DRIVER_ENTRY(Init),
-    DRIVER_ENTRY(GetErrorName),
-    DRIVER_ENTRY(GetErrorString),
-    DRIVER_ENTRY(DeviceGetCount),
-    DRIVER_ENTRY(DeviceGet),
-    DRIVER_ENTRY(DeviceGetName),
-    DRIVER_ENTRY(DeviceGetAttribute),
-    DRIVER_ENTRY(DevicePrimaryCtxRetain),
-    DRIVER_ENTRY(DevicePrimaryCtxRelease),
-    DRIVER_ENTRY(CtxSetCurrent),
-    DRIVER_ENTRY(CtxSynchronize),
-    DRIVER_ENTRY(ModuleLoadDataEx),
-    DRIVER_ENTRY(ModuleUnload),
-    DRIVER_ENTRY(ModuleGetFunction),
-    DRIVER_ENTRY(FuncSetAttribute),
-    DRIVER_ENTRY(FuncGetAttribute),
-    DRIVER_ENTRY(LaunchKernel),
-    DRIVER_ENTRY(StreamCreate),
-    DRIVER_ENTRY(StreamDestroy),
-    DRIVER_ENTRY(StreamSynchronize),
-    DRIVER_ENTRY(EventCreate),
-    DRIVER_ENTRY(EventRecord),
-    DRIVER_ENTRY(EventSynchronize),
-    DRIVER_ENTRY(EventElapsedTime),
-    DRIVER_ENTRY(EventDestroy),
-    DRIVER_ENTRY(MemAlloc),
-    DRIVER_ENTRY(MemFree),
-    DRIVER_ENTRY(MemcpyHtoD),
-    DRIVER_ENTRY(MemcpyDtoH),
-    DRIVER_ENTRY(MemsetD8),
+    DRIVER_ENTRY(Init, 2000),
+    DRIVER_ENTRY(GetErrorName, 6000),
+    DRIVER_ENTRY(GetErrorString, 6000),
+    DRIVER_ENTRY(DeviceGetCount, 2000),
+    DRIVER_ENTRY(DeviceGet, 2000),
+    DRIVER_ENTRY(DeviceGetName, 2000),
+    DRIVER_ENTRY(DeviceGetAttribute, 2000),
+    DRIVER_ENTRY(DevicePrimaryCtxRetain, 7000),
+    DRIVER_ENTRY(DevicePrimaryCtxRelease, 11000),
+    DRIVER_ENTRY(CtxSetCurrent, 4000),
+    DRIVER_ENTRY(CtxSynchronize, 2000),
+    DRIVER_ENTRY(ModuleLoadDataEx, 2010),
+    DRIVER_ENTRY(ModuleUnload, 2000),
+    DRIVER_ENTRY(ModuleGetFunction, 2000),
+    DRIVER_ENTRY(FuncSetAttribute, 9000),
+    DRIVER_ENTRY(FuncGetAttribute, 2020),
+    DRIVER_ENTRY(LaunchKernel, 4000),
+    DRIVER_ENTRY(StreamCreate, 2000),
+    DRIVER_ENTRY(StreamDestroy, 4000),
+    DRIVER_ENTRY(StreamSynchronize, 2000),
+    DRIVER_ENTRY(EventCreate, 2000),
+    DRIVER_ENTRY(EventRecord, 2000),
+    DRIVER_ENTRY(EventSynchronize, 2000),
+    DRIVER_ENTRY(EventElapsedTime, 2000),
+    DRIVER_ENTRY(EventDestroy, 4000),
+    DRIVER_ENTRY(MemAlloc, 3020),
+    DRIVER_ENTRY(MemFree, 3020),
+    DRIVER_ENTRY(MemcpyHtoD, 3020),
+    DRIVER_ENTRY(MemcpyDtoH, 3020),
+    DRIVER_ENTRY(MemsetD8, 3020),
 };
 
 static tilert_status fetch(GetProcFn get, const char *name, void **slot, int version) {
@@ -96,10 +100,8 @@ static tilert_status load(void) {
     return tilert__err(TILERT_ERROR_NO_DRIVER,
                        "the CUDA driver reports version %d (CUresult %d); 12.0 or newer is needed",
                        version, (int)r);
-  if (version > CUDA_VERSION)
-    version = CUDA_VERSION; /* ask for the ABI of the cuda.h the types come from */
   for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-    st = fetch(get, entries[i].name, entries[i].slot, version);
+    st = fetch(get, entries[i].name, entries[i].slot, entries[i].abi);
     if (st.code)
       return st;
   }

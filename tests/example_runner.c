@@ -40,7 +40,7 @@ static const Case cases[] = {
     {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL},
     {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
     {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU},
-    {"softmax_big", "softmax", "-D BLOCK=4096 -D WARPS=8", "M=4099,N=4097", SUITE_GPU},
+    {"softmax_big", "softmax", "-D BLOCK=8192 -D WARPS=8", "M=4099,N=4097", SUITE_GPU},
     {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL},
     {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU},
     {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU},

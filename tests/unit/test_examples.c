@@ -313,6 +313,8 @@ Test(examples, softmax) {
   run_softmax("softmax", 5, 17, NULL);
   const char *rows[] = {"ROWS=4", "BLOCK=64", NULL};
   run_softmax("softmax", 7, 50, rows);
+  const char *pinned[] = {"N=17", "BLOCK=24", NULL}; /* a pinned dim, a non-power-of-two tile */
+  run_softmax("softmax", 3, 17, pinned);
 }
 
 Test(examples, softmax_online) {
@@ -481,4 +483,53 @@ Test(examples, attention_fully_masked_rows_are_zero) {
       }
     }
   buf_free(&s), buf_free(&v), buf_free(&o), kernel_free(&k);
+}
+
+/* Language features the examples do not use, against the same computation written in C:
+ * run-time ?: (only one side runs), else-if chains, -= /=, to_i32, abs/% on i32, cdiv of a
+ * scalar argument, a reduction used in an i32 expression, !, &&, where, exp2/erf/sigmoid. */
+Test(lowering, features_against_c) {
+  static const char src[] =
+      "kernel feat<B = 16>(X: f32[N], Y: out f32[N], I: out i32[N], n: i32, s: f32)\n"
+      "  grid (cdiv(N, B)) threads (32)\n"
+      "{\n"
+      "  let i0 = block.x * B;\n"
+      "  reg x = X[i0 : +B];\n"
+      "  let big = n > 3 ? x * s : x - s;\n"
+      "  reg y = big;\n"
+      "  if n > 5 { y -= 1.0; } else if n > 2 { y /= 2.0; } else { y = sigmoid(y) + erf(y) + exp2(y); }\n"
+      "  let q = to_i32(y * 10.0);\n"
+      "  I[i0 : +B] = abs(q) % 7 + cdiv(n, 3) - min(q, 0) * 0;\n"
+      "  Y[i0 : +B] = where(!(y < 0.0) && true, y, 0.0 - y);\n"
+      "}\n";
+  Kernel k = compile_text("feat.tile", src, sizeof src - 1, NULL);
+  int64_t N = 37;
+  int ns[] = {1, 3, 7};
+  for (int t = 0; t < 3; t++) {
+    int n = ns[t];
+    float s = 0.75f;
+    Buf x = buf_random(TY_F32, N, -3, 3), y = buf_poisoned(TY_F32, N), iv = buf_new(TY_I32, N);
+    for (int64_t i = 0; i < N; i++)
+      ((int32_t *)iv.data)[i] = -12345;
+    Launch l = {.tensors = {&x, &y, &iv}, .shapes = {{N}, {N}, {N}}, .scalars = {n, s}};
+    launch(&k, &l);
+    buf_read(&y), buf_read(&iv);
+    for (int64_t i = 0; i < N; i++) {
+      float xv = (float)x.val[i];
+      float yv = n > 3 ? xv * s : xv - s;
+      if (n > 5)
+        yv -= 1.0f;
+      else if (n > 2)
+        yv /= 2.0f;
+      else
+        yv = 1.0f / (1.0f + expf(-yv)) + erff(yv) + exp2f(yv);
+      int32_t q = (int32_t)(yv * 10.0f);
+      int32_t want_i = abs(q) % 7 + (n + 3 - 1) / 3;
+      float want_y = !(yv < 0.0f) ? yv : 0.0f - yv;
+      cr_assert_eq(iv.val[i], want_i, "n=%d I[%ld] = %g, want %d", n, (long)i, iv.val[i], want_i);
+      cr_assert_eq((float)y.val[i], want_y, "n=%d Y[%ld] = %g, want %g", n, (long)i, y.val[i], want_y);
+    }
+    buf_free(&x), buf_free(&y), buf_free(&iv);
+  }
+  kernel_free(&k);
 }

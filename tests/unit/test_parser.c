@@ -196,7 +196,7 @@ Test(parser, missing_semicolon_message) {
   Parsed p;
   parse_str(&p, HEAD "  let a = 1\n  let b = 2;\n}\n");
   cr_assert_null(p.prog);
-  cr_assert_str_eq(p.out, "t.tile:4:12: error: expected ';' before ''let''\n  let a = 1\n           ^\n");
+  cr_assert_str_eq(p.out, "t.tile:4:12: error: expected ';' before 'let'\n  let a = 1\n           ^\n");
   done(&p);
 }
 

@@ -1,0 +1,1173 @@
+#!/usr/bin/env python3
+"""bench/run.py — one honest table: our generated kernels, hand-written CUDA baselines and library
+peers, checked and timed side by side on the same torch tensors in one run (DESIGN.md §7).
+
+  python3 bench/run.py --dry-run            list the plan (no GPU, no torch needed)
+  python3 bench/run.py --out DIR [--quick]  run it (GPU machine); results in DIR
+
+Structure. The parent process (no torch) runs a worker process (`--worker`) that imports torch and
+does the work, writing one JSON line per event to DIR/rows.jsonl ("start" before each row, "row"
+after it). A CUDA fault poisons a process's context, and a hung kernel never returns: the parent
+watches the journal, and when the worker dies or a row makes no progress for --row-timeout seconds
+it kills the worker, records the row as crashed / timed out, and starts a new worker that skips
+every row already done. Results (latest.json, a dated copy, table.md, charts) are rewritten as the
+run goes, so a run cut short still leaves its rows.
+
+Impls: tilec (our PTX through build/libtilert.so), baseline (build/bench/libbaselines.so), and the
+peers cublas (torch), torch-sdpa-flash, torch-sdpa-cudnn, torch.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUILD = os.path.join(ROOT, "build")
+PTX_DIR = os.path.join(BUILD, "bench", "ptx")
+CONFIGS = os.path.join(HERE, "configs.txt")
+LIBTILERT = os.path.join(BUILD, "libtilert.so")
+LIBBASELINES = os.path.join(BUILD, "bench", "libbaselines.so")
+
+EPS = 1e-5
+# Relative-error thresholds ||out - ref|| / ||ref|| (DESIGN §7); the worst single row may reach
+# ROW_FACTOR times that (catches one wrong row drowned in a large matrix).
+TOL = {"f32": 1e-5, "f16": 5e-3, "bf16": 1e-2}
+ROW_FACTOR = 5.0
+IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch"]
+PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch")
+ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
+# Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
+TENSOR_CORE = ("gemm", "attention")
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ plan
+def case_key(c):
+    s = ",".join(f"{k}={v}" for k, v in c["shape"].items())
+    return f'{c["kernel"]}|{s}|{c["dtype"]}|{int(c.get("causal") or 0)}'
+
+
+def row_key(c, impl, variant):
+    return f"{case_key(c)}|{impl}|{variant or ''}"
+
+
+def make_plan(quick=False, kernels=None, dtypes=None):
+    """The cases of DESIGN §6 (a subset with quick)."""
+    plan = []
+    dts = ["f16"] if quick else ["f16", "bf16"]
+    if dtypes:
+        dts = [d for d in dts if d in dtypes]
+
+    def add(kernel, shape, dtype, causal=None):
+        if kernels and kernel not in kernels:
+            return
+        plan.append({"kernel": kernel, "shape": shape, "dtype": dtype, "causal": causal})
+
+    if not dtypes or "f32" in dtypes:
+        add("vadd", {"N": 1 << 28}, "f32")
+    row_shapes = [(8192, 4096)] if quick else [(16384, 1024), (8192, 4096), (4096, 16384)]
+    for k in ROW_KERNELS:
+        for m, n in row_shapes:
+            for dt in dts:
+                add(k, {"M": m, "N": n}, dt)
+    gemm_shapes = [(4096, 4096, 4096)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192)]
+    for m, n, k in gemm_shapes:
+        for dt in dts:
+            add("gemm", {"M": m, "N": n, "K": k}, dt)
+    seqlens = [1024, 8192] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+    for d in (64, 128):
+        for causal in (0, 1):
+            for n in seqlens:
+                for dt in dts:
+                    add("attention", {"B": 16384 // n, "H": 2048 // d, "N": n, "D": d}, dt, causal)
+    return plan
+
+
+def read_configs(path=CONFIGS):
+    out = []
+    with open(path) as f:
+        for ln in f:
+            ln = ln.split("#", 1)[0].strip()
+            if not ln:
+                continue
+            parts = ln.split()
+            if len(parts) < 3:
+                continue
+            match = {}
+            if parts[2] != "*":
+                for kv in parts[2].split(","):
+                    k, _, v = kv.partition("=")
+                    match[k.strip()] = v.strip()
+            params = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+            out.append({"name": parts[0], "example": parts[1], "match": match, "params": params})
+    return out
+
+
+def case_matches(c, match):
+    keys = dict(c["shape"])
+    keys["causal"] = int(c.get("causal") or 0)
+    keys["dtype"] = c["dtype"]
+    return all(str(keys.get(k)) == v for k, v in match.items())
+
+
+# Element type of each example's tensors: a -D cannot change it.
+EXAMPLE_DTYPE = {"vadd": "f32"}
+
+
+def tilec_variants(c, configs):
+    return [v for v in configs if v["example"] == c["kernel"] and case_matches(c, v["match"])]
+
+
+def impls_for(c, configs):
+    """[(impl, variant)] for a case, and [(impl, reason)] of absent ones."""
+    k, dt = c["kernel"], c["dtype"]
+    out, absent = [], []
+    vs = tilec_variants(c, configs)
+    if dt != EXAMPLE_DTYPE.get(k, "f16"):
+        absent.append(("tilec", f"dsl/examples/{k}.tile is {EXAMPLE_DTYPE.get(k, 'f16')} only"))
+    elif not vs:
+        absent.append(("tilec", "no variant in bench/configs.txt matches"))
+    else:
+        out += [("tilec", v["name"]) for v in vs]
+    out.append(("baseline", None))
+    if k == "gemm":
+        out.append(("cublas", None))
+    elif k == "attention":
+        out += [("torch-sdpa-flash", None), ("torch-sdpa-cudnn", None)]
+    else:
+        out.append(("torch", None))
+    return out, absent
+
+
+# -------------------------------------------------------------------------------------- counting
+def elem_size(dt):
+    return {"f32": 4, "f16": 2, "bf16": 2}[dt]
+
+
+def flops_bytes(c):
+    """FLOPs and the fewest bytes the kernel must move (each input read once, each output written
+    once), as in the header comments of dsl/examples/*.tile."""
+    k, s, e = c["kernel"], c["shape"], elem_size(c["dtype"])
+    if k == "vadd":
+        n = s["N"]
+        return n, 12 * n
+    if k in ROW_KERNELS:
+        m, n = s["M"], s["N"]
+        f = {"softmax": 5, "rmsnorm": 4, "layernorm": 8, "add_rmsnorm": 5}[k] * m * n
+        b = {"softmax": 2 * m * n, "rmsnorm": 2 * m * n + n, "layernorm": 2 * m * n + 2 * n,
+             "add_rmsnorm": 4 * m * n + n}[k] * e
+        return f, b
+    if k == "gemm":
+        m, n, kk = s["M"], s["N"], s["K"]
+        return 2 * m * n * kk, e * (m * kk + kk * n + m * n + n)
+    if k == "attention":
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        f = 4 * b * h * n * n * d
+        if c.get("causal"):
+            f //= 2
+        return f, 4 * b * h * n * d * e
+    raise ValueError(k)
+
+
+def floor_ms(c, ceilings):
+    f, b = flops_bytes(c)
+    t = []
+    if ceilings.get("copy_gbps"):
+        t.append(b / (ceilings["copy_gbps"] * 1e9) * 1e3)
+    if c["kernel"] in TENSOR_CORE and ceilings.get("gemm_bf16_tflops"):
+        t.append(f / (ceilings["gemm_bf16_tflops"] * 1e12) * 1e3)
+    return max(t) if t else None
+
+
+# ===================================================================================== worker
+# Everything below up to the parent section runs in the worker, which imports torch.
+
+class Journal:
+    def __init__(self, path):
+        self.f = open(path, "a", buffering=1)
+
+    def write(self, rec):
+        self.f.write(json.dumps(rec) + "\n")
+        self.f.flush()
+
+
+def _ctypes_api():
+    """ctypes mirrors of runtime/tilert.h (checked against the C layout by tests/check_bench.sh)."""
+    import ctypes as C
+
+    MAX_RANK, MAX_ARGS = 4, 32
+
+    class Status(C.Structure):
+        _fields_ = [("code", C.c_int), ("cu_result", C.c_int), ("message", C.c_char * 512)]
+
+    class Tensor(C.Structure):
+        _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("rank", C.c_int),
+                    ("shape", C.c_int64 * MAX_RANK), ("strides", C.c_int64 * MAX_RANK)]
+
+    class Arg(C.Structure):
+        _fields_ = [("kind", C.c_int), ("tensor", Tensor), ("scalar", C.c_double)]
+
+    class ArgInfo(C.Structure):
+        _fields_ = [("name", C.c_char * 64), ("kind", C.c_int), ("dtype", C.c_int),
+                    ("is_out", C.c_int), ("rank", C.c_int), ("dims", C.c_int * MAX_RANK)]
+
+    class DimInfo(C.Structure):
+        _fields_ = [("name", C.c_char * 64), ("pinned", C.c_int), ("value", C.c_int64)]
+
+    class KernelInfo(C.Structure):
+        _fields_ = [("name", C.c_char * 128), ("threads", C.c_int), ("smem_bytes", C.c_int),
+                    ("nargs", C.c_int), ("args", ArgInfo * MAX_ARGS), ("ndims", C.c_int),
+                    ("dims", DimInfo * (2 * MAX_ARGS)), ("grid", (C.c_char * 256) * 3),
+                    ("nrequires", C.c_int), ("requires", (C.c_char * 256) * 8),
+                    ("requires_text", (C.c_char * 256) * 8)]
+
+    return {"Status": Status, "Tensor": Tensor, "Arg": Arg, "ArgInfo": ArgInfo, "DimInfo": DimInfo,
+            "KernelInfo": KernelInfo}
+
+
+def abi_report():
+    """Sizes and offsets of the ctypes mirrors, in the format tests/check_bench.sh compares."""
+    import ctypes as C
+    t = _ctypes_api()
+    return "\n".join([
+        f"status {C.sizeof(t['Status'])} {t['Status'].message.offset}",
+        f"tensor {C.sizeof(t['Tensor'])} {t['Tensor'].shape.offset} {t['Tensor'].strides.offset}",
+        f"arg {C.sizeof(t['Arg'])} {t['Arg'].tensor.offset} {t['Arg'].scalar.offset}",
+        f"arginfo {C.sizeof(t['ArgInfo'])}",
+        f"diminfo {C.sizeof(t['DimInfo'])} {t['DimInfo'].value.offset}",
+        f"kernelinfo {C.sizeof(t['KernelInfo'])} {t['KernelInfo'].nargs.offset} "
+        f"{t['KernelInfo'].args.offset} {t['KernelInfo'].ndims.offset} {t['KernelInfo'].dims.offset} "
+        f"{t['KernelInfo'].grid.offset} {t['KernelInfo'].nrequires.offset}",
+        f"enums {Tilert.TILERT_BACKEND_GPU} {TILERT_DTYPES['i32']} {TILERT_DTYPES['f16']} "
+        f"{TILERT_DTYPES['bf16']} {TILERT_DTYPES['f32']} {Tilert.ARG_SCALAR}",
+    ])
+
+
+# tilert_dtype values (runtime/tilert.h)
+TILERT_DTYPES = {"bool": 0, "i32": 1, "f16": 2, "bf16": 3, "f32": 4}
+
+
+class Tilert:
+    """Our runtime through ctypes: load PTX variants, launch on torch tensors (default stream)."""
+    TILERT_BACKEND_GPU = 1
+    ARG_TENSOR, ARG_SCALAR = 0, 1
+
+    def __init__(self, path):
+        import ctypes as C
+        self.C = C
+        self.t = _ctypes_api()
+        self.lib = C.CDLL(path)
+        St, Arg = self.t["Status"], self.t["Arg"]
+        L = self.lib
+        L.tilert_device_open.restype = St
+        L.tilert_device_open.argtypes = [C.c_int, C.c_int, C.POINTER(C.c_void_p)]
+        L.tilert_module_load_ptx.restype = St
+        L.tilert_module_load_ptx.argtypes = [C.c_void_p, C.c_char_p, C.POINTER(C.c_void_p)]
+        L.tilert_module_get_kernel.restype = St
+        L.tilert_module_get_kernel.argtypes = [C.c_void_p, C.c_char_p, C.POINTER(C.c_void_p)]
+        L.tilert_launch.restype = St
+        L.tilert_launch.argtypes = [C.c_void_p, C.POINTER(Arg), C.c_int, C.c_void_p]
+        L.tilert_kernel_get_info.restype = C.POINTER(self.t["KernelInfo"])
+        L.tilert_kernel_get_info.argtypes = [C.c_void_p]
+        L.tilert_code_name.restype = C.c_char_p
+        L.tilert_code_name.argtypes = [C.c_int]
+        L.tilert_device_name.restype = C.c_char_p
+        L.tilert_device_name.argtypes = [C.c_void_p]
+        self.dev = C.c_void_p()
+        self._check(L.tilert_device_open(self.TILERT_BACKEND_GPU, 0, C.byref(self.dev)), "device_open")
+        self.kernels = {}
+
+    def _check(self, st, what):
+        if st.code != 0:
+            name = self.lib.tilert_code_name(st.code).decode()
+            raise RuntimeError(f"tilert {what}: {name}: {st.message.decode(errors='replace')}")
+
+    def kernel(self, variant):
+        if variant in self.kernels:
+            return self.kernels[variant]
+        path = os.path.join(PTX_DIR, variant + ".ptx")
+        if not os.path.exists(path):
+            err = os.path.join(PTX_DIR, variant + ".err")
+            why = open(err).read().strip()[:300] if os.path.exists(err) else "not generated (make bench-prep)"
+            raise RuntimeError(f"no PTX for {variant}: {why}")
+        ptx = open(path, "rb").read()
+        names = re.findall(rb"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
+        if not names:
+            raise RuntimeError(f"{path}: no .entry in the PTX")
+        C = self.C
+        mod, k = C.c_void_p(), C.c_void_p()
+        self._check(self.lib.tilert_module_load_ptx(self.dev, ptx, C.byref(mod)), f"module_load_ptx({variant})")
+        self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
+        info = self.lib.tilert_kernel_get_info(k).contents
+        self.kernels[variant] = (k, info)
+        return self.kernels[variant]
+
+    def make_args(self, info, values):
+        """values: torch tensors and Python floats, in the kernel's argument order."""
+        C, Arg = self.C, self.t["Arg"]
+        if info.nargs != len(values):
+            raise RuntimeError(f"kernel {info.name.decode()} takes {info.nargs} arguments, bench passes {len(values)}")
+        arr = (Arg * len(values))()
+        for i, v in enumerate(values):
+            a = arr[i]
+            if isinstance(v, (int, float)):
+                a.kind = self.ARG_SCALAR
+                a.scalar = float(v)
+            else:
+                a.kind = self.ARG_TENSOR
+                a.tensor.data = v.data_ptr()
+                a.tensor.dtype = torch_to_tilert(v.dtype)
+                a.tensor.rank = v.dim()
+                for d in range(v.dim()):
+                    a.tensor.shape[d] = v.shape[d]
+                    a.tensor.strides[d] = v.stride(d)
+            want = info.args[i].kind
+            if want != a.kind:
+                raise RuntimeError(f"argument {i} ({info.args[i].name.decode()}): kind mismatch")
+        return arr
+
+    def launcher(self, variant, values):
+        k, info = self.kernel(variant)
+        arr = self.make_args(info, values)
+        n, launch, check = len(values), self.lib.tilert_launch, self._check
+
+        def fn():
+            st = launch(k, arr, n, None)
+            if st.code != 0:
+                check(st, "launch")
+        fn._keep = (arr, values)  # the argument array must outlive the closure's uses
+        return fn
+
+
+def torch_to_tilert(dt):
+    import torch
+    names = {torch.bool: "bool", torch.int32: "i32", torch.float16: "f16", torch.bfloat16: "bf16",
+             torch.float32: "f32"}
+    return TILERT_DTYPES[names[dt]]
+
+
+class Baselines:
+    def __init__(self, path):
+        import ctypes as C
+        self.C = C
+        self.lib = C.CDLL(path)
+        self.lib.bl_last_error.restype = C.c_char_p
+        i64, vp, f32 = C.c_int64, C.c_void_p, C.c_float
+        sig = {
+            "bl_vadd_f32": [vp, vp, vp, i64, vp],
+            "bl_softmax": [C.c_int, vp, vp, i64, i64, vp],
+            "bl_rmsnorm": [C.c_int, vp, vp, vp, i64, i64, f32, vp],
+            "bl_layernorm": [C.c_int, vp, vp, vp, vp, i64, i64, f32, vp],
+            "bl_add_rmsnorm": [C.c_int, vp, vp, vp, vp, i64, i64, f32, vp],
+            "bl_gemm": [C.c_int, vp, vp, vp, vp, i64, i64, i64, C.c_int, vp],
+            "bl_attention": [C.c_int, vp, vp, vp, vp, i64, i64, i64, i64, f32, C.c_int, vp],
+        }
+        for name, args in sig.items():
+            f = getattr(self.lib, name)
+            f.argtypes = args
+            f.restype = C.c_int
+
+    def call(self, name, *args):
+        f = getattr(self.lib, name)
+
+        def fn():
+            rc = f(*args)
+            if rc != 0:
+                raise RuntimeError(f"{name} returned {rc}: {self.lib.bl_last_error().decode()}")
+        return fn
+
+
+class Worker:
+    def __init__(self, a, journal):
+        import torch
+        self.torch = torch
+        self.a = a
+        self.j = journal
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 references must be fp32
+        torch.backends.cudnn.allow_tf32 = False
+        torch.cuda.init()
+        self.dev = torch.device("cuda")
+        torch.empty(1, device=self.dev)  # primary context current before our runtime opens it
+        self.flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=self.dev)
+        self.tilert = self.tilert_err = None
+        self.bl = self.bl_err = None
+        try:
+            self.tilert = Tilert(LIBTILERT)
+        except Exception as e:  # noqa: BLE001 — every failure becomes a row, never a stop
+            self.tilert_err = f"{type(e).__name__}: {e}"
+            log(f"worker: our runtime is unavailable ({self.tilert_err}); tilec rows will fail")
+        try:
+            self.bl = Baselines(LIBBASELINES)
+        except Exception as e:  # noqa: BLE001
+            self.bl_err = f"{type(e).__name__}: {e}"
+            log(f"worker: baselines unavailable ({self.bl_err}); baseline rows will fail")
+        self.configs = read_configs()
+        self.deadline = a.deadline
+        self.flush_ms = None
+
+    # ---------------------------------------------------------------- timing
+    def flush(self):
+        self.flush_buf.zero_()  # 256 MB written: the 60 MiB L2 holds nothing of the inputs after
+
+    def time_fn(self, fn, budget_s):
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+
+        def timed(n):
+            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            for s, e in ev:
+                self.flush()
+                s.record()
+                fn()
+                e.record()
+            torch.cuda.synchronize()
+            return sorted(s.elapsed_time(e) for s, e in ev)
+
+        est = timed(3)[1]
+        per = est + (self.flush_ms or 0.1)
+        reps = int(max(self.a.min_reps, min(self.a.max_reps, budget_s * 1e3 / per)))
+        ts = timed(reps)
+        q = lambda p: ts[min(len(ts) - 1, int(p * (len(ts) - 1) + 0.5))]  # noqa: E731
+        return {"median_ms": q(0.5), "p10_ms": q(0.1), "p90_ms": q(0.9), "reps": reps}
+
+    # ---------------------------------------------------------------- ceilings
+    def ceilings(self):
+        torch = self.torch
+        src = torch.randint(0, 255, (1 << 30,), dtype=torch.uint8, device=self.dev)
+        dst = torch.empty_like(src)
+        t = self.time_fn(lambda: dst.copy_(src), 0.4)
+        copy = 2 * src.numel() / (t["median_ms"] * 1e-3) / 1e9
+        del src, dst
+        out = {"copy_gbps": round(copy, 1)}
+        n = 8192
+        for name, dt in (("gemm_bf16_tflops", torch.bfloat16), ("gemm_f16_tflops", torch.float16)):
+            a = torch.randn(n, n, device=self.dev, dtype=dt)
+            b = torch.randn(n, n, device=self.dev, dtype=dt)
+            t = self.time_fn(lambda: torch.matmul(a, b), 0.5)
+            out[name] = round(2 * n ** 3 / (t["median_ms"] * 1e-3) / 1e12, 1)
+            del a, b
+        t = self.time_fn(self.flush, 0.1)
+        self.flush_ms = t["median_ms"]
+        out["flush_ms"] = round(self.flush_ms, 4)
+        torch.cuda.empty_cache()
+        return out
+
+    # ---------------------------------------------------------------- cases
+    def tdt(self, dt):
+        torch = self.torch
+        return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dt]
+
+    def setup_case(self, c):
+        """Inputs, output buffers and the float32 reference (plus the peer error for attention)."""
+        torch = self.torch
+        k, s, dt = c["kernel"], c["shape"], self.tdt(c["dtype"])
+        g = torch.Generator(device=self.dev)
+        g.manual_seed(zlib.crc32(case_key(c).encode()))  # same inputs in every worker
+        rnd = lambda *shape, scale=1.0: (torch.randn(*shape, device=self.dev, generator=g) * scale).to(dt)  # noqa: E731
+        ctx = {"inputs": {}, "outs": {}, "ref": {}, "inout": {}}
+        if k == "vadd":
+            n = s["N"]
+            x, y = rnd(n), rnd(n)
+            ctx["inputs"] = {"X": x, "Y": y}
+            ctx["outs"] = {"Z": torch.empty_like(x)}
+            ctx["ref"] = {"Z": x + y}
+        elif k in ROW_KERNELS:
+            m, n = s["M"], s["N"]
+            x = rnd(m, n, scale=2.0)
+            w = rnd(n) if k != "softmax" else None
+            xf = x.float()
+            if k == "softmax":
+                ctx["ref"] = {"Y": torch.softmax(xf, -1)}
+            elif k == "rmsnorm":
+                ctx["ref"] = {"Y": xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()}
+            elif k == "layernorm":
+                b = rnd(n)
+                ctx["inputs"]["Bias"] = b
+                ctx["ref"] = {"Y": torch.nn.functional.layer_norm(xf, (n,), w.float(), b.float(), EPS)}
+            else:
+                r = rnd(m, n)
+                h = xf + r.float()
+                ctx["inout"] = {"R": r.clone()}
+                ctx["inputs"]["R"] = r
+                ctx["ref"] = {"R": h, "Y": h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * w.float()}
+            ctx["inputs"]["X"] = x
+            if w is not None:
+                ctx["inputs"]["W"] = w
+            ctx["outs"]["Y"] = torch.empty_like(x)
+        elif k == "gemm":
+            m, n, kk = s["M"], s["N"], s["K"]
+            a, b, bias = rnd(m, kk, scale=kk ** -0.5), rnd(kk, n), rnd(n)
+            ctx["inputs"] = {"A": a, "B": b, "bias": bias}
+            ctx["outs"] = {"C": torch.empty(m, n, device=self.dev, dtype=dt)}
+            ctx["ref"] = {"C": torch.relu(a.float() @ b.float() + bias.float())}
+        elif k == "attention":
+            B, H, N, D = s["B"], s["H"], s["N"], s["D"]
+            q, kt, v = rnd(B, H, N, D), rnd(B, H, N, D), rnd(B, H, N, D)
+            ctx["inputs"] = {"Q": q, "K": kt, "V": v}
+            ctx["outs"] = {"O": torch.empty_like(q)}
+            ctx["scale"] = 1.0 / math.sqrt(D)
+            ref = self.attention_ref(q, kt, v, ctx["scale"], bool(c["causal"]))
+            ctx["ref"] = {"O": ref}
+            ctx["peer_err"], ctx["peer_name"] = self.attention_peer_err(q, kt, v, ctx["scale"], bool(c["causal"]), ref)
+            r = ref.to(dt)
+            ctx["atol"] = 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
+        return ctx
+
+    def attention_ref(self, q, k, v, scale, causal):
+        """float32 attention, in query chunks so the score matrix stays under ~1 GB."""
+        torch = self.torch
+        B, H, N, D = q.shape
+        out = torch.empty(B, H, N, D, device=self.dev, dtype=torch.float32)
+        kf, vf = k.float(), v.float()
+        chunk = max(16, min(N, (1 << 28) // (B * H * N)))
+        for i in range(0, N, chunk):
+            qs = q[:, :, i:i + chunk].float()
+            sc = torch.matmul(qs, kf.transpose(-1, -2)) * scale
+            if causal:
+                rows = torch.arange(i, min(N, i + chunk), device=self.dev)[:, None]
+                cols = torch.arange(N, device=self.dev)[None, :]
+                sc.masked_fill_(cols > rows, float("-inf"))
+            out[:, :, i:i + chunk] = torch.matmul(torch.softmax(sc, -1), vf)
+            del sc, qs
+        return out
+
+    def sdpa(self, backend, q, k, v, scale, causal):
+        import torch.nn.functional as F
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        be = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+        with sdpa_kernel([be]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+    def attention_peer_err(self, q, k, v, scale, causal, ref):
+        """FlashAttention-3's yardstick: the max error of a library doing the same math in the same
+        low precision (SDPA flash, else cuDNN)."""
+        for be in ("flash", "cudnn"):
+            try:
+                o = self.sdpa(be, q, k, v, scale, causal)
+                e = (o.float() - ref).abs().max().item()
+                if math.isfinite(e):
+                    return e, "torch-sdpa-" + be
+            except Exception:  # noqa: BLE001
+                continue
+        return None, None
+
+    def impl_fn(self, c, ctx, impl, variant):
+        """A closure that runs one implementation and returns its outputs {name: tensor}."""
+        torch, F = self.torch, self.torch.nn.functional
+        k, s, I, O = c["kernel"], c["shape"], ctx["inputs"], ctx["outs"]
+        bdt = {"f16": 0, "bf16": 1}.get(c["dtype"])
+        ptr = lambda t: t.data_ptr() if t is not None else None  # noqa: E731
+        stream = torch.cuda.current_stream().cuda_stream
+        if impl == "tilec":
+            if self.tilert is None:
+                raise RuntimeError(f"libtilert: {self.tilert_err}")
+            order = {
+                "vadd": [I.get("X"), I.get("Y"), O.get("Z")],
+                "softmax": [I.get("X"), O.get("Y")],
+                "rmsnorm": [I.get("X"), I.get("W"), O.get("Y"), EPS],
+                "layernorm": [I.get("X"), I.get("W"), I.get("Bias"), O.get("Y"), EPS],
+                "add_rmsnorm": [I.get("X"), I.get("R"), I.get("W"), O.get("Y"), EPS],
+                "gemm": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
+                "attention": [I.get("Q"), I.get("K"), I.get("V"), O.get("O"), ctx.get("scale")],
+            }[k]
+            launch = self.tilert.launcher(variant, order)
+            outs = dict(O)
+            if k == "add_rmsnorm":
+                outs["R"] = I["R"]
+
+            def fn():
+                launch()
+                return outs
+            return fn
+        if impl == "baseline":
+            if self.bl is None:
+                raise RuntimeError(f"libbaselines: {self.bl_err}")
+            if k == "vadd":
+                f = self.bl.call("bl_vadd_f32", ptr(I["X"]), ptr(I["Y"]), ptr(O["Z"]), s["N"], stream)
+            elif k == "softmax":
+                f = self.bl.call("bl_softmax", bdt, ptr(I["X"]), ptr(O["Y"]), s["M"], s["N"], stream)
+            elif k == "rmsnorm":
+                f = self.bl.call("bl_rmsnorm", bdt, ptr(I["X"]), ptr(I["W"]), ptr(O["Y"]), s["M"], s["N"], EPS, stream)
+            elif k == "layernorm":
+                f = self.bl.call("bl_layernorm", bdt, ptr(I["X"]), ptr(I["W"]), ptr(I["Bias"]), ptr(O["Y"]),
+                                 s["M"], s["N"], EPS, stream)
+            elif k == "add_rmsnorm":
+                f = self.bl.call("bl_add_rmsnorm", bdt, ptr(I["X"]), ptr(I["R"]), ptr(I["W"]), ptr(O["Y"]),
+                                 s["M"], s["N"], EPS, stream)
+            elif k == "gemm":
+                f = self.bl.call("bl_gemm", bdt, ptr(I["A"]), ptr(I["B"]), ptr(I["bias"]), ptr(O["C"]),
+                                 s["M"], s["N"], s["K"], 1, stream)
+            else:
+                f = self.bl.call("bl_attention", bdt, ptr(I["Q"]), ptr(I["K"]), ptr(I["V"]), ptr(O["O"]),
+                                 s["B"], s["H"], s["N"], s["D"], ctx["scale"], int(c["causal"]), stream)
+            outs = dict(O)
+            if k == "add_rmsnorm":
+                outs["R"] = I["R"]
+
+            def fn():
+                f()
+                return outs
+            return fn
+        # peers: results are fresh tensors (nothing to poison)
+        if k == "vadd":
+            z = torch.empty_like(I["X"])
+            return lambda: {"Z": torch.add(I["X"], I["Y"], out=z)}
+        if k == "softmax":
+            return lambda: {"Y": torch.softmax(I["X"], -1)}
+        if k == "rmsnorm":
+            return lambda: {"Y": F.rms_norm(I["X"], (s["N"],), I["W"], EPS)}
+        if k == "layernorm":
+            return lambda: {"Y": F.layer_norm(I["X"], (s["N"],), I["W"], I["Bias"], EPS)}
+        if k == "add_rmsnorm":
+            def fn():
+                r = torch.add(I["X"], I["R"], out=I["R"])
+                return {"R": r, "Y": F.rms_norm(r, (s["N"],), I["W"], EPS)}
+            return fn
+        if k == "gemm":
+            if hasattr(torch, "_addmm_activation"):  # cuBLASLt with the relu epilogue fused
+                return lambda: {"C": torch._addmm_activation(I["bias"], I["A"], I["B"])}
+            return lambda: {"C": torch.relu(torch.addmm(I["bias"], I["A"], I["B"]))}
+        if k == "attention":
+            be = impl.rsplit("-", 1)[1]
+            return lambda: {"O": self.sdpa(be, I["Q"], I["K"], I["V"], ctx["scale"], bool(c["causal"]))}
+        raise ValueError(impl)
+
+    def check(self, c, ctx, fn):
+        """Poison, run once, compare every output with the reference. Returns (ok, metrics)."""
+        torch = self.torch
+        for t in ctx["outs"].values():
+            t.fill_(float("nan"))
+        for name, saved in ctx["inout"].items():
+            ctx["inputs"][name].copy_(saved)
+        outs = fn()
+        torch.cuda.synchronize()
+        tol = TOL[c["dtype"]]
+        m = {"rel_err": 0.0, "row_rel_err": 0.0, "max_abs_err": 0.0, "nonfinite": 0}
+        why = []
+        for name, ref in ctx["ref"].items():
+            o = outs[name].float()
+            bad = (~torch.isfinite(o)).sum().item()
+            m["nonfinite"] += bad
+            d = o - ref
+            rel = (d.norm() / ref.norm().clamp_min(1e-30)).item()
+            r2 = ref.reshape(-1, ref.shape[-1]) if ref.dim() > 1 else ref.reshape(1, -1)
+            d2 = d.reshape(r2.shape)
+            row = (d2.norm(dim=-1) / r2.norm(dim=-1).clamp_min(1e-30)).max().item()
+            mae = d.abs().max().item()
+            m["rel_err"] = max(m["rel_err"], rel) if math.isfinite(rel) else float("inf")
+            m["row_rel_err"] = max(m["row_rel_err"], row) if math.isfinite(row) else float("inf")
+            m["max_abs_err"] = max(m["max_abs_err"], mae) if math.isfinite(mae) else float("inf")
+            if bad:
+                why.append(f"{name}: {bad} non-finite (unwritten or NaN) elements")
+            if not rel <= tol:
+                why.append(f"{name}: rel err {rel:.3g} > {tol:g}")
+            if not row <= ROW_FACTOR * tol:
+                why.append(f"{name}: worst row rel err {row:.3g} > {ROW_FACTOR * tol:g}")
+        if c["kernel"] == "attention":
+            pe = ctx.get("peer_err")
+            m["peer_max_abs_err"] = pe
+            m["peer"] = ctx.get("peer_name")
+            if pe is not None:
+                lim = 2 * pe + ctx["atol"]
+                if not m["max_abs_err"] <= lim:
+                    why.append(f"max err {m['max_abs_err']:.3g} > 2 x {m['peer']} max err {pe:.3g} + {ctx['atol']:.2g}")
+        for k_ in ("rel_err", "row_rel_err", "max_abs_err"):
+            if math.isinf(m[k_]):
+                m[k_] = None  # JSON has no inf
+        return not why, m, "; ".join(why)
+
+    def context_alive(self):
+        try:
+            self.torch.cuda.synchronize()
+            self.torch.empty(1, device=self.dev).add_(1)
+            self.torch.cuda.synchronize()
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def run_row(self, c, ctx, impl, variant, budget_s):
+        row = {"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"], "causal": c["causal"],
+               "impl": impl, "variant": variant, "median_ms": None, "tflops": None, "gbps": None,
+               "rel_err": None, "verified": False, "status": "error"}
+        f, b = flops_bytes(c)
+        row["flops"], row["bytes"] = f, b
+        if impl == "tilec" and variant:
+            row["ptxas"] = ptxas_summary(variant)
+        try:
+            fn = self.impl_fn(c, ctx, impl, variant)
+            ok, m, why = self.check(c, ctx, fn)
+            row.update(m)
+            if not ok:
+                row["status"], row["error"] = "failed-check", why
+                return row
+            row["verified"] = True
+            t = self.time_fn(fn, budget_s)
+            row.update(t)
+            sec = t["median_ms"] * 1e-3
+            row["tflops"] = round(f / sec / 1e12, 3)
+            row["gbps"] = round(b / sec / 1e9, 1)
+            row["status"] = "ok"
+        except Exception as e:  # noqa: BLE001 — the row records it, the run goes on
+            row["status"], row["error"] = "error", f"{type(e).__name__}: {str(e)[:600]}"
+            row["verified"] = False
+        return row
+
+    def run(self, plan, skip):
+        torch = self.torch
+        info = device_info(torch)
+        self.j.write({"event": "device", **info})
+        if self.a.ceilings_file and os.path.exists(self.a.ceilings_file):
+            ceil = json.load(open(self.a.ceilings_file))
+            self.flush_ms = ceil.get("flush_ms")
+        else:
+            log("measuring ceilings: device copy, cuBLAS bf16/fp16 GEMM 8192^3")
+            ceil = self.ceilings()
+            self.j.write({"event": "ceilings", **ceil})
+            if self.a.ceilings_file:
+                json.dump(ceil, open(self.a.ceilings_file, "w"))
+            log(f"ceilings: copy {ceil['copy_gbps']} GB/s, bf16 GEMM {ceil['gemm_bf16_tflops']} TFLOP/s, "
+                f"fp16 GEMM {ceil['gemm_f16_tflops']} TFLOP/s")
+        todo = []
+        for c in plan:
+            impls, _ = impls_for(c, self.configs)
+            keys = [(i, v, row_key(c, i, v)) for i, v in impls]
+            keys = [x for x in keys if x[2] not in skip]
+            if keys:
+                todo.append((c, keys))
+        nrows = sum(len(k) for _, k in todo)
+        done = 0
+        for c, keys in todo:
+            left = self.deadline - time.time()
+            if left < 5:
+                log("worker: time budget spent, stopping")
+                break
+            # The first row's clock starts before the setup: a hang there is caught like any other.
+            self.j.write({"event": "start", "key": keys[0][2], "t": time.time()})
+            try:
+                ctx = self.setup_case(c)
+            except Exception as e:  # noqa: BLE001
+                for impl, variant, key in keys:
+                    self.j.write({"event": "row", "key": key, "row": {
+                        "kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"], "causal": c["causal"],
+                        "impl": impl, "variant": variant, "verified": False, "status": "error",
+                        "error": f"setup: {type(e).__name__}: {str(e)[:400]}"}})
+                if not self.context_alive():
+                    sys.exit(3)
+                continue
+            for impl, variant, key in keys:
+                left = self.deadline - time.time()
+                budget = max(0.02, min(self.a.row_budget, 0.5 * left / max(1, nrows - done)))
+                self.j.write({"event": "start", "key": key, "t": time.time()})
+                row = self.run_row(c, ctx, impl, variant, budget)
+                done += 1
+                self.j.write({"event": "row", "key": key, "row": row})
+                ms = f"{row['median_ms']:.4f} ms" if row.get("median_ms") else row["status"]
+                perf = f"  {row['tflops']:.1f} TFLOP/s  {row['gbps']:.0f} GB/s" if row.get("tflops") is not None else ""
+                err = f"  [{row.get('error', '')[:160]}]" if row["status"] != "ok" else ""
+                log(f"[{done}/{nrows}] {key}: {ms}{perf}{err}")
+                if row["status"] == "error" and not self.context_alive():
+                    log("worker: CUDA context lost; exiting so the parent restarts a fresh worker")
+                    sys.exit(3)
+            del ctx
+            torch.cuda.empty_cache()
+        return 0
+
+
+def ptxas_summary(variant):
+    p = os.path.join(PTX_DIR, variant + ".ptxas")
+    if not os.path.exists(p):
+        return None
+    txt = open(p).read()
+    m = re.search(r"Used (\d+) registers", txt)
+    sp = re.search(r"(\d+) bytes spill stores", txt)
+    return {"registers": int(m.group(1)) if m else None, "spill_stores": int(sp.group(1)) if sp else None,
+            "error": None if m else txt.strip()[:200]}
+
+
+def device_info(torch):
+    info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda}
+    try:
+        info["cudnn"] = torch.backends.cudnn.version()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import triton
+        info["triton"] = triton.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                        capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+    except Exception:  # noqa: BLE001
+        info["driver"] = "unknown"
+    p = torch.cuda.get_device_properties(0)
+    info["sms"] = p.multi_processor_count
+    return info
+
+
+def worker_main(a):
+    plan = make_plan(a.quick, a.kernels, a.dtypes)
+    skip = set()
+    if a.skip_file and os.path.exists(a.skip_file):
+        skip = set(x.strip() for x in open(a.skip_file) if x.strip())
+    j = Journal(a.journal)
+    w = Worker(a, j)
+    return w.run(plan, skip)
+
+
+# ===================================================================================== parent
+def read_journal(path):
+    recs = []
+    if not os.path.exists(path):
+        return recs
+    with open(path) as f:
+        for ln in f:
+            try:
+                recs.append(json.loads(ln))
+            except ValueError:
+                pass  # a line cut by a kill
+    return recs
+
+
+def commit_id():
+    p = os.path.join(BUILD, "bench", "commit.txt")
+    if os.path.exists(p):
+        return open(p).read().strip()
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def collect(journal, plan, configs, started):
+    recs = read_journal(journal)
+    dev, ceil, rows = {}, {}, {}
+    for r in recs:
+        if r.get("event") == "device":
+            dev = r
+        elif r.get("event") == "ceilings":
+            ceil = r
+        elif r.get("event") == "row":
+            rows[r["key"]] = r["row"]
+    absent = []
+    for c in plan:
+        _, ab = impls_for(c, configs)
+        for impl, why in ab:
+            absent.append({"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"], "causal": c["causal"],
+                           "impl": impl, "reason": why})
+    ordered = []
+    for c in plan:
+        impls, _ = impls_for(c, configs)
+        for i, v in impls:
+            k = row_key(c, i, v)
+            if k not in rows:
+                rows[k] = {"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"], "causal": c["causal"],
+                           "impl": i, "variant": v, "median_ms": None, "verified": False, "status": "not-run",
+                           "error": "not reached (time budget, or the run is still going)"}
+            if k in rows:
+                r = rows[k]
+                fl = floor_ms(c, ceil)
+                if fl and r.get("median_ms"):
+                    r["floor_ms"] = round(fl, 5)
+                    r["pct_floor"] = round(100 * fl / r["median_ms"], 1)
+                ordered.append(r)
+    ceilings = {k: ceil.get(k) for k in ("copy_gbps", "gemm_bf16_tflops", "gemm_f16_tflops", "flush_ms")}
+    return {
+        "commit": commit_id(),
+        "date": started.strftime("%Y-%m-%dT%H:%M:%S"),
+        "gpu": dev.get("gpu", "unknown"),
+        "driver": dev.get("driver", "unknown"),
+        "software": {k: dev.get(k) for k in ("torch", "cuda", "cudnn", "triton") if k in dev},
+        "ceilings": ceilings,
+        "method": {"timing": "CUDA events, median after warm-up, L2 flushed (256 MB write) before each run",
+                   "tolerances": TOL, "row_factor": ROW_FACTOR,
+                   "attention_rule": "max err <= 2 x peer max err (same dtype) + 2 x rounding at 0.3"},
+        "rows": ordered,
+        "absent": absent,
+    }
+
+
+def write_results(res, out, stamp):
+    os.makedirs(out, exist_ok=True)
+    txt = json.dumps(res, indent=1)
+    for name in ("latest.json", f"bench-{stamp}.json"):
+        tmp = os.path.join(out, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(txt)
+        os.replace(tmp, os.path.join(out, name))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and exit (no torch, no GPU)")
+    ap.add_argument("--quick", action="store_true", help="a small subset (f16, fewer shapes)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="results folder")
+    ap.add_argument("--kernels", type=lambda s: s.split(","), help="only these kernels (comma-separated)")
+    ap.add_argument("--dtypes", type=lambda s: s.split(","), help="only these dtypes (f32,f16,bf16)")
+    ap.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (default 420)")
+    ap.add_argument("--row-budget", type=float, default=0.25, help="timing seconds per row at most")
+    ap.add_argument("--row-timeout", type=float, default=90.0, help="seconds a row may run before it is killed")
+    ap.add_argument("--min-reps", type=int, default=5)
+    ap.add_argument("--max-reps", type=int, default=300)
+    ap.add_argument("--abi", action="store_true", help="print the ctypes struct layout (for tests)")
+    # worker-only
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--journal", help=argparse.SUPPRESS)
+    ap.add_argument("--skip-file", help=argparse.SUPPRESS)
+    ap.add_argument("--ceilings-file", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+
+    if a.abi:
+        print(abi_report())
+        return 0
+    if a.worker:
+        return worker_main(a)
+    configs = read_configs()
+    plan = make_plan(a.quick, a.kernels, a.dtypes)
+    if a.dry_run:
+        return dry_run(plan, configs)
+    return parent_main(a, plan, configs)
+
+
+def dry_run(plan, configs):
+    nrows = nabsent = 0
+    log(f"plan: {len(plan)} cases")
+    for c in plan:
+        impls, ab = impls_for(c, configs)
+        nrows += len(impls)
+        nabsent += len(ab)
+        f, b = flops_bytes(c)
+        names = []
+        for i, v in impls:
+            if i == "tilec":
+                have = os.path.exists(os.path.join(PTX_DIR, v + ".ptx"))
+                names.append(f"tilec:{v}" + ("" if have else "(no PTX yet)"))
+            else:
+                names.append(i)
+        names += [f"{i}:absent" for i, _ in ab]
+        log(f"  {case_key(c):60s} {f / 1e9:10.2f} GFLOP {b / 1e6:10.1f} MB  {' '.join(names)}")
+    missing = [v["name"] for v in configs if not os.path.exists(os.path.join(PTX_DIR, v["name"] + ".ptx"))]
+    log(f"rows: {nrows} to check and time, {nabsent} absent (no such variant)")
+    log(f"tilec variants in bench/configs.txt: {len(configs)}; PTX missing for {len(missing)}")
+    for p, what in ((LIBTILERT, "our runtime"), (LIBBASELINES, "baselines")):
+        log(f"{what}: {p} {'present' if os.path.exists(p) else 'MISSING (make bench-prep)'}")
+    return 0
+
+
+def parent_main(a, plan, configs):
+    started = datetime.datetime.now(datetime.timezone.utc)
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    t0 = time.time()
+    deadline = t0 + a.budget
+    os.makedirs(a.out, exist_ok=True)
+    journal = os.path.join(a.out, "rows.jsonl")
+    skip_file = os.path.join(a.out, ".skip")
+    ceil_file = os.path.join(a.out, ".ceilings.json")
+    for p in (journal, skip_file, ceil_file):
+        if os.path.exists(p):
+            os.remove(p)
+    log(f"bench: {len(plan)} cases, budget {a.budget:.0f} s, results in {a.out}")
+    restarts = 0
+    while True:
+        done = {r["key"] for r in read_journal(journal) if r.get("event") == "row"}
+        with open(skip_file, "w") as f:
+            f.write("\n".join(sorted(done)))
+        cmd = [sys.executable, "-u", os.path.abspath(__file__), "--worker", "--journal", journal,
+               "--skip-file", skip_file, "--ceilings-file", ceil_file, "--deadline", str(deadline),
+               "--row-budget", str(a.row_budget), "--min-reps", str(a.min_reps), "--max-reps", str(a.max_reps)]
+        if a.quick:
+            cmd.append("--quick")
+        if a.kernels:
+            cmd += ["--kernels", ",".join(a.kernels)]
+        if a.dtypes:
+            cmd += ["--dtypes", ",".join(a.dtypes)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        reason = watch(proc, journal, deadline, a.row_timeout, a.out, plan, configs, started, stamp)
+        rc = proc.returncode
+        recs = read_journal(journal)
+        done = {r["key"] for r in recs if r.get("event") == "row"}
+        pending = [r for r in recs if r.get("event") == "start" and r["key"] not in done]
+        if rc == 0 and reason is None:
+            break
+        if pending:
+            key = pending[-1]["key"]
+            status = {"timeout": "timeout"}.get(reason, "crashed")
+            parts = key.split("|")
+            with open(journal, "a") as f:
+                f.write(json.dumps({"event": "row", "key": key, "row": {
+                    "kernel": parts[0], "shape": {kv.split("=")[0]: int(kv.split("=")[1]) for kv in parts[1].split(",") if kv},
+                    "dtype": parts[2], "causal": int(parts[3]) if parts[0] == "attention" else None,
+                    "impl": parts[4], "variant": parts[5] or None, "verified": False, "status": status,
+                    "error": f"worker {reason or 'exited with ' + str(rc)} during this row"}}) + "\n")
+            log(f"bench: row {key} {status} (worker {reason or 'rc=' + str(rc)}); restarting the worker")
+        else:
+            log(f"bench: worker ended (rc={rc}, {reason}) outside any row")
+        restarts += 1
+        if reason == "deadline" or time.time() > deadline - 10 or restarts > 25:
+            break
+        if not pending and rc != 3:
+            break  # a failure outside the rows (import, ceilings) would just repeat
+    res = collect(journal, plan, configs, started)
+    write_results(res, a.out, stamp)
+    for p in (skip_file, ceil_file):
+        if os.path.exists(p):
+            os.remove(p)
+    try:
+        sys.path.insert(0, HERE)
+        import chart
+        chart.write_charts(res, a.out)
+    except Exception as e:  # noqa: BLE001
+        log(f"bench: charts failed: {type(e).__name__}: {e}")
+    table = render_tables(res)
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(table)
+    log("")
+    log(table)
+    log(summary(res))
+    bad = [r for r in res["rows"] if not r.get("verified")]
+    log(f"bench: {len(res['rows'])} rows, {len(bad)} not verified, {time.time() - t0:.0f} s; results in {a.out}")
+    return 0
+
+
+def watch(proc, journal, deadline, row_timeout, out, plan, configs, started, stamp):
+    """Waits for the worker; kills it on a stuck row or at the deadline. Rewrites the results now
+    and then so an external kill still leaves them."""
+    last_write = time.time()
+    while True:
+        try:
+            proc.wait(timeout=1.0)
+            return None if proc.returncode == 0 else "crash"
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.time()
+        recs = read_journal(journal)
+        done = {r["key"] for r in recs if r.get("event") == "row"}
+        pending = [r for r in recs if r.get("event") == "start" and r["key"] not in done]
+        why = None
+        if pending and now - pending[-1]["t"] > row_timeout:
+            why = "timeout"
+        elif now > deadline + 15:
+            why = "deadline"
+        if why:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                proc.kill()
+            proc.wait()
+            return why
+        if now - last_write > 20:
+            try:
+                write_results(collect(journal, plan, configs, started), out, stamp)
+            except Exception as e:  # noqa: BLE001
+                log(f"bench: interim results not written: {e}")
+            last_write = now
+
+
+# ------------------------------------------------------------------------------------ tables
+def shape_str(r):
+    s = r["shape"]
+    k = r["kernel"]
+    if k == "attention":
+        return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']}" + (" causal" if r.get("causal") else "")
+    if k == "gemm":
+        return f"{s['M']}x{s['N']}x{s['K']}"
+    if k == "vadd":
+        return f"N={s['N']}"
+    return f"{s['M']}x{s['N']}"
+
+
+def case_groups(res):
+    """{kernel: {(shape, dtype): {impl: best verified row or the first failed one}}}"""
+    out = {}
+    for r in res["rows"]:
+        g = out.setdefault(r["kernel"], {}).setdefault((shape_str(r), r["dtype"]), {})
+        cur = g.get(r["impl"])
+        if cur is None:
+            g[r["impl"]] = r
+            continue
+        better = (r.get("verified") and r.get("median_ms") is not None and
+                  (not cur.get("verified") or cur.get("median_ms") is None or r["median_ms"] < cur["median_ms"]))
+        if better:
+            g[r["impl"]] = r
+    return out
+
+
+def fmt(v, spec):
+    return "—" if v is None else format(v, spec)
+
+
+def render_tables(res):
+    ce = res.get("ceilings", {})
+    lines = [f"# Benchmark {res['date']} — {res['gpu']}, driver {res['driver']}, commit {res['commit']}", "",
+             f"Ceilings measured in this run: device copy {fmt(ce.get('copy_gbps'), '.0f')} GB/s (read + write), "
+             f"cuBLAS GEMM 8192^3 bf16 {fmt(ce.get('gemm_bf16_tflops'), '.0f')} TFLOP/s, "
+             f"fp16 {fmt(ce.get('gemm_f16_tflops'), '.0f')} TFLOP/s.", "",
+             "`% floor` = roofline floor time / median time (100% = at the ceiling); `vs peer` = best peer's "
+             "median / this median (> 1: faster than the best library peer); ✗ = failed its check (not timed).", ""]
+    for kernel, cases in case_groups(res).items():
+        lines += [f"## {kernel}", "",
+                  "| shape | dtype | impl | variant | median ms | TFLOP/s | GB/s | % floor | vs peer | rel err | ok |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|:-:|"]
+        for (shape, dt), impls in cases.items():
+            peer = [r for i, r in impls.items() if i in PEERS and r.get("verified") and r.get("median_ms")]
+            best_peer = min((r["median_ms"] for r in peer), default=None)
+            for impl in sorted(impls, key=lambda i: IMPL_ORDER.index(i) if i in IMPL_ORDER else 99):
+                r = impls[impl]
+                ratio = best_peer / r["median_ms"] if best_peer and r.get("median_ms") else None
+                ok = "✓" if r.get("verified") else "✗ " + (r.get("status") or "")
+                lines.append(f"| {shape} | {dt} | {impl} | {r.get('variant') or ''} | {fmt(r.get('median_ms'), '.4f')} | "
+                             f"{fmt(r.get('tflops'), '.1f')} | {fmt(r.get('gbps'), '.0f')} | "
+                             f"{fmt(r.get('pct_floor'), '.0f')} | {fmt(ratio, '.2f')} | "
+                             f"{fmt(r.get('rel_err'), '.1e')} | {ok} |")
+        lines.append("")
+    bad = [r for r in res["rows"] if not r.get("verified")]
+    if bad:
+        lines += ["## Rows that failed", ""]
+        for r in bad:
+            lines.append(f"- {r['kernel']} {shape_str(r)} {r['dtype']} {r['impl']} {r.get('variant') or ''}: "
+                         f"{r.get('status')}: {(r.get('error') or '')[:300]}")
+        lines.append("")
+    if res.get("absent"):
+        kinds = sorted({(a["impl"], a["reason"]) for a in res["absent"]})
+        lines += ["## Absent rows", ""] + [f"- {i}: {why}" for i, why in kinds] + [""]
+    return "\n".join(lines)
+
+
+def summary(res):
+    """One line per case, printed last: what the reader of the output tail needs first."""
+    lines = ["", "summary (ms; x = best peer / ours, > 1 is faster than the peer; ✗ = failed check)"]
+    for kernel, cases in case_groups(res).items():
+        for (shape, dt), impls in cases.items():
+            def cell(i):
+                r = impls.get(i)
+                if r is None:
+                    return None
+                return f"{r['median_ms']:.4f}" if r.get("median_ms") is not None else "✗"
+            peer = [(r["median_ms"], i) for i, r in impls.items() if i in PEERS and r.get("median_ms")]
+            bp = min(peer) if peer else None
+            t = impls.get("tilec")
+            x = f"x{bp[0] / t['median_ms']:.2f}" if bp and t and t.get("median_ms") else ""
+            parts = [f"tilec {cell('tilec') or '-'}", f"baseline {cell('baseline') or '-'}"]
+            if bp:
+                parts.append(f"{bp[1]} {bp[0]:.4f}")
+            lines.append(f"  {kernel:11s} {shape:32s} {dt:4s} " + "  ".join(parts) + f"  {x}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1276 @@
+/* emit_c.c — ahead-of-time deployment: `tilec --emit=c -o NAME` writes NAME.h and NAME.c.
+ *
+ * The generated pair embeds the kernel's PTX for every --arch (and, with --cubin, the ptxas
+ * output), carries its launch contract as C tables, and exposes NAME_load / NAME_unload /
+ * NAME_check / NAME_launch / NAME_error. It depends only on libcuda, dlopen'ed at run time the
+ * way libtilert does it (a small loader is emitted into every file, all static). `--link` writes
+ * one entry point over several such specializations that picks the first whose contract accepts
+ * the arguments. docs/aot.md is the user's guide.
+ *
+ * The contract comes from the "// tilec:" metadata lines of the PTX, parsed by the runtime's own
+ * parser, so the generated checks and the runtime's can never disagree on the format. */
+#include "tilec.h"
+#include "tilert.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The static loader and checker every generated .c starts with (see emit_runtime below). */
+static const char tk_runtime_src[] =
+    "/* ------------------------------------------------------------ loader and checks\n"
+    " * The same in every file tilec generates; everything is static, so several generated files\n"
+    " * link into one program. Only libcuda is needed, and only at run time: it is dlopen'ed and\n"
+    " * every entry point comes from cuGetProcAddress (ABI of CUDA 12.0, which the driver keeps). */\n"
+    "#include <dlfcn.h>\n"
+    "#include <stdarg.h>\n"
+    "#include <stdio.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "\n"
+    "#if defined(__cplusplus) && __cplusplus >= 201103L\n"
+    "#define TK_TLS thread_local\n"
+    "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"
+    "#define TK_TLS _Thread_local\n"
+    "#elif defined(__GNUC__)\n"
+    "#define TK_TLS __thread\n"
+    "#else\n"
+    "#define TK_TLS\n"
+    "#endif\n"
+    "\n"
+    "/* Driver types and constants with the values of cuda.h, which this file does not include. */\n"
+    "typedef int tk_CUresult;\n"
+    "typedef struct CUctx_st *tk_CUcontext;\n"
+    "typedef struct CUmod_st *tk_CUmodule;\n"
+    "typedef struct CUfunc_st *tk_CUfunction;\n"
+    "enum {\n"
+    "  TK_CUDA_ERROR_STUB_LIBRARY = 34,\n"
+    "  TK_CUDA_ERROR_NO_DEVICE = 100,\n"
+    "  TK_CU_JIT_ERROR_LOG_BUFFER = 5,\n"
+    "  TK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,\n"
+    "  TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,\n"
+    "  TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,\n"
+    "  TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,\n"
+    "  TK_ABI_VERSION = 12000,\n"
+    "  TK_DEFAULT_SMEM = 48 * 1024\n"
+    "};\n"
+    "#ifdef CUDA_VERSION /* compiled with cuda.h in sight: prove the copies above match it */\n"
+    "typedef char tk_constants_match_cuda_h[\n"
+    "    ((int)TK_CUDA_ERROR_STUB_LIBRARY == (int)CUDA_ERROR_STUB_LIBRARY &&\n"
+    "     (int)TK_CUDA_ERROR_NO_DEVICE == (int)CUDA_ERROR_NO_DEVICE &&\n"
+    "     (int)TK_CU_JIT_ERROR_LOG_BUFFER == (int)CU_JIT_ERROR_LOG_BUFFER &&\n"
+    "     (int)TK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == (int)CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES &&\n"
+    "     (int)TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==\n"
+    "         (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR &&\n"
+    "     (int)TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==\n"
+    "         (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR &&\n"
+    "     (int)TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==\n"
+    "         (int)CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) ? 1 : -1];\n"
+    "#endif\n"
+    "\n"
+    "typedef struct tk_driver {\n"
+    "  tk_CUresult (*Init)(unsigned);\n"
+    "  tk_CUresult (*GetErrorName)(tk_CUresult, const char **);\n"
+    "  tk_CUresult (*CtxGetCurrent)(tk_CUcontext *);\n"
+    "  tk_CUresult (*CtxSetCurrent)(tk_CUcontext);\n"
+    "  tk_CUresult (*CtxGetDevice)(int *);\n"
+    "  tk_CUresult (*DeviceGet)(int *, int);\n"
+    "  tk_CUresult (*DeviceGetAttribute)(int *, int, int);\n"
+    "  tk_CUresult (*DevicePrimaryCtxRetain)(tk_CUcontext *, int);\n"
+    "  tk_CUresult (*DevicePrimaryCtxRelease)(int);\n"
+    "  tk_CUresult (*ModuleLoadDataEx)(tk_CUmodule *, const void *, unsigned, int *, void **);\n"
+    "  tk_CUresult (*ModuleUnload)(tk_CUmodule);\n"
+    "  tk_CUresult (*ModuleGetFunction)(tk_CUfunction *, tk_CUmodule, const char *);\n"
+    "  tk_CUresult (*FuncSetAttribute)(tk_CUfunction, int, int);\n"
+    "  tk_CUresult (*LaunchKernel)(tk_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
+    "                              unsigned, unsigned, struct CUstream_st *, void **, void **);\n"
+    "} tk_driver;\n"
+    "typedef tk_CUresult (*tk_getproc)(const char *, void **, int, unsigned long long, int *);\n"
+    "\n"
+    "static tk_driver tk_drv;\n"
+    "static int tk_drv_state;           /* 0: not tried; 1: loaded; else the tilec_result it failed with */\n"
+    "static char tk_drv_err[512];       /* the message of that failure, repeated to later callers */\n"
+    "static TK_TLS char tk_msg[512];    /* the last failure on this thread */\n"
+    "\n"
+    "#if defined(__GNUC__)\n"
+    "__attribute__((format(printf, 2, 3)))\n"
+    "#endif\n"
+    "static tilec_result tk_fail(tilec_result r, const char *fmt, ...) {\n"
+    "  va_list ap;\n"
+    "  va_start(ap, fmt);\n"
+    "  vsnprintf(tk_msg, sizeof tk_msg, fmt, ap);\n"
+    "  va_end(ap);\n"
+    "  return r;\n"
+    "}\n"
+    "\n"
+    "static tilec_result tk_cu_fail(const char *call, tk_CUresult r, const char *extra) {\n"
+    "  const char *name = NULL;\n"
+    "  if (!tk_drv.GetErrorName || tk_drv.GetErrorName(r, &name) != 0 || !name)\n"
+    "    name = \"unknown CUresult\";\n"
+    "  return tk_fail(TILEC_ERROR_DRIVER, \"%s: %s (%d)%s%s\", call, name, r, extra[0] ? \": \" : \"\",\n"
+    "                 extra);\n"
+    "}\n"
+    "\n"
+    "#define TK_CALL(name, expr)                        \\\n"
+    "  do {                                             \\\n"
+    "    tk_CUresult tk_r_ = (expr);                    \\\n"
+    "    if (tk_r_ != 0)                                \\\n"
+    "      return tk_cu_fail(name, tk_r_, \"\");          \\\n"
+    "  } while (0)\n"
+    "\n"
+    "static tilec_result tk_driver_open(void) {\n"
+    "  const char *path = getenv(\"TILERT_LIBCUDA\"); /* tests point it at a missing library */\n"
+    "  if (!path || !*path)\n"
+    "    path = \"libcuda.so.1\";\n"
+    "  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);\n"
+    "  if (!lib) {\n"
+    "    const char *why = dlerror();\n"
+    "    return tk_fail(TILEC_ERROR_NO_DRIVER, \"no CUDA driver: dlopen(%s) failed: %s\", path,\n"
+    "                   why ? why : \"?\");\n"
+    "  }\n"
+    "  void *sym = dlsym(lib, \"cuGetProcAddress_v2\");\n"
+    "  if (!sym)\n"
+    "    return tk_fail(TILEC_ERROR_NO_DRIVER, \"%s has no cuGetProcAddress_v2 (not a CUDA 12+ driver)\",\n"
+    "                   path);\n"
+    "  tk_getproc get;\n"
+    "  memcpy(&get, &sym, sizeof get); /* ISO C has no cast from void * to a function pointer */\n"
+    "  static const struct {\n"
+    "    const char *name;\n"
+    "    void *slot;\n"
+    "  } syms[] = {\n"
+    "      {\"cuInit\", (void *)&tk_drv.Init},\n"
+    "      {\"cuGetErrorName\", (void *)&tk_drv.GetErrorName},\n"
+    "      {\"cuCtxGetCurrent\", (void *)&tk_drv.CtxGetCurrent},\n"
+    "      {\"cuCtxSetCurrent\", (void *)&tk_drv.CtxSetCurrent},\n"
+    "      {\"cuCtxGetDevice\", (void *)&tk_drv.CtxGetDevice},\n"
+    "      {\"cuDeviceGet\", (void *)&tk_drv.DeviceGet},\n"
+    "      {\"cuDeviceGetAttribute\", (void *)&tk_drv.DeviceGetAttribute},\n"
+    "      {\"cuDevicePrimaryCtxRetain\", (void *)&tk_drv.DevicePrimaryCtxRetain},\n"
+    "      {\"cuDevicePrimaryCtxRelease\", (void *)&tk_drv.DevicePrimaryCtxRelease},\n"
+    "      {\"cuModuleLoadDataEx\", (void *)&tk_drv.ModuleLoadDataEx},\n"
+    "      {\"cuModuleUnload\", (void *)&tk_drv.ModuleUnload},\n"
+    "      {\"cuModuleGetFunction\", (void *)&tk_drv.ModuleGetFunction},\n"
+    "      {\"cuFuncSetAttribute\", (void *)&tk_drv.FuncSetAttribute},\n"
+    "      {\"cuLaunchKernel\", (void *)&tk_drv.LaunchKernel},\n"
+    "  };\n"
+    "  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {\n"
+    "    void *p = NULL;\n"
+    "    int found = -1;\n"
+    "    tk_CUresult r = get(syms[i].name, &p, TK_ABI_VERSION, 0, &found);\n"
+    "    if (r == TK_CUDA_ERROR_STUB_LIBRARY)\n"
+    "      return tk_fail(TILEC_ERROR_NO_DRIVER, \"%s is the CUDA toolkit's stub library, not a driver\",\n"
+    "                     path);\n"
+    "    if (r != 0 || found != 0 || !p)\n"
+    "      return tk_fail(TILEC_ERROR_NO_DRIVER, \"cuGetProcAddress(%s) failed (%d): driver too old?\",\n"
+    "                     syms[i].name, r);\n"
+    "    memcpy(syms[i].slot, &p, sizeof p);\n"
+    "  }\n"
+    "  tk_CUresult r = tk_drv.Init(0);\n"
+    "  if (r == TK_CUDA_ERROR_NO_DEVICE)\n"
+    "    return tk_fail(TILEC_ERROR_NO_DEVICE, \"cuInit: CUDA_ERROR_NO_DEVICE: no CUDA device\");\n"
+    "  if (r == TK_CUDA_ERROR_STUB_LIBRARY)\n"
+    "    return tk_fail(TILEC_ERROR_NO_DRIVER, \"%s is the CUDA toolkit's stub library, not a driver\",\n"
+    "                   path);\n"
+    "  TK_CALL(\"cuInit\", r);\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
+    "static tilec_result tk_driver_load(void) {\n"
+    "  if (tk_drv_state == 1)\n"
+    "    return TILEC_OK;\n"
+    "  if (tk_drv_state != 0)\n"
+    "    return tk_fail((tilec_result)tk_drv_state, \"%s\", tk_drv_err);\n"
+    "  tilec_result r = tk_driver_open();\n"
+    "  if (r != TILEC_OK) {\n"
+    "    memcpy(tk_drv_err, tk_msg, sizeof tk_drv_err);\n"
+    "    tk_drv_state = (int)r;\n"
+    "    memset(&tk_drv, 0, sizeof tk_drv);\n"
+    "    return r;\n"
+    "  }\n"
+    "  tk_drv_state = 1;\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
+    "/* ------------------------------------------------------------ the kernel's contract */\n"
+    "\n"
+    "typedef int64_t (*tk_expr)(const int64_t *d, int *bad);\n"
+    "\n"
+    "typedef struct tk_arg {\n"
+    "  const char *name;\n"
+    "  int is_tensor;\n"
+    "  int dtype;                       /* tilec_dtype */\n"
+    "  int rank;\n"
+    "  int dims[4];                     /* index into the kernel's dims */\n"
+    "} tk_arg;\n"
+    "\n"
+    "typedef struct tk_dim {\n"
+    "  const char *name;\n"
+    "  int pinned;\n"
+    "  int64_t value;\n"
+    "} tk_dim;\n"
+    "\n"
+    "typedef struct tk_image {\n"
+    "  const char *arch;                /* \"sm_90a\" */\n"
+    "  int cc;                          /* 90 */\n"
+    "  int arch_specific;               /* sm_90a: runs on exactly that compute capability */\n"
+    "  int is_cubin;\n"
+    "  const void *data;\n"
+    "  int smem;                        /* dynamic shared bytes per block of this image */\n"
+    "} tk_image;\n"
+    "\n"
+    "typedef struct tk_kernel {\n"
+    "  const char *name;\n"
+    "  int threads;\n"
+    "  const tk_arg *args;\n"
+    "  int nargs;\n"
+    "  const tk_dim *dims;\n"
+    "  int ndims;\n"
+    "  tk_expr grid[3];\n"
+    "  const char *grid_text[3];\n"
+    "  const tk_expr *reqs;\n"
+    "  const char *const *req_text;\n"
+    "  const unsigned long long *req_dims; /* bit i: the requirement names dim i */\n"
+    "  int nreqs;\n"
+    "  const tk_image *images;\n"
+    "  int nimages;\n"
+    "  const char *image_list;             /* \"sm_90a (cubin), sm_90a (PTX)\" */\n"
+    "} tk_kernel;\n"
+    "\n"
+    "typedef struct tk_state {\n"
+    "  tk_CUcontext ctx;                /* where the module was loaded */\n"
+    "  tk_CUmodule mod;\n"
+    "  tk_CUfunction fn;\n"
+    "  const tk_image *image;\n"
+    "  int retained_dev;                /* >= 0: P_load retained this device's primary context */\n"
+    "} tk_state;\n"
+    "\n"
+    "static const char *const tk_dtype_names[] = {\"bool\", \"i32\", \"f16\", \"bf16\", \"f32\"};\n"
+    "\n"
+    "static const char *tk_dtype_name(int t) {\n"
+    "  return t >= 0 && t < 5 ? tk_dtype_names[t] : \"?\";\n"
+    "}\n"
+    "\n"
+    "/* Checked integer arithmetic for grid and requirement expressions. */\n"
+    "static int64_t tk_op(char op, int64_t a, int64_t b, int *bad) {\n"
+    "  const int64_t mx = INT64_MAX, mn = INT64_MIN;\n"
+    "  switch (op) {\n"
+    "  case '+':\n"
+    "    if ((b > 0 && a > mx - b) || (b < 0 && a < mn - b))\n"
+    "      break;\n"
+    "    return a + b;\n"
+    "  case '-':\n"
+    "    if ((b < 0 && a > mx + b) || (b > 0 && a < mn + b))\n"
+    "      break;\n"
+    "    return a - b;\n"
+    "  case '*':\n"
+    "    if ((a > 0 && b > 0 && a > mx / b) || (a > 0 && b < 0 && b < mn / a) ||\n"
+    "        (a < 0 && b > 0 && a < mn / b) || (a < 0 && b < 0 && a < mx / b))\n"
+    "      break;\n"
+    "    return a * b;\n"
+    "  case '/':\n"
+    "  case '%':\n"
+    "  case 'c':\n"
+    "    if (b == 0 || (a == mn && b == -1))\n"
+    "      break;\n"
+    "    if (op == '/')\n"
+    "      return a / b;\n"
+    "    if (op == '%')\n"
+    "      return a % b;\n"
+    "    return a / b + (a % b != 0 && (a < 0) == (b < 0));\n"
+    "  case 'm':\n"
+    "    return a < b ? a : b;\n"
+    "  case 'M':\n"
+    "    return a > b ? a : b;\n"
+    "  }\n"
+    "  *bad = 1;\n"
+    "  return 0;\n"
+    "}\n"
+    "\n"
+    "/* \"N = 3000, M = 4\" for the dims in mask. */\n"
+    "static void tk_dim_values(const tk_kernel *k, unsigned long long mask, const int64_t *d, char *buf,\n"
+    "                          size_t len) {\n"
+    "  size_t used = 0;\n"
+    "  buf[0] = 0;\n"
+    "  for (int i = 0; i < k->ndims && i < 64; i++) {\n"
+    "    if (!(mask >> i & 1))\n"
+    "      continue;\n"
+    "    int w = snprintf(buf + used, len - used, \"%s%s = %lld\", used ? \", \" : \"\", k->dims[i].name,\n"
+    "                     (long long)d[i]);\n"
+    "    if (w < 0 || (size_t)w >= len - used)\n"
+    "      return;\n"
+    "    used += (size_t)w;\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "static tilec_result tk_check_tensor(const tk_arg *a, const tilec_tensor *t) {\n"
+    "  if (!t)\n"
+    "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT, \"argument '%s': tensor pointer is NULL\", a->name);\n"
+    "  if ((int)t->dtype != a->dtype)\n"
+    "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT, \"argument '%s' must be %s, got %s\", a->name,\n"
+    "                   tk_dtype_name(a->dtype), tk_dtype_name((int)t->dtype));\n"
+    "  if (t->rank != a->rank)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE, \"argument '%s' must have rank %d, got rank %d\", a->name,\n"
+    "                   a->rank, t->rank);\n"
+    "  if (!t->data)\n"
+    "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT, \"argument '%s': data pointer is NULL\", a->name);\n"
+    "  if (t->data % 16 != 0)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                   \"argument '%s': data pointer 0x%llx is not aligned to 16 bytes\", a->name,\n"
+    "                   t->data);\n"
+    "  for (int i = 0; i < t->rank; i++)\n"
+    "    if (t->shape[i] < 0 || t->shape[i] > 2147483647)\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE, \"argument '%s': size %lld of axis %d is out of range\",\n"
+    "                     a->name, (long long)t->shape[i], i);\n"
+    "  if (t->strides[t->rank - 1] != 1)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                   \"argument '%s': the innermost stride must be 1 (contiguous), got %lld\", a->name,\n"
+    "                   (long long)t->strides[t->rank - 1]);\n"
+    "  for (int i = 0; i < t->rank - 1; i++)\n"
+    "    if (t->strides[i] <= 0)\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE, \"argument '%s': stride %lld of axis %d must be > 0\",\n"
+    "                     a->name, (long long)t->strides[i], i);\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
+    "/* Checks every argument, binds the dims and computes the grid (the launch contract). */\n"
+    "static tilec_result tk_bind(const tk_kernel *k, const tilec_tensor *const *t, int64_t *d,\n"
+    "                            int64_t grid[3]) {\n"
+    "  int src[65];\n"
+    "  (void)tk_op; /* used by the expressions of most kernels, not all */\n"
+    "  for (int i = 0; i < k->ndims; i++) {\n"
+    "    d[i] = k->dims[i].pinned ? k->dims[i].value : -1;\n"
+    "    src[i] = -1;\n"
+    "  }\n"
+    "  for (int i = 0; i < k->nargs; i++) {\n"
+    "    const tk_arg *a = &k->args[i];\n"
+    "    if (!a->is_tensor)\n"
+    "      continue;\n"
+    "    tilec_result r = tk_check_tensor(a, t[i]);\n"
+    "    if (r != TILEC_OK)\n"
+    "      return r;\n"
+    "    for (int ax = 0; ax < a->rank; ax++) {\n"
+    "      const tk_dim *dim = &k->dims[a->dims[ax]];\n"
+    "      int64_t n = t[i]->shape[ax];\n"
+    "      int di = a->dims[ax];\n"
+    "      if (dim->pinned && n != dim->value)\n"
+    "        return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                       \"argument '%s': axis %d (%s) is %lld, but the kernel was compiled for \"\n"
+    "                       \"%s = %lld\",\n"
+    "                       a->name, ax, dim->name, (long long)n, dim->name, (long long)dim->value);\n"
+    "      if (dim->pinned)\n"
+    "        continue;\n"
+    "      if (src[di] < 0) {\n"
+    "        d[di] = n;\n"
+    "        src[di] = i;\n"
+    "      } else if (d[di] != n) {\n"
+    "        return tk_fail(TILEC_ERROR_SHAPE, \"dim %s: argument '%s' has %lld but argument '%s' has %lld\",\n"
+    "                       dim->name, k->args[src[di]].name, (long long)d[di], a->name, (long long)n);\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  for (int r = 0; r < k->nreqs; r++) {\n"
+    "    int bad = 0;\n"
+    "    int64_t v = k->reqs[r](d, &bad);\n"
+    "    char vals[256];\n"
+    "    tk_dim_values(k, k->req_dims[r], d, vals, sizeof vals);\n"
+    "    if (bad)\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                     \"requirement '%s': division by zero or overflow (%s)\", k->req_text[r], vals);\n"
+    "    if (!v)\n"
+    "      return tk_fail(TILEC_ERROR_REQUIREMENT, \"requirement '%s' failed%s%s\", k->req_text[r],\n"
+    "                     vals[0] ? \": \" : \"\", vals);\n"
+    "  }\n"
+    "  for (int ax = 0; ax < 3; ax++) {\n"
+    "    int bad = 0;\n"
+    "    grid[ax] = k->grid[ax](d, &bad);\n"
+    "    int64_t limit = ax == 0 ? 2147483647 : 65535;\n"
+    "    if (bad)\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE, \"grid axis %c (%s): division by zero or overflow\",\n"
+    "                     \"xyz\"[ax], k->grid_text[ax]);\n"
+    "    if (grid[ax] < 1 || grid[ax] > limit)\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE, \"grid axis %c (%s) is %lld, outside 1..%lld\", \"xyz\"[ax],\n"
+    "                     k->grid_text[ax], (long long)grid[ax], (long long)limit);\n"
+    "  }\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
+    "/* The best image for compute capability cc: a cubin built for it (same major, not newer), else\n"
+    " * the newest PTX not newer than the device (the driver JIT-compiles it). */\n"
+    "static const tk_image *tk_pick(const tk_kernel *k, int cc) {\n"
+    "  const tk_image *best = NULL;\n"
+    "  for (int i = 0; i < k->nimages; i++) {\n"
+    "    const tk_image *m = &k->images[i];\n"
+    "    int ok = m->arch_specific ? m->cc == cc\n"
+    "                              : (m->is_cubin ? m->cc / 10 == cc / 10 && m->cc <= cc : m->cc <= cc);\n"
+    "    if (!ok)\n"
+    "      continue;\n"
+    "    if (!best || m->is_cubin > best->is_cubin ||\n"
+    "        (m->is_cubin == best->is_cubin && m->cc > best->cc))\n"
+    "      best = m;\n"
+    "  }\n"
+    "  return best;\n"
+    "}\n"
+    "\n"
+    "static tilec_result tk_load(tk_state *s, const tk_kernel *k) {\n"
+    "  if (s->fn)\n"
+    "    return TILEC_OK;\n"
+    "  tilec_result res = tk_driver_load();\n"
+    "  if (res != TILEC_OK)\n"
+    "    return res;\n"
+    "  tk_CUcontext ctx = NULL;\n"
+    "  TK_CALL(\"cuCtxGetCurrent\", tk_drv.CtxGetCurrent(&ctx));\n"
+    "  if (!ctx) { /* nobody made a context current: use device 0's primary context */\n"
+    "    int dev0 = 0;\n"
+    "    TK_CALL(\"cuDeviceGet\", tk_drv.DeviceGet(&dev0, 0));\n"
+    "    TK_CALL(\"cuDevicePrimaryCtxRetain\", tk_drv.DevicePrimaryCtxRetain(&ctx, dev0));\n"
+    "    s->retained_dev = dev0;\n"
+    "    TK_CALL(\"cuCtxSetCurrent\", tk_drv.CtxSetCurrent(ctx));\n"
+    "  }\n"
+    "  int dev = 0, major = 0, minor = 0;\n"
+    "  TK_CALL(\"cuCtxGetDevice\", tk_drv.CtxGetDevice(&dev));\n"
+    "  TK_CALL(\"cuDeviceGetAttribute\",\n"
+    "          tk_drv.DeviceGetAttribute(&major, TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));\n"
+    "  TK_CALL(\"cuDeviceGetAttribute\",\n"
+    "          tk_drv.DeviceGetAttribute(&minor, TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));\n"
+    "  const tk_image *img = tk_pick(k, major * 10 + minor);\n"
+    "  if (!img)\n"
+    "    return tk_fail(TILEC_ERROR_UNSUPPORTED, \"%s: no embedded image runs on sm_%d%d (embedded: %s)\",\n"
+    "                   k->name, major, minor, k->image_list);\n"
+    "  static char log[8192]; /* loads are not concurrent (see the header) */\n"
+    "  log[0] = 0;\n"
+    "  int opt[2] = {TK_CU_JIT_ERROR_LOG_BUFFER, TK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};\n"
+    "  void *val[2] = {log, (void *)(size_t)sizeof log};\n"
+    "  tk_CUresult r = tk_drv.ModuleLoadDataEx(&s->mod, img->data, 2, opt, val);\n"
+    "  if (r != 0)\n"
+    "    return tk_cu_fail(\"cuModuleLoadDataEx\", r, log);\n"
+    "  const char *call = \"cuModuleGetFunction\";\n"
+    "  r = tk_drv.ModuleGetFunction(&s->fn, s->mod, k->name);\n"
+    "  if (r == 0 && img->smem > TK_DEFAULT_SMEM) {\n"
+    "    call = \"cuFuncSetAttribute\";\n"
+    "    r = tk_drv.FuncSetAttribute(s->fn, TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,\n"
+    "                                img->smem);\n"
+    "  }\n"
+    "  if (r != 0) {\n"
+    "    tk_drv.ModuleUnload(s->mod);\n"
+    "    s->mod = NULL;\n"
+    "    s->fn = NULL;\n"
+    "    return tk_cu_fail(call, r, k->name);\n"
+    "  }\n"
+    "  s->ctx = ctx;\n"
+    "  s->image = img;\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
+    "static void tk_unload(tk_state *s) {\n"
+    "  if (s->mod && tk_drv.ModuleUnload)\n"
+    "    tk_drv.ModuleUnload(s->mod);\n"
+    "  if (s->retained_dev >= 0 && tk_drv.DevicePrimaryCtxRelease)\n"
+    "    tk_drv.DevicePrimaryCtxRelease(s->retained_dev);\n"
+    "  s->mod = NULL;\n"
+    "  s->fn = NULL;\n"
+    "  s->ctx = NULL;\n"
+    "  s->image = NULL;\n"
+    "  s->retained_dev = -1;\n"
+    "}\n"
+    "\n"
+    "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
+    " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer. */\n"
+    "static tilec_result tk_launch(tk_state *s, const tk_kernel *k, struct CUstream_st *stream,\n"
+    "                              const tilec_tensor *const *t, const double *sc, const int64_t *d,\n"
+    "                              const int64_t grid[3]) {\n"
+    "  tilec_result res = tk_load(s, k);\n"
+    "  if (res != TILEC_OK)\n"
+    "    return res;\n"
+    "  tk_CUcontext cur = NULL;\n"
+    "  TK_CALL(\"cuCtxGetCurrent\", tk_drv.CtxGetCurrent(&cur));\n"
+    "  if (!cur)\n"
+    "    TK_CALL(\"cuCtxSetCurrent\", tk_drv.CtxSetCurrent(s->ctx));\n"
+    "  else if (cur != s->ctx)\n"
+    "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT,\n"
+    "                   \"%s was loaded in another CUDA context than the current one\", k->name);\n"
+    "  unsigned long long slot[4 * 32 + 64];\n"
+    "  void *ptr[4 * 32 + 64];\n"
+    "  int n = 0;\n"
+    "  for (int i = 0; i < k->nargs; i++) {\n"
+    "    const tk_arg *a = &k->args[i];\n"
+    "    if (a->is_tensor) {\n"
+    "      slot[n] = t[i]->data, ptr[n] = &slot[n], n++;\n"
+    "      for (int ax = 0; ax < a->rank - 1; ax++)\n"
+    "        memcpy(&slot[n], &t[i]->strides[ax], 8), ptr[n] = &slot[n], n++;\n"
+    "    } else if (a->dtype == TILEC_I32) {\n"
+    "      int32_t v = (int32_t)sc[i];\n"
+    "      slot[n] = 0, memcpy(&slot[n], &v, 4), ptr[n] = &slot[n], n++;\n"
+    "    } else {\n"
+    "      float v = (float)sc[i];\n"
+    "      slot[n] = 0, memcpy(&slot[n], &v, 4), ptr[n] = &slot[n], n++;\n"
+    "    }\n"
+    "  }\n"
+    "  for (int i = 0; i < k->ndims; i++)\n"
+    "    if (!k->dims[i].pinned) {\n"
+    "      int32_t v = (int32_t)d[i];\n"
+    "      slot[n] = 0, memcpy(&slot[n], &v, 4), ptr[n] = &slot[n], n++;\n"
+    "    }\n"
+    "  tk_CUresult r = tk_drv.LaunchKernel(s->fn, (unsigned)grid[0], (unsigned)grid[1],\n"
+    "                                      (unsigned)grid[2], (unsigned)k->threads, 1, 1,\n"
+    "                                      (unsigned)s->image->smem, stream, ptr, NULL);\n"
+    "  if (r != 0)\n"
+    "    return tk_cu_fail(\"cuLaunchKernel\", r, k->name);\n"
+    "  return TILEC_OK;\n"
+    "}\n";
+
+/* Types and helpers shared by every generated header; guarded so headers of several kernels
+ * can be included together. Values of tilec_result match tilert_code where both exist. */
+static const char common_header[] =
+    "#ifndef TILEC_AOT_COMMON\n"
+    "#define TILEC_AOT_COMMON 1\n"
+    "#include <stdint.h>\n"
+    "#ifdef __cplusplus\n"
+    "extern \"C\" {\n"
+    "#endif\n"
+    "\n"
+    "struct CUstream_st; /* CUstream of cuda.h: pass a CUstream, or NULL for the default stream */\n"
+    "\n"
+    "typedef enum tilec_dtype { TILEC_BOOL, TILEC_I32, TILEC_F16, TILEC_BF16, TILEC_F32 } tilec_dtype;\n"
+    "\n"
+    "typedef enum tilec_result {\n"
+    "  TILEC_OK = 0,\n"
+    "  TILEC_ERROR_NO_DRIVER = 1,        /* libcuda.so.1 missing, not a driver, or older than 12.0 */\n"
+    "  TILEC_ERROR_NO_DEVICE = 2,        /* driver present, no CUDA device */\n"
+    "  TILEC_ERROR_DRIVER = 3,           /* a driver call failed; the message names it */\n"
+    "  TILEC_ERROR_INVALID_ARGUMENT = 4, /* NULL tensor or data pointer, wrong dtype */\n"
+    "  TILEC_ERROR_SHAPE = 5,            /* shape, stride or alignment breaks the contract */\n"
+    "  TILEC_ERROR_REQUIREMENT = 6,      /* a `require` of the kernel is false */\n"
+    "  TILEC_ERROR_UNSUPPORTED = 11,     /* no embedded image runs on this GPU */\n"
+    "  TILEC_ERROR_NO_MATCH = 12         /* linked entry point: no specialization fits */\n"
+    "} tilec_result;\n"
+    "\n"
+    "/* A tensor argument: device memory viewed with strides (in elements; innermost 1). */\n"
+    "typedef struct tilec_tensor {\n"
+    "  unsigned long long data; /* CUdeviceptr, 16-byte aligned */\n"
+    "  tilec_dtype dtype;\n"
+    "  int rank;\n"
+    "  int64_t shape[4];\n"
+    "  int64_t strides[4];\n"
+    "} tilec_tensor;\n"
+    "\n"
+    "/* A row-major (contiguous) tensor. */\n"
+    "static inline tilec_tensor tilec_tensor_contiguous(unsigned long long data, tilec_dtype dtype,\n"
+    "                                                   int rank, const int64_t *shape) {\n"
+    "  tilec_tensor t;\n"
+    "  int64_t stride = 1;\n"
+    "  int i;\n"
+    "  t.data = data;\n"
+    "  t.dtype = dtype;\n"
+    "  t.rank = rank;\n"
+    "  for (i = 0; i < 4; i++)\n"
+    "    t.shape[i] = 0, t.strides[i] = 0;\n"
+    "  for (i = rank - 1; i >= 0 && i < 4; i--) {\n"
+    "    t.shape[i] = shape[i];\n"
+    "    t.strides[i] = stride;\n"
+    "    stride *= shape[i] > 0 ? shape[i] : 1;\n"
+    "  }\n"
+    "  return t;\n"
+    "}\n"
+    "\n"
+    "static inline const char *tilec_result_name(tilec_result r) {\n"
+    "  switch (r) {\n"
+    "  case TILEC_OK: return \"TILEC_OK\";\n"
+    "  case TILEC_ERROR_NO_DRIVER: return \"TILEC_ERROR_NO_DRIVER\";\n"
+    "  case TILEC_ERROR_NO_DEVICE: return \"TILEC_ERROR_NO_DEVICE\";\n"
+    "  case TILEC_ERROR_DRIVER: return \"TILEC_ERROR_DRIVER\";\n"
+    "  case TILEC_ERROR_INVALID_ARGUMENT: return \"TILEC_ERROR_INVALID_ARGUMENT\";\n"
+    "  case TILEC_ERROR_SHAPE: return \"TILEC_ERROR_SHAPE\";\n"
+    "  case TILEC_ERROR_REQUIREMENT: return \"TILEC_ERROR_REQUIREMENT\";\n"
+    "  case TILEC_ERROR_UNSUPPORTED: return \"TILEC_ERROR_UNSUPPORTED\";\n"
+    "  case TILEC_ERROR_NO_MATCH: return \"TILEC_ERROR_NO_MATCH\";\n"
+    "  }\n"
+    "  return \"TILEC_ERROR_UNKNOWN\";\n"
+    "}\n"
+    "\n"
+    "#ifdef __cplusplus\n"
+    "}\n"
+    "#endif\n"
+    "#endif /* TILEC_AOT_COMMON */\n";
+
+/* ---------------------------------------------------------------- names */
+
+/* Words an argument may not be called in C or C++ (and our own parameter name). */
+static const char *const reserved[] = {
+    "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue", "default",
+    "delete", "do", "double", "else", "enum", "explicit", "extern", "false", "float", "for",
+    "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "operator",
+    "private", "protected", "public", "register", "restrict", "return", "short", "signed",
+    "sizeof", "static", "struct", "switch", "template", "this", "throw", "true", "try",
+    "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while",
+    "stream", "t", "sc", "d", "grid", "r", "why", NULL};
+
+static const char *c_arg_name(Arena *a, const char *name) {
+  for (int i = 0; reserved[i]; i++)
+    if (!strcmp(name, reserved[i]))
+      return arena_printf(a, "%s_", name);
+  if (!strncmp(name, "tk_", 3))
+    return arena_printf(a, "%s_", name);
+  return name;
+}
+
+/* The C prefix: the last path component of base, made an identifier. */
+static char *c_prefix(Arena *a, const char *base) {
+  const char *slash = strrchr(base, '/');
+  const char *s = slash ? slash + 1 : base;
+  size_t n = strlen(s);
+  if (n > 2 && !strcmp(s + n - 2, ".h"))
+    n -= 2;
+  char *p = arena_alloc(a, n + 2);
+  size_t j = 0;
+  if (n == 0 || isdigit((unsigned char)s[0]))
+    p[j++] = '_';
+  for (size_t i = 0; i < n; i++)
+    p[j++] = isalnum((unsigned char)s[i]) ? s[i] : '_';
+  p[j] = '\0';
+  return p;
+}
+
+static const char *dtype_c_enum(tilert_dtype t) {
+  static const char *const e[] = {"TILEC_BOOL", "TILEC_I32", "TILEC_F16", "TILEC_BF16",
+                                  "TILEC_F32"};
+  return (unsigned)t < 5 ? e[t] : "TILEC_F32";
+}
+
+/* ---------------------------------------------------------------- output */
+
+/* Writes text to path through a temporary file and a rename (no half files on failure). */
+static bool write_file(Arena *a, const char *path, const char *text, size_t len, Diag *d) {
+  char *tmp = arena_printf(a, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!fp) {
+    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    if (fd >= 0)
+      close(fd), unlink(tmp);
+    return false;
+  }
+  bool ok = fwrite(text, 1, len, fp) == len;
+  ok &= fclose(fp) == 0;
+  ok = ok && chmod(tmp, 0644) == 0 && rename(tmp, path) == 0;
+  if (!ok) {
+    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", path, strerror(errno));
+    unlink(tmp);
+  }
+  return ok;
+}
+
+/* A memory stream for building a file. */
+typedef struct Buf {
+  FILE *fp;
+  char *data;
+  size_t len;
+} Buf;
+
+static bool buf_open(Buf *b, Diag *d) {
+  b->data = NULL, b->len = 0;
+  b->fp = open_memstream(&b->data, &b->len);
+  if (!b->fp)
+    diag_plain(d, DIAG_ERROR, "out of memory");
+  return b->fp != NULL;
+}
+
+static bool buf_commit(Arena *a, Buf *b, const char *path, Diag *d) {
+  bool ok = fclose(b->fp) == 0;
+  ok = ok && write_file(a, path, b->data, b->len, d);
+  free(b->data);
+  return ok;
+}
+
+/* A C string literal, one source line per PTX line. */
+static void put_c_string(FILE *fp, const char *s) {
+  fputs("    \"", fp);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\n') {
+      fputs(s[1] ? "\\n\"\n    \"" : "\\n", fp);
+    } else if (c == '\\' || c == '"') {
+      fprintf(fp, "\\%c", c);
+    } else if (c == '?') {
+      fputs("\\?", fp); /* no trigraphs in -std=c99 */
+    } else if (c == '\t') {
+      fputs("\\t", fp);
+    } else if (c < 32 || c >= 127) {
+      fprintf(fp, "\\%03o", c);
+    } else {
+      fputc(c, fp);
+    }
+  }
+  fputc('"', fp);
+}
+
+/* ---------------------------------------------------------------- contract -> C */
+
+/* An RPN expression as a C expression over d[] (dims) with checked arithmetic (tk_op). */
+static char *rpn_to_c(Arena *a, const tilert_kernel_info *k, const char *rpn) {
+  char *stack[160];
+  int sp = 0;
+  char *copy = arena_strdup(a, rpn);
+  for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " ")) {
+    static const struct {
+      const char *tok, *c;
+    } bin[] = {{"+", "tk_op('+', %s, %s, bad)"}, {"-", "tk_op('-', %s, %s, bad)"},
+               {"*", "tk_op('*', %s, %s, bad)"}, {"/", "tk_op('/', %s, %s, bad)"},
+               {"%", "tk_op('%%', %s, %s, bad)"}, {"cdiv", "tk_op('c', %s, %s, bad)"},
+               {"min", "tk_op('m', %s, %s, bad)"}, {"max", "tk_op('M', %s, %s, bad)"},
+               {"<", "(int64_t)(%s < %s)"},      {"<=", "(int64_t)(%s <= %s)"},
+               {">", "(int64_t)(%s > %s)"},      {">=", "(int64_t)(%s >= %s)"},
+               {"==", "(int64_t)(%s == %s)"},    {"!=", "(int64_t)(%s != %s)"},
+               {"&&", "(int64_t)(%s != 0 && %s != 0)"}, {"||", "(int64_t)(%s != 0 || %s != 0)"}};
+    bool done = false;
+    for (size_t i = 0; i < sizeof bin / sizeof bin[0] && !done; i++)
+      if (!strcmp(tok, bin[i].tok)) {
+        char *r = arena_printf(a, bin[i].c, stack[sp - 2], stack[sp - 1]);
+        sp--;
+        stack[sp - 1] = r;
+        done = true;
+      }
+    if (done)
+      continue;
+    if (!strcmp(tok, "!")) {
+      stack[sp - 1] = arena_printf(a, "(int64_t)(%s == 0)", stack[sp - 1]);
+      continue;
+    }
+    int dim = -1;
+    for (int i = 0; i < k->ndims; i++)
+      if (!strcmp(k->dims[i].name, tok))
+        dim = i;
+    long long v = strtoll(tok, NULL, 10);
+    stack[sp++] = dim >= 0 ? arena_printf(a, "d[%d]", dim)
+                           : v == INT64_MIN ? arena_strdup(a, "INT64_MIN")
+                                            : arena_printf(a, "(int64_t)%lldLL", v);
+  }
+  return stack[0]; /* the metadata parser has checked the stack discipline */
+}
+
+static unsigned long long rpn_dims_mask(const tilert_kernel_info *k, const char *rpn) {
+  unsigned long long m = 0;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", rpn);
+  for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " "))
+    for (int i = 0; i < k->ndims && i < 64; i++)
+      if (!strcmp(k->dims[i].name, tok))
+        m |= 1ull << i;
+  return m;
+}
+
+static void put_expr_fn(Arena *a, FILE *fp, const tilert_kernel_info *k, const char *name,
+                        const char *rpn) {
+  fprintf(fp, "static int64_t %s(const int64_t *d, int *bad) { /* %s */\n", name, rpn);
+  fprintf(fp, "  (void)d;\n  (void)bad;\n  return %s;\n}\n", rpn_to_c(a, k, rpn));
+}
+
+/* "X: f16[M, N] in" */
+static char *arg_doc(Arena *a, const tilert_kernel_info *k, const tilert_arg_info *ai) {
+  if (ai->kind == TILERT_ARG_SCALAR)
+    return arena_printf(a, "%s: %s", ai->name, tilert_dtype_name(ai->dtype));
+  char *s = arena_printf(a, "%s: %s%s[", ai->name, ai->is_out ? "out " : "",
+                         tilert_dtype_name(ai->dtype));
+  for (int i = 0; i < ai->rank; i++)
+    s = arena_printf(a, "%s%s%s", s, i ? ", " : "", k->dims[ai->dims[i]].name);
+  return arena_printf(a, "%s]", s);
+}
+
+/* ", const tilec_tensor *X, float eps" — the typed parameters after the stream. */
+static char *params_decl(Arena *a, const tilert_kernel_info *k) {
+  char *s = arena_strdup(a, "");
+  for (int i = 0; i < k->nargs; i++) {
+    const tilert_arg_info *ai = &k->args[i];
+    const char *type = ai->kind == TILERT_ARG_TENSOR ? "const tilec_tensor *"
+                       : ai->dtype == TILERT_I32     ? "int32_t "
+                                                     : "float ";
+    s = arena_printf(a, "%s%s%s%s", s, i ? ", " : "", type, c_arg_name(a, ai->name));
+  }
+  return s;
+}
+
+static char *params_call(Arena *a, const tilert_kernel_info *k) {
+  char *s = arena_strdup(a, "");
+  for (int i = 0; i < k->nargs; i++)
+    s = arena_printf(a, "%s%s%s", s, i ? ", " : "", c_arg_name(a, k->args[i].name));
+  return s;
+}
+
+/* The public part of a header: the same for one specialization and for a linked entry point. */
+static void put_declarations(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k) {
+  const char *params = params_decl(a, k);
+  const char *check_params = k->nargs ? params : "void";
+  const char *launch_params = k->nargs ? arena_printf(a, ", %s", params) : "";
+  fprintf(fp,
+          "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+          "/* Loads the kernel into the current CUDA context (when none is current: device 0's\n"
+          " * primary context, which it then makes current). The first launch loads it if needed;\n"
+          " * call it once before launching from several threads. */\n"
+          "tilec_result %s_load(void);\n"
+          "void %s_unload(void);\n\n"
+          "/* Checks the arguments against the kernel's contract; no GPU needed. */\n"
+          "tilec_result %s_check(%s);\n\n"
+          "/* Checks, computes the grid and launches (asynchronous, on stream). */\n"
+          "tilec_result %s_launch(struct CUstream_st *stream%s);\n\n"
+          "/* What the last failing %s_ call on this thread said (\"\" after a success). */\n"
+          "const char *%s_error(void);\n\n"
+          "#ifdef __cplusplus\n}\n#endif\n",
+          p, p, p, check_params, p, launch_params, p, p);
+}
+
+static void put_header_intro(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k,
+                             const char *what) {
+  fprintf(fp, "/* %s.h — generated by tilec --emit=c (%s); do not edit. docs/aot.md.\n", p, what);
+  fprintf(fp, " *\n * %s(", k->name);
+  for (int i = 0; i < k->nargs; i++)
+    fprintf(fp, "%s%s", i ? ", " : "", arg_doc(a, k, &k->args[i]));
+  fprintf(fp, ")\n *   grid (");
+  for (int i = 0; i < 3; i++)
+    fprintf(fp, "%s%s", i ? " | " : "", k->grid[i]);
+  fprintf(fp, "), %d threads", k->threads);
+  for (int i = 0; i < k->nrequires; i++)
+    fprintf(fp, "; require %s", k->requires_text[i]);
+  fprintf(fp, "\n */\n");
+}
+
+/* The contract as "// tilec:" lines (valid C comments), read back by `tilec --link`. */
+static void put_meta_comment(FILE *fp, const tilert_kernel_info *k) {
+  fprintf(fp, "// tilec: kernel %s\n// tilec: threads %d\n// tilec: smem %d\n", k->name,
+          k->threads, k->smem_bytes);
+  for (int i = 0; i < k->ndims; i++) {
+    if (k->dims[i].pinned)
+      fprintf(fp, "// tilec: dim %s = %lld\n", k->dims[i].name, (long long)k->dims[i].value);
+    else
+      fprintf(fp, "// tilec: dim %s\n", k->dims[i].name);
+  }
+  for (int i = 0; i < k->nargs; i++) {
+    const tilert_arg_info *ai = &k->args[i];
+    if (ai->kind == TILERT_ARG_SCALAR) {
+      fprintf(fp, "// tilec: arg %s scalar %s\n", ai->name, tilert_dtype_name(ai->dtype));
+      continue;
+    }
+    fprintf(fp, "// tilec: arg %s tensor %s %s", ai->name, tilert_dtype_name(ai->dtype),
+            ai->is_out ? "out" : "in");
+    for (int r = 0; r < ai->rank; r++)
+      fprintf(fp, " %s", k->dims[ai->dims[r]].name);
+    fputc('\n', fp);
+  }
+  fprintf(fp, "// tilec: grid %s | %s | %s\n", k->grid[0], k->grid[1], k->grid[2]);
+  for (int i = 0; i < k->nrequires; i++)
+    fprintf(fp, "// tilec: require %s | %s\n", k->requires[i], k->requires_text[i]);
+}
+
+/* ---------------------------------------------------------------- ptxas */
+
+static const char *find_ptxas(Arena *a) {
+  const char *env = getenv("TILEC_PTXAS");
+  if (env && *env)
+    return env;
+  const char *path = getenv("PATH");
+  char *copy = arena_strdup(a, path ? path : "");
+  for (char *dir = strtok(copy, ":"); dir; dir = strtok(NULL, ":")) {
+    char *cand = arena_printf(a, "%s/ptxas", dir);
+    if (access(cand, X_OK) == 0)
+      return cand;
+  }
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
+}
+
+/* Assembles ptx for arch with ptxas; the cubin bytes come back arena-allocated. */
+static bool run_ptxas(Arena *a, const char *ptxas, const char *ptx, GpuArch arch,
+                      unsigned char **out, size_t *size, Diag *d) {
+  const char *tmpdir = getenv("TMPDIR");
+  char *dir = arena_printf(a, "%s/tilec-cubin-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  if (!mkdtemp(dir)) {
+    diag_plain(d, DIAG_ERROR, "--cubin: cannot make a temporary directory: %s", strerror(errno));
+    return false;
+  }
+  char *in = arena_printf(a, "%s/k.ptx", dir), *outp = arena_printf(a, "%s/k.cubin", dir);
+  char *archarg = arena_printf(a, "-arch=%s", arch_name(arch));
+  bool ok = write_file(a, in, ptx, strlen(ptx), d);
+  int status = -1;
+  if (ok) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(ptxas, ptxas, archarg, "-O3", "-o", outp, in, (char *)NULL);
+      _exit(127);
+    }
+    ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+    if (!ok)
+      diag_plain(d, DIAG_ERROR, "--cubin: %s %s failed (status %d)", ptxas, archarg, status);
+  }
+  FILE *fp = ok ? fopen(outp, "rb") : NULL;
+  if (fp) {
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    *out = arena_alloc(a, (size_t)(n > 0 ? n : 1));
+    ok = n > 0 && fread(*out, 1, (size_t)n, fp) == (size_t)n;
+    *size = (size_t)n;
+    fclose(fp);
+    if (!ok)
+      diag_plain(d, DIAG_ERROR, "--cubin: cannot read the output of ptxas");
+  } else if (ok) {
+    diag_plain(d, DIAG_ERROR, "--cubin: ptxas wrote no cubin");
+    ok = false;
+  }
+  unlink(in), unlink(outp), rmdir(dir);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- one specialization */
+
+typedef struct Image {
+  GpuArch arch;
+  const char *ptx;
+  int smem;
+  unsigned char *cubin;
+  size_t cubin_size;
+} Image;
+
+static void put_images(FILE *fp, const Image *im, int n) {
+  for (int i = 0; i < n; i++) {
+    const char *an = arch_name(im[i].arch);
+    fprintf(fp, "\nstatic const char tk_ptx_%s[] =\n", an);
+    put_c_string(fp, im[i].ptx);
+    fputs(";\n", fp);
+    if (!im[i].cubin)
+      continue;
+    /* 64-bit words keep the ELF image 8-byte aligned without compiler extensions. */
+    size_t words = (im[i].cubin_size + 7) / 8;
+    fprintf(fp, "\nstatic const unsigned long long tk_cubin_%s[%zu] = {", an, words);
+    for (size_t w = 0; w < words; w++) {
+      unsigned long long v = 0;
+      for (int b = 7; b >= 0; b--) {
+        size_t at = w * 8 + (size_t)b;
+        v = v << 8 | (at < im[i].cubin_size ? im[i].cubin[at] : 0);
+      }
+      fprintf(fp, "%s0x%llxULL,", w % 6 ? " " : "\n    ", v);
+    }
+    fputs("\n};\n", fp);
+  }
+  fputs("\nstatic const tk_image tk_images[] = {\n", fp);
+  for (int i = 0; i < n; i++) {
+    const char *an = arch_name(im[i].arch);
+    int cc = atoi(an + 3);
+    int specific = an[strlen(an) - 1] == 'a';
+    if (im[i].cubin)
+      fprintf(fp, "    {\"%s\", %d, %d, 1, tk_cubin_%s, %d},\n", an, cc, specific, an, im[i].smem);
+    fprintf(fp, "    {\"%s\", %d, %d, 0, tk_ptx_%s, %d},\n", an, cc, specific, an, im[i].smem);
+  }
+  fputs("};\n", fp);
+}
+
+static void put_contract(Arena *a, FILE *fp, const tilert_kernel_info *k) {
+  fputs("\n/* ------------------------------------------------------------ this kernel */\n\n",
+        fp);
+  fprintf(fp, "static const tk_arg tk_args[%d] = {\n", k->nargs + 1);
+  for (int i = 0; i < k->nargs; i++) {
+    const tilert_arg_info *ai = &k->args[i];
+    int dims[4] = {0, 0, 0, 0};
+    for (int r = 0; r < ai->rank; r++)
+      dims[r] = ai->dims[r];
+    fprintf(fp, "    {\"%s\", %d, %s, %d, {%d, %d, %d, %d}}, /* %s */\n", ai->name,
+            ai->kind == TILERT_ARG_TENSOR, dtype_c_enum(ai->dtype),
+            ai->kind == TILERT_ARG_TENSOR ? ai->rank : 0, dims[0], dims[1], dims[2], dims[3],
+            arg_doc(a, k, ai));
+  }
+  fputs("    {\"\", 0, 0, 0, {0, 0, 0, 0}}};\n", fp);
+  fprintf(fp, "static const tk_dim tk_dims[%d] = {\n", k->ndims + 1);
+  for (int i = 0; i < k->ndims; i++)
+    fprintf(fp, "    {\"%s\", %d, %lld},\n", k->dims[i].name, k->dims[i].pinned,
+            (long long)k->dims[i].value);
+  fputs("    {\"\", 0, 0}};\n\n", fp);
+  for (int i = 0; i < 3; i++)
+    put_expr_fn(a, fp, k, arena_printf(a, "tk_grid%d", i), k->grid[i]);
+  for (int i = 0; i < k->nrequires; i++)
+    put_expr_fn(a, fp, k, arena_printf(a, "tk_req%d", i), k->requires[i]);
+  fprintf(fp, "static const tk_expr tk_reqs[%d] = {", k->nrequires + 1);
+  for (int i = 0; i < k->nrequires; i++)
+    fprintf(fp, "tk_req%d, ", i);
+  fprintf(fp, "NULL};\nstatic const char *const tk_req_text[%d] = {", k->nrequires + 1);
+  for (int i = 0; i < k->nrequires; i++) {
+    put_c_string(fp, k->requires_text[i]);
+    fputs(", ", fp);
+  }
+  fprintf(fp, "NULL};\nstatic const unsigned long long tk_req_dims[%d] = {", k->nrequires + 1);
+  for (int i = 0; i < k->nrequires; i++)
+    fprintf(fp, "0x%llxULL, ", rpn_dims_mask(k, k->requires[i]));
+  fputs("0};\n", fp);
+}
+
+static void put_kernel_table(FILE *fp, const tilert_kernel_info *k, const Image *im, int n) {
+  fputs("\nstatic const tk_kernel tk_k = {\n", fp);
+  fprintf(fp, "    \"%s\", %d, tk_args, %d, tk_dims, %d,\n", k->name, k->threads, k->nargs,
+          k->ndims);
+  fprintf(fp, "    {tk_grid0, tk_grid1, tk_grid2},\n    {\"%s\", \"%s\", \"%s\"},\n", k->grid[0],
+          k->grid[1], k->grid[2]);
+  fprintf(fp, "    tk_reqs, tk_req_text, tk_req_dims, %d,\n", k->nrequires);
+  int nimg = 0;
+  for (int i = 0; i < n; i++)
+    nimg += 1 + (im[i].cubin != NULL);
+  fprintf(fp, "    tk_images, %d, \"", nimg);
+  for (int i = 0; i < n; i++) {
+    const char *an = arch_name(im[i].arch);
+    if (im[i].cubin)
+      fprintf(fp, "%s%s (cubin), %s (PTX)", i ? ", " : "", an, an);
+    else
+      fprintf(fp, "%s%s (PTX)", i ? ", " : "", an);
+  }
+  fputs("\"};\n\nstatic tk_state tk_st = {NULL, NULL, NULL, NULL, -1};\n", fp);
+}
+
+/* The public functions of one specialization. */
+static void put_entry_points(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k) {
+  const char *params = params_decl(a, k);
+  fputs("\n/* ------------------------------------------------------------ entry points */\n", fp);
+  /* Arrays of the arguments in contract order: tensors in t[], scalars in sc[]. */
+  char *tens = arena_strdup(a, ""), *scal = arena_strdup(a, "");
+  for (int i = 0; i < k->nargs; i++) {
+    const char *n = c_arg_name(a, k->args[i].name);
+    bool is_t = k->args[i].kind == TILERT_ARG_TENSOR;
+    tens = arena_printf(a, "%s%s, ", tens, is_t ? n : "NULL");
+    scal = arena_printf(a, "%s%s, ", scal, is_t ? "0" : arena_printf(a, "(double)%s", n));
+  }
+  const char *gather = arena_printf(a,
+                                    "  const tilec_tensor *t[%d] = {%sNULL};\n"
+                                    "  double sc[%d] = {%s0};\n"
+                                    "  int64_t d[%d], grid[3];\n"
+                                    "  tilec_result r;\n"
+                                    "  (void)sc;\n"
+                                    "  tk_msg[0] = 0;\n"
+                                    "  r = tk_bind(&tk_k, t, d, grid);\n",
+                                    k->nargs + 1, tens, k->nargs + 1, scal, k->ndims + 1);
+  fprintf(fp,
+          "\ntilec_result %s_load(void) {\n  tk_msg[0] = 0;\n  return tk_load(&tk_st, &tk_k);\n}\n"
+          "\nvoid %s_unload(void) { tk_unload(&tk_st); }\n"
+          "\nconst char *%s_error(void) { return tk_msg; }\n",
+          p, p, p);
+  fprintf(fp, "\ntilec_result %s_check(%s) {\n%s  return r;\n}\n", p, k->nargs ? params : "void",
+          gather);
+  fprintf(fp,
+          "\ntilec_result %s_launch(struct CUstream_st *stream%s%s) {\n%s"
+          "  if (r != TILEC_OK)\n    return r;\n"
+          "  return tk_launch(&tk_st, &tk_k, stream, t, sc, d, grid);\n}\n",
+          p, k->nargs ? ", " : "", params, gather);
+}
+
+static bool write_spec(Arena *a, const char *base, const char *p, const tilert_kernel_info *k,
+                       const Image *im, int n, Diag *d) {
+  Buf h, c;
+  if (!buf_open(&h, d))
+    return false;
+  char *arches = arena_strdup(a, "");
+  for (int i = 0; i < n; i++)
+    arches = arena_printf(a, "%s%s%s%s", arches, i ? ", " : "", arch_name(im[i].arch),
+                          im[i].cubin ? " +cubin" : "");
+  put_header_intro(a, h.fp, p, k, arena_printf(a, "kernel %s, %s", k->name, arches));
+  put_meta_comment(h.fp, k);
+  fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
+  fputs(common_header, h.fp);
+  fputc('\n', h.fp);
+  put_declarations(a, h.fp, p, k);
+  fprintf(h.fp, "#endif /* TILEC_AOT_%s_H */\n", p);
+  if (!buf_commit(a, &h, arena_printf(a, "%s.h", base), d) || !buf_open(&c, d))
+    return false;
+  fprintf(c.fp,
+          "/* %s.c — generated by tilec --emit=c; do not edit. Needs libcuda.so.1 at run time\n"
+          " * only (dlopen; link with -ldl on glibc older than 2.34). docs/aot.md. */\n"
+          "#include \"%s.h\"\n\n",
+          p, p);
+  fputs(tk_runtime_src, c.fp);
+  put_contract(a, c.fp, k);
+  put_images(c.fp, im, n);
+  put_kernel_table(c.fp, k, im, n);
+  put_entry_points(a, c.fp, p, k);
+  return buf_commit(a, &c, arena_printf(a, "%s.c", base), d);
+}
+
+/* Metadata lines are C comments in the header: a trailing backslash would swallow the next
+ * line, and odd bytes have no business in names; refuse both. */
+static bool meta_is_c_safe(const tilert_kernel_info *k, Diag *d) {
+  for (int i = 0; i < k->nrequires; i++) {
+    const char *t = k->requires_text[i];
+    size_t n = strlen(t);
+    if ((n && t[n - 1] == '\\') || strchr(t, '\n')) {
+      diag_plain(d, DIAG_ERROR, "--emit=c: requirement text '%s' cannot be embedded", t);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
+                  const GpuArch *archs, int narchs, bool cubin, Diag *d) {
+  if (narchs < 1 || narchs > ARCH_COUNT) {
+    diag_plain(d, DIAG_ERROR, "--emit=c needs between 1 and %d --arch values", ARCH_COUNT);
+    return false;
+  }
+  tilert_kernel_info *k = arena_alloc(a, sizeof *k), *other = arena_alloc(a, sizeof *other);
+  Image *im = arena_alloc(a, sizeof *im * (size_t)narchs);
+  const char *ptxas = cubin ? find_ptxas(a) : NULL;
+  if (cubin && !ptxas)
+    diag_plain(d, DIAG_WARNING, "--cubin: no ptxas found (PATH, TILEC_PTXAS, "
+                                "/usr/local/cuda/bin): embedding PTX only");
+  for (int i = 0; i < narchs; i++) {
+    tilert_kernel_info *ki = i == 0 ? k : other;
+    tilert_status st = tilert_parse_kernel_info_named(ptx_per_arch[i], f ? f->name : NULL, ki);
+    if (st.code != TILERT_OK) {
+      diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(archs[i]), st.message);
+      return false;
+    }
+    for (int j = 0; j < i; j++)
+      if (im[j].arch == archs[i]) {
+        diag_plain(d, DIAG_ERROR, "--emit=c: --arch=%s given twice", arch_name(archs[i]));
+        return false;
+      }
+    im[i] = (Image){.arch = archs[i], .ptx = ptx_per_arch[i], .smem = ki->smem_bytes};
+    /* Every image must have the same contract; only shared memory may differ per arch. */
+    other->smem_bytes = k->smem_bytes;
+    if (i > 0 && memcmp(k, other, sizeof *k) != 0) {
+      diag_plain(d, DIAG_ERROR, "--emit=c: the PTX for %s has a different launch contract "
+                                "than the one for %s", arch_name(archs[i]), arch_name(archs[0]));
+      return false;
+    }
+    if (ptxas && !run_ptxas(a, ptxas, ptx_per_arch[i], archs[i], &im[i].cubin,
+                            &im[i].cubin_size, d))
+      return false;
+  }
+  if (!meta_is_c_safe(k, d))
+    return false;
+  return write_spec(a, base, c_prefix(a, base), k, im, narchs, d);
+}
+
+/* ---------------------------------------------------------------- --link */
+
+static char *read_text(Arena *a, const char *path, Diag *d) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    diag_plain(d, DIAG_ERROR, "--link: cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  fseek(fp, 0, SEEK_END);
+  long n = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  char *s = arena_alloc(a, (size_t)(n > 0 ? n : 0) + 1);
+  size_t got = n > 0 ? fread(s, 1, (size_t)n, fp) : 0;
+  fclose(fp);
+  s[got] = '\0';
+  return s;
+}
+
+/* Specializations link when their signatures are the same C function type: same argument
+ * count, kinds, ranks and scalar types (tensor element types and pinned sizes may differ). */
+static bool same_signature(const tilert_kernel_info *x, const tilert_kernel_info *y,
+                           const char *xn, const char *yn, Diag *d) {
+  bool ok = x->nargs == y->nargs;
+  for (int i = 0; ok && i < x->nargs; i++) {
+    const tilert_arg_info *p = &x->args[i], *q = &y->args[i];
+    ok = p->kind == q->kind && (p->kind == TILERT_ARG_TENSOR ? p->rank == q->rank
+                                                             : p->dtype == q->dtype);
+  }
+  if (!ok)
+    diag_plain(d, DIAG_ERROR, "--link: %s and %s have different argument lists; only "
+                              "specializations of one kernel can be linked", xn, yn);
+  return ok;
+}
+
+bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, Diag *d) {
+  if (n < 1) {
+    diag_plain(d, DIAG_ERROR, "--link needs at least one generated header");
+    return false;
+  }
+  tilert_kernel_info *k = arena_alloc(a, sizeof *k * (size_t)n);
+  const char **pre = arena_alloc(a, sizeof *pre * (size_t)n);
+  const char *p = c_prefix(a, base);
+  for (int i = 0; i < n; i++) {
+    char *text = read_text(a, headers[i], d);
+    if (!text)
+      return false;
+    tilert_status st = tilert_parse_kernel_info(text, &k[i]);
+    if (st.code != TILERT_OK) {
+      diag_plain(d, DIAG_ERROR, "--link: '%s' is not a header from tilec --emit=c: %s",
+                 headers[i], st.message);
+      return false;
+    }
+    pre[i] = c_prefix(a, headers[i]);
+    if (!strcmp(pre[i], p)) {
+      diag_plain(d, DIAG_ERROR, "--link: the output name '%s' is also an input", p);
+      return false;
+    }
+    if (i > 0 && !same_signature(&k[0], &k[i], pre[0], pre[i], d))
+      return false;
+  }
+  Buf h, c;
+  if (!buf_open(&h, d))
+    return false;
+  char *list = arena_strdup(a, "");
+  for (int i = 0; i < n; i++)
+    list = arena_printf(a, "%s%s%s", list, i ? ", " : "", pre[i]);
+  put_header_intro(a, h.fp, p, &k[0], arena_printf(a, "--link of %s", list));
+  fprintf(h.fp, " /* Specializations, tried in this order: %s. */\n", list);
+  fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
+  fputs(common_header, h.fp);
+  fputc('\n', h.fp);
+  put_declarations(a, h.fp, p, &k[0]);
+  fprintf(h.fp, "#endif /* TILEC_AOT_%s_H */\n", p);
+  if (!buf_commit(a, &h, arena_printf(a, "%s.h", base), d) || !buf_open(&c, d))
+    return false;
+  const char *params = params_decl(a, &k[0]), *call = params_call(a, &k[0]);
+  const char *cparams = k[0].nargs ? params : "void";
+  FILE *fp = c.fp;
+  fprintf(fp, "/* %s.c — generated by tilec --link; do not edit. Picks the first of %s whose\n"
+              " * contract accepts the arguments. docs/aot.md. */\n#include \"%s.h\"\n",
+          p, list, p);
+  for (int i = 0; i < n; i++)
+    fprintf(fp, "#include \"%s.h\"\n", pre[i]);
+  fputs("\n#include <stdio.h>\n#include <string.h>\n\n"
+        "#if defined(__cplusplus) && __cplusplus >= 201103L\n#define TK_TLS thread_local\n"
+        "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"
+        "#define TK_TLS _Thread_local\n#elif defined(__GNUC__)\n#define TK_TLS __thread\n"
+        "#else\n#define TK_TLS\n#endif\n\nstatic TK_TLS char tk_msg[1024];\n\n"
+        "static void tk_note(const char *name, const char *why) {\n"
+        "  size_t used = strlen(tk_msg);\n"
+        "  snprintf(tk_msg + used, sizeof tk_msg - used, \"%s%s: %s\",\n"
+        "           used && tk_msg[used - 1] != ' ' ? \"; \" : \"\", name, why);\n}\n",
+        fp);
+  fprintf(fp, "\ntilec_result %s_load(void) {\n  tilec_result r;\n  tk_msg[0] = 0;\n", p);
+  for (int i = 0; i < n; i++)
+    fprintf(fp, "  if ((r = %s_load()) != TILEC_OK) {\n    tk_note(\"%s\", %s_error());\n"
+                "    return r;\n  }\n",
+            pre[i], pre[i], pre[i]);
+  fprintf(fp, "  return TILEC_OK;\n}\n\nvoid %s_unload(void) {\n", p);
+  for (int i = 0; i < n; i++)
+    fprintf(fp, "  %s_unload();\n", pre[i]);
+  fprintf(fp, "}\n\nconst char *%s_error(void) { return tk_msg; }\n", p);
+  /* The choice: first specialization whose check passes. When every one rejects the arguments
+   * as invalid (NULL, dtype), that is the caller's error, not a missing specialization. */
+  fprintf(fp, "\n/* Index of the first specialization that accepts the arguments, or -1. */\n"
+              "static int tk_choose(%s%stilec_result *why) {\n"
+              "  int all_invalid = 1;\n  tilec_result r;\n"
+              "  snprintf(tk_msg, sizeof tk_msg, \"no specialization of %s fits: \");\n",
+          k[0].nargs ? params : "", k[0].nargs ? ", " : "", p);
+  for (int i = 0; i < n; i++)
+    fprintf(fp, "  if ((r = %s_check(%s)) == TILEC_OK)\n    return %d;\n"
+                "  all_invalid &= r == TILEC_ERROR_INVALID_ARGUMENT;\n"
+                "  tk_note(\"%s\", %s_error());\n",
+            pre[i], call, i, pre[i], pre[i]);
+  fprintf(fp, "  *why = all_invalid ? TILEC_ERROR_INVALID_ARGUMENT : TILEC_ERROR_NO_MATCH;\n"
+              "  return -1;\n}\n");
+  fprintf(fp, "\ntilec_result %s_check(%s) {\n  tilec_result why = TILEC_OK;\n"
+              "  return tk_choose(%s%swhy) >= 0 ? TILEC_OK : why;\n}\n",
+          p, cparams, call, k[0].nargs ? ", &" : "&");
+  fprintf(fp, "\ntilec_result %s_launch(struct CUstream_st *stream%s%s) {\n"
+              "  tilec_result r = TILEC_OK;\n  switch (tk_choose(%s%sr)) {\n",
+          p, k[0].nargs ? ", " : "", k[0].nargs ? params : "", call, k[0].nargs ? ", &" : "&");
+  for (int i = 0; i < n; i++)
+    fprintf(fp, "  case %d:\n    tk_msg[0] = 0;\n    r = %s_launch(stream%s%s);\n"
+                "    if (r != TILEC_OK)\n      tk_note(\"%s\", %s_error());\n    return r;\n",
+            i, pre[i], k[0].nargs ? ", " : "", call, pre[i], pre[i]);
+  fputs("  default:\n    return r;\n  }\n}\n", fp);
+  return buf_commit(a, &c, arena_printf(a, "%s.c", base), d);
+}

@@ -1,0 +1,426 @@
+/* test_sema.c — semantic rules: types, constants, shapes, placement, parameters, launch, budget.
+ * Each rule is exercised by a program that must pass and one that must fail with its message. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "ast.h"
+
+typedef struct Checked {
+  Arena *a;
+  AstProgram *prog;
+  Diag d;
+  SourceFile src;
+  char *out;
+  size_t outlen;
+  FILE *mem;
+  bool ok;
+} Checked;
+
+static void check_defs(Checked *c, const char *text, const Define *defs, int ndefs, GpuArch arch) {
+  memset(c, 0, sizeof *c);
+  c->a = arena_new();
+  c->src = (SourceFile){"t.tile", text, strlen(text)};
+  c->mem = open_memstream(&c->out, &c->outlen);
+  diag_init(&c->d, &c->src, c->mem);
+  c->prog = parse_program(c->a, &c->src, &c->d);
+  cr_assert_not_null(c->prog, "syntax error in test program");
+  c->ok = sema_check(c->a, c->prog, defs, ndefs, arch, &c->d);
+  fflush(c->mem);
+}
+
+static void check(Checked *c, const char *text) { check_defs(c, text, NULL, 0, ARCH_SM90A); }
+
+static void done(Checked *c) {
+  fclose(c->mem);
+  free(c->out);
+  arena_free(c->a);
+}
+
+/* A program that must fail with `msg` somewhere in its diagnostics. */
+static void expect_error(const char *text, const char *msg) {
+  Checked c;
+  check(&c, text);
+  cr_assert(!c.ok, "accepted: %s", text);
+  cr_assert(strstr(c.out, msg), "want '%s', got:\n%s", msg, c.out);
+  done(&c);
+}
+
+static void expect_ok(const char *text) {
+  Checked c;
+  check(&c, text);
+  cr_assert(c.ok, "rejected:\n%s\n%s", text, c.out);
+  done(&c);
+}
+
+#define K(body) "kernel k<B = 128, F = 0.5, ON = 1>(X: f32[N], H: f16[M, N], Y: out f32[N], s: f32, n: i32, Z: out f32[M, N])\n" \
+                "  grid (cdiv(N, B)) threads (128)\n{\n" body "}\n"
+
+static AstStmt *stmt_n(Checked *c, int n) {
+  AstStmt *s = c->prog->kernels->body->body;
+  while (n-- > 0)
+    s = s->next;
+  return s;
+}
+
+Test(sema, examples_pass) {
+  const char *files[] = {"vadd", "softmax", "softmax_online", "rmsnorm", "layernorm", "add_rmsnorm",
+                         "gemm", "attention"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "dsl/examples/%s.tile", files[i]);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s (run from the repository root)", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    Checked c;
+    check(&c, text);
+    cr_assert(c.ok, "%s:\n%s", path, c.out);
+    cr_assert_eq(c.outlen, 0, "%s warned:\n%s", path, c.out);
+    done(&c);
+  }
+}
+
+Test(sema, literal_typing_and_folding) {
+  Checked c;
+  check(&c, K("  let a = X[0 : +B] * 2;\n  let b = B * 2 + 1;\n  let c = F * 4;\n  let d = 7 / 2;\n"
+              "  Y[0 : +B] = a + to_f32(b) + to_f32(d) + c;\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *a = stmt_n(&c, 0)->value;
+  cr_assert_eq(a->args[1]->ty.elem, TY_F32); /* the literal 2 took f32 */
+  cr_assert(a->args[1]->is_const);
+  AstDecl *b = stmt_n(&c, 1)->decl;
+  cr_assert(b->is_const);
+  cr_assert_eq(b->cval, 257);
+  cr_assert_eq(stmt_n(&c, 2)->decl->cval, 2.0);
+  cr_assert_eq(stmt_n(&c, 3)->decl->cval, 3); /* integer division truncates */
+  done(&c);
+}
+
+Test(sema, float_constant_never_becomes_int) {
+  expect_error(K("  let a = n + 0.5;\n  Y[a : +1] = 1.0;\n"), "float constant 0.5 cannot be used as i32");
+}
+
+Test(sema, elem_types_must_match) {
+  expect_error(K("  Y[0 : +B] = X[0 : +B] + to_f16(X[0 : +B]);\n"), "different element types");
+  expect_ok(K("  Y[0 : +B] = X[0 : +B] + to_f32(to_f16(X[0 : +B]));\n"));
+}
+
+Test(sema, broadcasting) {
+  Checked c;
+  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let r = sum(a, 1);\n  let d = a - r;\n"
+              "  let e = a * X[0 : +B];\n  Z[0 : +1, 0 : +B] = sum(d + e, 0);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *d = stmt_n(&c, 2)->value;
+  cr_assert_eq(d->ty.rank, 2);
+  cr_assert_eq(d->ty.dims[0], 4);
+  cr_assert_eq(d->ty.dims[1], 128);
+  cr_assert_eq(d->args[1]->ty.dims[1], 1);
+  cr_assert(tile_same_shape(&d->opnd_ty, &d->ty));
+  AstExpr *e = stmt_n(&c, 3)->value;
+  cr_assert_eq(e->args[1]->ty.rank, 1); /* rank grows by leading 1s */
+  cr_assert_eq(e->ty.rank, 2);
+  done(&c);
+  expect_error(K("  Y[0 : +B] = X[0 : +B] + X[0 : +64];\n"), "do not broadcast");
+}
+
+Test(sema, comparisons_give_bool) {
+  Checked c;
+  check(&c, K("  let m = X[0 : +B] < 1.0;\n  Y[0 : +B] = where(m, 1.0, 0.0);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *m = stmt_n(&c, 0)->value;
+  cr_assert_eq(m->ty.elem, TY_BOOL);
+  cr_assert_eq(m->opnd_ty.elem, TY_F32);
+  done(&c);
+  expect_error(K("  let a = true + false;\n"), "does not take bool operands");
+  expect_error(K("  let a = s && true;\n"), "must be bool");
+  expect_error(K("  let a = s % 2.0;\n"), "'%' needs i32 operands");
+}
+
+Test(sema, dot_and_trans) {
+  Checked c;
+  check(&c, K("  reg a: f16[16, 32] = 0;\n  reg b: f16[64, 32] = 0;\n  let d = dot(a, trans(b));\n"
+              "  Y[0 : +16] = sum(d, 1);\n"));
+  cr_assert(!c.ok); /* sum(d, 1) is f32[16, 1]: does not broadcast to f32[16] */
+  done(&c);
+  check(&c, K("  reg a: f16[16, 32] = 0;\n  reg b: f16[64, 32] = 0;\n  let d = dot(a, trans(b));\n"
+              "  Z[0 : +1, 0 : +64] = sum(d, 0);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *d = stmt_n(&c, 2)->value;
+  cr_assert_eq(d->ty.elem, TY_F32);
+  cr_assert_eq(d->ty.dims[0], 16);
+  cr_assert_eq(d->ty.dims[1], 64);
+  cr_assert_eq(d->args[1]->ty.dims[0], 32);
+  done(&c);
+  expect_error(K("  reg a: f16[16, 32] = 0;\n  let d = dot(a, a);\n"), "inner dimensions of 'dot' differ");
+  expect_error(K("  reg a: f16[16] = 0;\n  let d = dot(a, a);\n"), "'dot' needs 2-D tiles");
+  expect_error(K("  reg a: f16[16, 16] = 0;\n  reg b: f32[16, 16] = 0;\n  let d = dot(a, b);\n"),
+               "different element types");
+  expect_error(K("  reg a: f16[16] = 0;\n  let d = trans(a);\n"), "'trans' needs a 2-D tile");
+}
+
+Test(sema, slices) {
+  Checked c;
+  Define def = {"N", "128", {0}};
+  check_defs(&c, K("  let a = H[n, :];\n  let b = H[1, 0 : +B];\n  Y[:] = to_f32(a + b);\n"), &def, 1, ARCH_SM90A);
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *a = stmt_n(&c, 0)->value;
+  cr_assert_eq(a->ty.rank, 1);
+  cr_assert_eq(a->ty.dims[0], 128);
+  cr_assert_eq(a->ty.elem, TY_F16);
+  cr_assert_eq(a->items[0].kind, SLICE_INDEX);
+  cr_assert_eq(a->items[1].kind, SLICE_FULL);
+  cr_assert_eq(a->items[1].size, 128);
+  cr_assert(c.prog->kernels->dims[0].pinned); /* N, first seen on X */
+  done(&c);
+  expect_error(K("  let a = H[0 : +B];\n"), "has rank 2 but the slice has 1 index");
+  expect_error(K("  let a = X[0 : +N];\n"), "a slice size must be a compile-time constant");
+  expect_error(K("  let a = X[:];\n"), "':' takes the whole dimension 'N'");
+  expect_error(K("  let a = X[0 : +0];\n"), "a slice size must be between 1");
+  expect_error(K("  let a = s[0];\n"), "only tensor arguments can be sliced");
+  expect_error(K("  let a = X;\n"), "must be sliced to be read");
+}
+
+Test(sema, fill) {
+  Checked c;
+  check(&c, K("  Y[0 : +B] = fill(X[0 : +B], -inf);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *f = stmt_n(&c, 0)->value;
+  cr_assert_eq(f->builtin, BI_FILL);
+  cr_assert(isinf(f->args[1]->cval) && f->args[1]->cval < 0);
+  cr_assert_eq(f->args[1]->ty.elem, TY_F32);
+  done(&c);
+  expect_error(K("  Y[0 : +B] = fill(X[0 : +B], s);\n"), "fill value must be a compile-time");
+  expect_error(K("  Y[0 : +1] = fill(s, 0.0);\n"), "must be a tensor slice");
+}
+
+Test(sema, reductions) {
+  Checked c;
+  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = max(a, 0);\n  Z[0 : +1, 0 : +B] = m;\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstExpr *m = stmt_n(&c, 1)->value;
+  cr_assert_eq(m->axis, 0);
+  cr_assert_eq(m->ty.dims[0], 1);
+  cr_assert_eq(m->ty.dims[1], 128);
+  done(&c);
+  expect_error(K("  let a = X[0 : +B];\n  let m = sum(a, 1);\n"), "reduction axis 1 is out of range");
+  expect_error(K("  let a = X[0 : +B];\n  let m = max(a, a);\n"), "use maximum(a, b)");
+  expect_error(K("  let m = sum(s, 0);\n"), "its operand is a scalar");
+}
+
+Test(sema, index_tiles) {
+  Checked c;
+  check(&c, K("  let r = row_index(n, 8);\n  let q = col_index(0, B);\n  let z = r < q;\n"
+              "  Z[0 : +1, 0 : +B] = sum(where(z, 1.0, 0.0), 0);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(stmt_n(&c, 0)->value->ty.dims[0], 8);
+  cr_assert_eq(stmt_n(&c, 0)->value->ty.dims[1], 1);
+  cr_assert_eq(stmt_n(&c, 1)->value->ty.dims[0], 1);
+  cr_assert_eq(stmt_n(&c, 2)->value->ty.dims[0], 8);
+  cr_assert_eq(stmt_n(&c, 2)->value->ty.dims[1], 128);
+  done(&c);
+  expect_error(K("  let r = row_index(0, N);\n"), "size of an index tile must be a compile-time");
+}
+
+Test(sema, placement_rules) {
+  expect_error(K("  let a = 1.0;\n  a = 2.0;\n"), "it is a 'let' value");
+  expect_error(K("  B = 2;\n"), "cannot assign to parameter 'B'");
+  expect_error(K("  X[0 : +B] = X[0 : +B];\n"), "cannot store to 'X': it is not declared 'out'");
+  expect_ok(K("  reg a = X[0 : +B];\n  a = a * 2.0;\n  shared b = a;\n  b += 1.0;\n  Y[0 : +B] = b;\n"));
+  expect_error(K("  reg a: f16[B] = X[0 : +B];\n"), "variable 'a' holds f16");
+  expect_error(K("  Y[0 : +B] = to_f16(X[0 : +B]);\n"), "tensor 'Y' holds f32");
+  expect_error(K("  reg a: f32[2, B] = 0;\n  Y[0 : +B] = a;\n"), "cannot broadcast f32[2, 128] to f32[128]");
+}
+
+Test(sema, names) {
+  expect_error(K("  let a = bb;\n"), "undeclared name 'bb'");
+  expect_error(K("  let a = 1;\n  let a = 2;\n"), "redeclaration of 'a'");
+  expect_error(K("  let a = 1;\n  let a = 2;\n"), "note: previous declaration of 'a'");
+  expect_error(K("  let s = 1;\n"), "redeclaration of 's'");
+  expect_error(K("  let q = expp(1.0);\n"), "did you mean 'exp'?");
+  expect_error(K("  let a = block.w;\n"), "unknown block index");
+  expect_ok(K("  for i in 0 .. n { let t = i; Y[t : +1] = 1.0; }\n  for i in 0 .. n { Y[i : +1] = 2.0; }\n"));
+}
+
+Test(sema, control_flow) {
+  Checked c;
+  check(&c, K("  for i in 0 .. N step B pipeline 3 { Y[i : +B] = X[i : +B]; }\n"
+              "  if ON { Y[0 : +1] = 1.0; }\n  if n > 0 && ON == 1 {} else {}\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(stmt_n(&c, 0)->step_value, 128);
+  cr_assert_eq(stmt_n(&c, 0)->pipeline_value, 3);
+  cr_assert_eq(stmt_n(&c, 1)->value->ty.elem, TY_BOOL); /* int parameter as condition */
+  done(&c);
+  expect_error(K("  for i in 0 .. N step 0 {}\n"), "the loop step must be positive");
+  expect_error(K("  for i in 0 .. N step n {}\n"), "the loop step must be a compile-time constant");
+  expect_error(K("  for i in 0 .. s {}\n"), "the loop end must be a scalar i32");
+  expect_error(K("  for i in 0 .. N pipeline 9 {}\n"), "the pipeline depth must be between 1 and 8");
+  expect_error(K("  if s {}\n"), "an 'if' condition must be a scalar bool");
+  expect_error(K("  if X[0 : +B] > 0.0 {}\n"), "an 'if' condition must be a scalar bool, found bool[128]");
+  expect_error(K("  let a = s ? 1 : 2;\n"), "the condition of '?:' must be a scalar bool");
+}
+
+Test(sema, require) {
+  Checked c;
+  check(&c, K("  require N <= B * 4 && M > 0;\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.prog->kernels->nrequires, 1);
+  done(&c);
+  expect_error(K("  let a = 1;\n  require a > 0;\n"), "require expressions may only use dimensions and parameters");
+  expect_error(K("  for i in 0 .. N { require N > 0; }\n"), "only allowed at the top level");
+  expect_error(K("  require B < 0;\n"), "always false");
+  expect_error(K("  require N;\n"), "a requirement must be a scalar bool");
+}
+
+Test(sema, launch) {
+  expect_error("kernel k(X: f32[N]) grid (N) threads (100) {}", "multiple of 32");
+  expect_error("kernel k(X: f32[N]) grid (N) threads (2048) {}", "at most 1024");
+  expect_error("kernel k(X: f32[N]) grid (N) threads (N) {}", "the thread count must be a compile-time constant");
+  expect_error("kernel k(X: f32[N], n: i32) grid (n) threads (32) {}", "grid expressions may only use dimensions and parameters");
+  expect_error("kernel k(X: f32[N]) grid (block.x) threads (32) {}", "not block.x");
+  expect_error("kernel k(X: f32[N]) grid (exp(N)) threads (32) {}", "not allowed in grid expressions");
+  expect_ok("kernel k<W = 8>(X: f32[N, M]) grid (cdiv(N, 4), maximum(M, 1), 2) threads (W * 32) {}");
+}
+
+Test(sema, parameters_and_defines) {
+  Define defs[] = {{"B", "64", {0}}, {"F", "2.5", {0}}, {"M", "7", {0}}};
+  Checked c;
+  check_defs(&c, K("  let a = B;\n  Y[a : +1] = 1.0;\n"), defs, 3, ARCH_SM90A);
+  cr_assert(c.ok, "%s", c.out);
+  AstKernel *k = c.prog->kernels;
+  cr_assert_eq(k->params[0].value, 64);
+  cr_assert(k->params[0].overridden);
+  cr_assert_eq(k->params[1].value, 2.5);
+  cr_assert(k->params[1].is_float);
+  cr_assert(!k->params[2].is_float);
+  cr_assert_eq(k->ndims, 2);
+  cr_assert_str_eq(k->dims[1].name, "M");
+  cr_assert(k->dims[1].pinned);
+  cr_assert_eq(k->dims[1].value, 7);
+  cr_assert(!k->dims[0].pinned);
+  cr_assert_eq(stmt_n(&c, 0)->decl->cval, 64);
+  done(&c);
+
+  Define bad[] = {{"NOPE", "1", {0}}};
+  check_defs(&c, K(""), bad, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "no kernel has a parameter or dimension named 'NOPE' (kernel 'k' has parameters B, F, ON and dims N, M)"), "%s", c.out);
+  done(&c);
+  Define badv[] = {{"B", "x1", {0}}};
+  check_defs(&c, K(""), badv, 1, ARCH_SM90A);
+  cr_assert(strstr(c.out, "invalid value 'x1' for -D B"), "%s", c.out);
+  done(&c);
+  Define badf[] = {{"B", "1.5", {0}}};
+  check_defs(&c, K(""), badf, 1, ARCH_SM90A);
+  cr_assert(strstr(c.out, "is an integer"), "%s", c.out);
+  done(&c);
+}
+
+Test(sema, param_defaults_use_earlier_params) {
+  Define d = {"A", "10", {0}};
+  Checked c;
+  check_defs(&c, "kernel k<A = 4, C = (A * 2)>(Y: out f32[N]) grid (1) threads (32) { Y[0 : +C] = 1.0; }",
+             &d, 1, ARCH_SM90A);
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.prog->kernels->params[1].value, 20);
+  done(&c);
+}
+
+Test(sema, param_pins_dimension) {
+  Checked c;
+  check(&c, "kernel k<D = 64>(Q: f16[N, D], O: out f16[N, D]) grid (N) threads (32) { O[block.x, :] = Q[block.x, :]; }");
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert(c.prog->kernels->dims[1].pinned);
+  cr_assert_eq(c.prog->kernels->dims[1].value, 64);
+  done(&c);
+}
+
+Test(sema, shared_memory_budget) {
+  const char *prog = "kernel k<BM = 128>(A: f16[M, K], C: out f32[M, K]) grid (1) threads (128) {\n"
+                     "  shared a = A[0 : +BM, 0 : +256];\n  shared b = A[0 : +BM, 0 : +256];\n"
+                     "  C[0 : +BM, 0 : +256] = to_f32(a) + to_f32(b);\n}\n";
+  Checked c;
+  check_defs(&c, prog, NULL, 0, ARCH_SM90A); /* 128 KB fits in 227 KB */
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.prog->kernels->smem_bytes, 131072);
+  done(&c);
+  check_defs(&c, prog, NULL, 0, ARCH_SM86); /* not in 99 KB */
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "needs 131072 bytes of shared memory per block, more than the 101376 available on sm_86"), "%s", c.out);
+  cr_assert(strstr(c.out, "note: shared tile 'a' is f16[128, 256] = 65536 bytes"), "%s", c.out);
+  cr_assert(strstr(c.out, "note: shared tile 'b' is f16[128, 256] = 65536 bytes"), "%s", c.out);
+  done(&c);
+}
+
+Test(sema, online_softmax) {
+  Checked c;
+  check(&c, K("  reg acc: f32[4, 8] = 0;\n  online_softmax st(rows = 4, rescale = acc);\n"
+              "  let p = st.update(to_f32(H[0 : +4, 0 : +B]));\n  acc += sum(p, 1);\n"
+              "  Z[0 : +1, 0 : +8] = sum(st.finish(acc), 0) + sum(st.max + st.sum, 0);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  AstStmt *sm = stmt_n(&c, 1);
+  cr_assert_eq(sm->rows_value, 4);
+  cr_assert_eq(sm->nrescale, 1);
+  cr_assert_eq(sm->rescale[0], stmt_n(&c, 0)->decl);
+  cr_assert_eq(stmt_n(&c, 2)->value->ty.dims[1], 128);
+  done(&c);
+  expect_error(K("  let acc = X[0 : +B];\n  online_softmax st(rows = 1, rescale = acc);\n"),
+               "can only rescale 'reg' f32 tiles");
+  expect_error(K("  reg acc: f32[2, 8] = 0;\n  online_softmax st(rows = 4, rescale = acc);\n"),
+               "first dimension is rows = 4");
+  expect_error(K("  online_softmax st(rows = 2);\n  st.update(X[0 : +B]);\n"), "needs an f32[2, K] tile");
+  expect_error(K("  online_softmax st(rows = N);\n"), "'rows' must be a compile-time constant");
+  expect_error(K("  online_softmax st(rows = 1);\n  let a = st.mean;\n"), "has no member 'mean'");
+  expect_error(K("  online_softmax st(rows = 1);\n  let a = st;\n"), "not a value");
+}
+
+Test(sema, warnings) {
+  Checked c;
+  check(&c, K("  let a = 1;\n  exp(s);\n"));
+  cr_assert(c.ok); /* warnings only */
+  cr_assert(strstr(c.out, "warning: unused variable 'a'"), "%s", c.out);
+  cr_assert(strstr(c.out, "warning: expression result unused"), "%s", c.out);
+  cr_assert_eq(c.d.nwarnings, 2);
+  done(&c);
+}
+
+Test(sema, element_types) {
+  expect_error("kernel k(X: f64[N]) grid (1) threads (32) {}", "unknown element type 'f64'");
+  expect_error("kernel k(X: f8e4m3[N]) grid (1) threads (32) {}", "reserved for fp8");
+  expect_error("kernel k(x: out f32) grid (1) threads (32) {}", "only tensor arguments can be 'out'");
+  expect_ok("kernel k(A: bf16[N], B: i32[N], C: bool[N], D: out bf16[N]) grid (1) threads (32) {\n"
+            "  D[0 : +4] = where(C[0 : +4], A[0 : +4], to_bf16(B[0 : +4]));\n}\n");
+}
+
+Test(sema, casts_fold_and_round) {
+  Checked c;
+  check(&c, K("  let a = to_f16(0.1);\n  let b = to_i32(2.9);\n  Y[b : +1] = to_f32(a);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(stmt_n(&c, 0)->decl->ty.elem, TY_F16);
+  cr_assert_eq(stmt_n(&c, 0)->decl->cval, round_to_elem(TY_F16, 0.1));
+  cr_assert_eq(stmt_n(&c, 1)->decl->cval, 2);
+  done(&c);
+}
+
+Test(sema, constant_errors) {
+  expect_error(K("  let a = B / 0;\n"), "division by zero");
+  expect_error(K("  let a = 2147483647 + B;\n"), "integer overflow");
+}
+
+Test(sema, error_limit) {
+  char text[8192] = "kernel k() grid (1) threads (32) {\n";
+  for (int i = 0; i < 30; i++)
+    snprintf(text + strlen(text), sizeof text - strlen(text), "  let a%d = zz;\n", i);
+  strcat(text, "}\n");
+  Checked c;
+  check(&c, text);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "tilec: error: too many errors, stopping"));
+  int n = 0;
+  for (const char *p = c.out; (p = strstr(p, ": error: undeclared")); p++)
+    n++;
+  cr_assert_eq(n, DIAG_MAX_ERRORS);
+  done(&c);
+}
