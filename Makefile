@@ -105,6 +105,8 @@ $(B)/libtilert.so: $(RUNTIME_OBJ)
 
 -include tests/tests.mk
 -include bench/bench.mk
+-include tests/golden/golden.mk
+-include tests/fuzz/fuzz.mk
 
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include

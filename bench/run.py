@@ -62,8 +62,18 @@ def row_key(c, impl, variant):
     return f"{case_key(c)}|{impl}|{variant or ''}"
 
 
-def make_plan(quick=False, kernels=None, dtypes=None):
-    """The cases of DESIGN §6 (a subset with quick)."""
+def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
+    """The cases of DESIGN §6 (a subset with quick; toy sizes with smoke, for the CPU test)."""
+    if smoke:
+        toy = [
+            {"kernel": "vadd", "shape": {"N": 1 << 12}, "dtype": "f32", "causal": None},
+            {"kernel": "softmax", "shape": {"M": 64, "N": 1024}, "dtype": "f32", "causal": None},
+            {"kernel": "layernorm", "shape": {"M": 64, "N": 1024}, "dtype": "f32", "causal": None},
+            {"kernel": "add_rmsnorm", "shape": {"M": 64, "N": 1024}, "dtype": "bf16", "causal": None},
+            {"kernel": "gemm", "shape": {"M": 64, "N": 128, "K": 128}, "dtype": "f32", "causal": None},
+            {"kernel": "attention", "shape": {"B": 2, "H": 2, "N": 128, "D": 64}, "dtype": "f32", "causal": 1},
+        ]
+        return [c for c in toy if not kernels or c["kernel"] in kernels]
     plan = []
     dts = ["f16"] if quick else ["f16", "bf16"]
     if dtypes:
@@ -396,18 +406,27 @@ class Worker:
         self.j = journal
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 references must be fp32
         torch.backends.cudnn.allow_tf32 = False
-        torch.cuda.init()
-        self.dev = torch.device("cuda")
-        torch.empty(1, device=self.dev)  # primary context current before our runtime opens it
-        self.flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=self.dev)
+        self.smoke = a.smoke_cpu
+        if self.smoke:  # tests/check_bench.sh: the whole path on CPU torch, toy sizes, no GPU
+            self.dev = torch.device("cpu")
+            self.flush_buf = torch.empty(1 << 20, dtype=torch.uint8)
+        else:
+            torch.cuda.init()
+            self.dev = torch.device("cuda")
+            torch.empty(1, device=self.dev)  # primary context current before our runtime opens it
+            self.flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device=self.dev)
         self.tilert = self.tilert_err = None
         self.bl = self.bl_err = None
         try:
+            if self.smoke:
+                raise RuntimeError("smoke test on the CPU: no GPU")
             self.tilert = Tilert(LIBTILERT)
         except Exception as e:  # noqa: BLE001 — every failure becomes a row, never a stop
             self.tilert_err = f"{type(e).__name__}: {e}"
             log(f"worker: our runtime is unavailable ({self.tilert_err}); tilec rows will fail")
         try:
+            if self.smoke:
+                raise RuntimeError("smoke test on the CPU: no GPU")
             self.bl = Baselines(LIBBASELINES)
         except Exception as e:  # noqa: BLE001
             self.bl_err = f"{type(e).__name__}: {e}"
@@ -417,22 +436,30 @@ class Worker:
         self.flush_ms = None
 
     # ---------------------------------------------------------------- timing
+    def sync(self):
+        if not self.smoke:
+            self.torch.cuda.synchronize()
+
+    def event(self):
+        if self.smoke:
+            return HostEvent()
+        return self.torch.cuda.Event(enable_timing=True)
+
     def flush(self):
         self.flush_buf.zero_()  # 256 MB written: the 60 MiB L2 holds nothing of the inputs after
 
     def time_fn(self, fn, budget_s):
-        torch = self.torch
         fn()
-        torch.cuda.synchronize()
+        self.sync()
 
         def timed(n):
-            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            ev = [(self.event(), self.event()) for _ in range(n)]
             for s, e in ev:
                 self.flush()
                 s.record()
                 fn()
                 e.record()
-            torch.cuda.synchronize()
+            self.sync()
             return sorted(s.elapsed_time(e) for s, e in ev)
 
         est = timed(3)[1]
@@ -444,24 +471,33 @@ class Worker:
 
     # ---------------------------------------------------------------- ceilings
     def ceilings(self):
+        """Device copy GB/s (read + write) and cuBLAS GEMM 8192^3 TFLOP/s on random data; each one
+        that fails is None (its floors are then not computed) and the rows still run."""
         torch = self.torch
-        src = torch.randint(0, 255, (1 << 30,), dtype=torch.uint8, device=self.dev)
-        dst = torch.empty_like(src)
-        t = self.time_fn(lambda: dst.copy_(src), 0.4)
-        copy = 2 * src.numel() / (t["median_ms"] * 1e-3) / 1e9
-        del src, dst
-        out = {"copy_gbps": round(copy, 1)}
-        n = 8192
+        out = {"copy_gbps": None, "gemm_bf16_tflops": None, "gemm_f16_tflops": None, "errors": []}
+        try:
+            t = self.time_fn(self.flush, 0.1)
+            self.flush_ms = t["median_ms"]
+            out["flush_ms"] = round(self.flush_ms, 4)
+            src = torch.randint(0, 255, (1 << (20 if self.smoke else 30),), dtype=torch.uint8, device=self.dev)
+            dst = torch.empty_like(src)
+            t = self.time_fn(lambda: dst.copy_(src), 0.4)
+            out["copy_gbps"] = round(2 * src.numel() / (t["median_ms"] * 1e-3) / 1e9, 1)
+            del src, dst
+        except Exception as e:  # noqa: BLE001
+            out["errors"].append(f"copy: {type(e).__name__}: {e}")
+        n = 256 if self.smoke else 8192
         for name, dt in (("gemm_bf16_tflops", torch.bfloat16), ("gemm_f16_tflops", torch.float16)):
-            a = torch.randn(n, n, device=self.dev, dtype=dt)
-            b = torch.randn(n, n, device=self.dev, dtype=dt)
-            t = self.time_fn(lambda: torch.matmul(a, b), 0.5)
-            out[name] = round(2 * n ** 3 / (t["median_ms"] * 1e-3) / 1e12, 1)
-            del a, b
-        t = self.time_fn(self.flush, 0.1)
-        self.flush_ms = t["median_ms"]
-        out["flush_ms"] = round(self.flush_ms, 4)
-        torch.cuda.empty_cache()
+            try:
+                a = torch.randn(n, n, device=self.dev).to(dt)
+                b = torch.randn(n, n, device=self.dev).to(dt)
+                t = self.time_fn(lambda: torch.matmul(a, b), 0.5)
+                out[name] = round(2 * n ** 3 / (t["median_ms"] * 1e-3) / 1e12, 1)
+                del a, b
+            except Exception as e:  # noqa: BLE001
+                out["errors"].append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+        if not self.smoke:
+            torch.cuda.empty_cache()
         return out
 
     # ---------------------------------------------------------------- cases
@@ -569,7 +605,7 @@ class Worker:
         k, s, I, O = c["kernel"], c["shape"], ctx["inputs"], ctx["outs"]
         bdt = {"f16": 0, "bf16": 1}.get(c["dtype"])
         ptr = lambda t: t.data_ptr() if t is not None else None  # noqa: E731
-        stream = torch.cuda.current_stream().cuda_stream
+        stream = None if self.smoke else torch.cuda.current_stream().cuda_stream
         if impl == "tilec":
             if self.tilert is None:
                 raise RuntimeError(f"libtilert: {self.tilert_err}")
@@ -651,8 +687,12 @@ class Worker:
             t.fill_(float("nan"))
         for name, saved in ctx["inout"].items():
             ctx["inputs"][name].copy_(saved)
+        if os.environ.get("BENCH_FAULT_CRASH") and os.environ["BENCH_FAULT_CRASH"] in ctx["key"]:
+            os._exit(7)  # tests: a worker that dies in a row
+        if os.environ.get("BENCH_FAULT_HANG") and os.environ["BENCH_FAULT_HANG"] in ctx["key"]:
+            time.sleep(3600)  # tests: a row that never finishes
         outs = fn()
-        torch.cuda.synchronize()
+        self.sync()
         tol = TOL[c["dtype"]]
         m = {"rel_err": 0.0, "row_rel_err": 0.0, "max_abs_err": 0.0, "nonfinite": 0}
         why = []
@@ -689,6 +729,8 @@ class Worker:
         return not why, m, "; ".join(why)
 
     def context_alive(self):
+        if self.smoke:
+            return True
         try:
             self.torch.cuda.synchronize()
             self.torch.empty(1, device=self.dev).add_(1)
@@ -698,6 +740,7 @@ class Worker:
             return False
 
     def run_row(self, c, ctx, impl, variant, budget_s):
+        ctx["key"] = row_key(c, impl, variant)
         row = {"kernel": c["kernel"], "shape": c["shape"], "dtype": c["dtype"], "causal": c["causal"],
                "impl": impl, "variant": variant, "median_ms": None, "tflops": None, "gbps": None,
                "rel_err": None, "verified": False, "status": "error"}
@@ -726,7 +769,7 @@ class Worker:
 
     def run(self, plan, skip):
         torch = self.torch
-        info = device_info(torch)
+        info = {"gpu": "CPU smoke test", "driver": "none"} if self.smoke else device_info(torch)
         self.j.write({"event": "device", **info})
         if self.a.ceilings_file and os.path.exists(self.a.ceilings_file):
             ceil = json.load(open(self.a.ceilings_file))
@@ -736,9 +779,10 @@ class Worker:
             ceil = self.ceilings()
             self.j.write({"event": "ceilings", **ceil})
             if self.a.ceilings_file:
-                json.dump(ceil, open(self.a.ceilings_file, "w"))
+                with open(self.a.ceilings_file, "w") as f:
+                    json.dump(ceil, f)
             log(f"ceilings: copy {ceil['copy_gbps']} GB/s, bf16 GEMM {ceil['gemm_bf16_tflops']} TFLOP/s, "
-                f"fp16 GEMM {ceil['gemm_f16_tflops']} TFLOP/s")
+                f"fp16 GEMM {ceil['gemm_f16_tflops']} TFLOP/s {'; '.join(ceil['errors'])}")
         todo = []
         for c in plan:
             impls, _ = impls_for(c, self.configs)
@@ -781,8 +825,19 @@ class Worker:
                     log("worker: CUDA context lost; exiting so the parent restarts a fresh worker")
                     sys.exit(3)
             del ctx
-            torch.cuda.empty_cache()
+            if not self.smoke:
+                torch.cuda.empty_cache()
         return 0
+
+
+class HostEvent:
+    """torch.cuda.Event's two methods on the host clock (smoke test only)."""
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
 
 
 def ptxas_summary(variant):
@@ -818,7 +873,7 @@ def device_info(torch):
 
 
 def worker_main(a):
-    plan = make_plan(a.quick, a.kernels, a.dtypes)
+    plan = make_plan(a.quick, a.kernels, a.dtypes, a.smoke_cpu)
     skip = set()
     if a.skip_file and os.path.exists(a.skip_file):
         skip = set(x.strip() for x in open(a.skip_file) if x.strip())
@@ -923,6 +978,7 @@ def main():
     ap.add_argument("--min-reps", type=int, default=5)
     ap.add_argument("--max-reps", type=int, default=300)
     ap.add_argument("--abi", action="store_true", help="print the ctypes struct layout (for tests)")
+    ap.add_argument("--smoke-cpu", action="store_true", help=argparse.SUPPRESS)  # tests: CPU torch, toy sizes
     # worker-only
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--journal", help=argparse.SUPPRESS)
@@ -937,7 +993,7 @@ def main():
     if a.worker:
         return worker_main(a)
     configs = read_configs()
-    plan = make_plan(a.quick, a.kernels, a.dtypes)
+    plan = make_plan(a.quick, a.kernels, a.dtypes, a.smoke_cpu)
     if a.dry_run:
         return dry_run(plan, configs)
     return parent_main(a, plan, configs)
@@ -968,7 +1024,12 @@ def dry_run(plan, configs):
     return 0
 
 
+def _on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def parent_main(a, plan, configs):
+    signal.signal(signal.SIGTERM, _on_sigterm)
     started = datetime.datetime.now(datetime.timezone.utc)
     stamp = started.strftime("%Y%m%d-%H%M%S")
     t0 = time.time()
@@ -991,13 +1052,22 @@ def parent_main(a, plan, configs):
                "--row-budget", str(a.row_budget), "--min-reps", str(a.min_reps), "--max-reps", str(a.max_reps)]
         if a.quick:
             cmd.append("--quick")
+        if a.smoke_cpu:
+            cmd.append("--smoke-cpu")
         if a.kernels:
             cmd += ["--kernels", ",".join(a.kernels)]
         if a.dtypes:
             cmd += ["--dtypes", ",".join(a.dtypes)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-        reason = watch(proc, journal, deadline, a.row_timeout, a.out, plan, configs, started, stamp)
+        proc = subprocess.Popen(cmd, env=env)  # same session: whoever kills us reaches it too
+        try:
+            reason = watch(proc, journal, deadline, a.row_timeout, a.out, plan, configs, started, stamp)
+        except BaseException:  # SIGTERM (an outer `timeout`) or Ctrl-C: stop the worker, keep the rows
+            proc.kill()
+            proc.wait()
+            log("bench: interrupted; writing the rows measured so far")
+            finish(a, plan, configs, started, stamp, journal, t0)
+            raise
         rc = proc.returncode
         recs = read_journal(journal)
         done = {r["key"] for r in recs if r.get("event") == "row"}
@@ -1022,11 +1092,15 @@ def parent_main(a, plan, configs):
             break
         if not pending and rc != 3:
             break  # a failure outside the rows (import, ceilings) would just repeat
+    return finish(a, plan, configs, started, stamp, journal, t0)
+
+
+def finish(a, plan, configs, started, stamp, journal, t0):
     res = collect(journal, plan, configs, started)
     write_results(res, a.out, stamp)
-    for p in (skip_file, ceil_file):
-        if os.path.exists(p):
-            os.remove(p)
+    for p in (".skip", ".ceilings.json"):
+        if os.path.exists(os.path.join(a.out, p)):
+            os.remove(os.path.join(a.out, p))
     try:
         sys.path.insert(0, HERE)
         import chart
@@ -1064,10 +1138,7 @@ def watch(proc, journal, deadline, row_timeout, out, plan, configs, started, sta
         elif now > deadline + 15:
             why = "deadline"
         if why:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                proc.kill()
+            proc.kill()
             proc.wait()
             return why
         if now - last_write > 20:
@@ -1118,21 +1189,25 @@ def render_tables(res):
              f"cuBLAS GEMM 8192^3 bf16 {fmt(ce.get('gemm_bf16_tflops'), '.0f')} TFLOP/s, "
              f"fp16 {fmt(ce.get('gemm_f16_tflops'), '.0f')} TFLOP/s.", "",
              "`% floor` = roofline floor time / median time (100% = at the ceiling); `vs peer` = best peer's "
-             "median / this median (> 1: faster than the best library peer); ✗ = failed its check (not timed).", ""]
+             "median / this median (> 1: faster than the best library peer); `vs base` = the hand-written "
+             "baseline's median / this median; ✗ = failed its check (not timed).", ""]
     for kernel, cases in case_groups(res).items():
         lines += [f"## {kernel}", "",
-                  "| shape | dtype | impl | variant | median ms | TFLOP/s | GB/s | % floor | vs peer | rel err | ok |",
-                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|:-:|"]
+                  "| shape | dtype | impl | variant | median ms | TFLOP/s | GB/s | % floor | vs peer | vs base | rel err | ok |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|"]
         for (shape, dt), impls in cases.items():
             peer = [r for i, r in impls.items() if i in PEERS and r.get("verified") and r.get("median_ms")]
             best_peer = min((r["median_ms"] for r in peer), default=None)
+            base = impls.get("baseline")
+            base_ms = base.get("median_ms") if base and base.get("verified") else None
             for impl in sorted(impls, key=lambda i: IMPL_ORDER.index(i) if i in IMPL_ORDER else 99):
                 r = impls[impl]
                 ratio = best_peer / r["median_ms"] if best_peer and r.get("median_ms") else None
+                vb = base_ms / r["median_ms"] if base_ms and r.get("median_ms") and impl != "baseline" else None
                 ok = "✓" if r.get("verified") else "✗ " + (r.get("status") or "")
                 lines.append(f"| {shape} | {dt} | {impl} | {r.get('variant') or ''} | {fmt(r.get('median_ms'), '.4f')} | "
                              f"{fmt(r.get('tflops'), '.1f')} | {fmt(r.get('gbps'), '.0f')} | "
-                             f"{fmt(r.get('pct_floor'), '.0f')} | {fmt(ratio, '.2f')} | "
+                             f"{fmt(r.get('pct_floor'), '.0f')} | {fmt(ratio, '.2f')} | {fmt(vb, '.2f')} | "
                              f"{fmt(r.get('rel_err'), '.1e')} | {ok} |")
         lines.append("")
     bad = [r for r in res["rows"] if not r.get("verified")]

@@ -183,6 +183,7 @@ typedef struct AstExpr {
   SrcLoc name_loc;         /* CALL / METHOD / MEMBER / SLICE: the callee/base name */
   const char *field;       /* MEMBER / METHOD / BLOCK_ID: the name after '.' */
   SrcLoc field_loc;
+  int depth;               /* parser: length of the longest operator chain below (limit) */
 } AstExpr;
 
 /* ------------------------------------------------------------------ statements */

@@ -88,8 +88,19 @@ static void *grow_array(Arena *a, void *v, int n, int *cap, size_t elem) {
     (list).v[(list).n++] = (x);                                                 \
   } while (0)
 
-static AstExpr *mk_binary(Arena *a, AstOp op, AstExpr *l, AstExpr *r, SrcLoc loc) {
+/* Left-associative chains (1 + 1 + ... + 1) do not grow the parser stack, but they make the
+ * tree deep, and sema and the printers recurse over it: chains longer than this are an error. */
+enum { MAX_EXPR_DEPTH = 1000 };
+
+static AstExpr *mk_binary(Arena *a, AstOp op, AstExpr *l, AstExpr *r, SrcLoc loc, yyscan_t scanner) {
   AstExpr *e = ast_expr(a, AST_BINARY, loc);
+  e->depth = 1 + (l->depth > r->depth ? l->depth : r->depth);
+  if (e->depth == MAX_EXPR_DEPTH + 1) { /* reported once, where the chain crosses the limit */
+    ParseCtx *c = yyget_extra(scanner);
+    c->nerrors++;
+    diag_report(c->diag, DIAG_ERROR, loc, "expression too deeply nested (more than %d operators)",
+                MAX_EXPR_DEPTH);
+  }
   e->op = op;
   e->args = arena_alloc(a, 2 * sizeof *e->args);
   e->args[0] = l, e->args[1] = r;
@@ -405,19 +416,19 @@ expr
       $$->args[0] = $1; $$->args[1] = $3; $$->args[2] = $5;
       $$->nargs = 3;
     }
-  | expr OROR expr          { $$ = mk_binary(A, OP_OR, $1, $3, @$); }
-  | expr ANDAND expr        { $$ = mk_binary(A, OP_AND, $1, $3, @$); }
-  | expr EQ expr            { $$ = mk_binary(A, OP_EQ, $1, $3, @$); }
-  | expr NE expr            { $$ = mk_binary(A, OP_NE, $1, $3, @$); }
-  | expr '<' expr           { $$ = mk_binary(A, OP_LT, $1, $3, @$); }
-  | expr LE expr            { $$ = mk_binary(A, OP_LE, $1, $3, @$); }
-  | expr '>' expr           { $$ = mk_binary(A, OP_GT, $1, $3, @$); }
-  | expr GE expr            { $$ = mk_binary(A, OP_GE, $1, $3, @$); }
-  | expr '+' expr           { $$ = mk_binary(A, OP_ADD, $1, $3, @$); }
-  | expr '-' expr           { $$ = mk_binary(A, OP_SUB, $1, $3, @$); }
-  | expr '*' expr           { $$ = mk_binary(A, OP_MUL, $1, $3, @$); }
-  | expr '/' expr           { $$ = mk_binary(A, OP_DIV, $1, $3, @$); }
-  | expr '%' expr           { $$ = mk_binary(A, OP_REM, $1, $3, @$); }
+  | expr OROR expr          { $$ = mk_binary(A, OP_OR, $1, $3, @$, scanner); }
+  | expr ANDAND expr        { $$ = mk_binary(A, OP_AND, $1, $3, @$, scanner); }
+  | expr EQ expr            { $$ = mk_binary(A, OP_EQ, $1, $3, @$, scanner); }
+  | expr NE expr            { $$ = mk_binary(A, OP_NE, $1, $3, @$, scanner); }
+  | expr '<' expr           { $$ = mk_binary(A, OP_LT, $1, $3, @$, scanner); }
+  | expr LE expr            { $$ = mk_binary(A, OP_LE, $1, $3, @$, scanner); }
+  | expr '>' expr           { $$ = mk_binary(A, OP_GT, $1, $3, @$, scanner); }
+  | expr GE expr            { $$ = mk_binary(A, OP_GE, $1, $3, @$, scanner); }
+  | expr '+' expr           { $$ = mk_binary(A, OP_ADD, $1, $3, @$, scanner); }
+  | expr '-' expr           { $$ = mk_binary(A, OP_SUB, $1, $3, @$, scanner); }
+  | expr '*' expr           { $$ = mk_binary(A, OP_MUL, $1, $3, @$, scanner); }
+  | expr '/' expr           { $$ = mk_binary(A, OP_DIV, $1, $3, @$, scanner); }
+  | expr '%' expr           { $$ = mk_binary(A, OP_REM, $1, $3, @$, scanner); }
   | '-' expr %prec UNARY    { $$ = mk_unary(A, OP_NEG, $2, @$); }
   | '!' expr %prec UNARY    { $$ = mk_unary(A, OP_NOT, $2, @$); }
   ;

@@ -10,6 +10,17 @@ runner=$B/example_runner
 status=0
 echo "== correctness: every GPU case against the float64 reference"
 "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test.json" || status=1
+# stamp the results with the commit the build came from and the driver
+python3 - "$OUT/gpu_test.json" "$B/COMMIT" <<'PY' || true
+import json, subprocess, sys
+path, commit_file = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+try: d["commit"] = " ".join(open(commit_file).read().split())
+except OSError: d["commit"] = "unknown"
+try: d["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+except OSError: pass
+json.dump(d, open(path, "w"), indent=1)
+PY
 
 echo "== compute-sanitizer on a small ragged case per example"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

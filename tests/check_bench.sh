@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tests/check_bench.sh — what of the benchmark can be checked without a GPU (< 60 s):
+#   1. the hand-written CUDA baselines compile (nvcc, sm_90a) into build/bench/libbaselines.so,
+#      with no register spills on the paths the benchmark uses (skipped without nvcc);
+#   2. bench/run.py's ctypes mirrors of runtime/tilert.h have the C layout (gcc vs --abi);
+#   3. the baselines' C API answers a bad shape with an error, not a crash (ctypes, no GPU needed);
+#   4. `python3 bench/run.py --dry-run` lists the plan;
+#   5. bench/chart.py and the table code turn a fixture JSON into well-formed SVG and markdown;
+#   6. with a CPU torch (python3-torch), the whole driver runs on toy sizes, including recovery
+#      from a worker that crashes in a row and one that hangs (skipped without torch).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${B:-build}
+CUDA=${CUDA:-/usr/local/cuda}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "check_bench: FAIL: $*"; exit 1; }
+
+# 1. baselines
+if [ -x "$CUDA/bin/nvcc" ]; then
+  make --no-print-directory -s B="$B" "$B/bench/libbaselines.so" >/dev/null || fail "baselines do not build"
+  nm -D "$B/bench/libbaselines.so" >"$tmp/syms"
+  for f in vadd_f32 softmax rmsnorm layernorm add_rmsnorm gemm attention last_error; do
+    grep -q " T bl_$f\$" "$tmp/syms" || fail "bl_$f not exported"
+  done
+  # spills: the attention and GEMM kernels must keep everything in registers
+  for cu in attention gemm; do
+    "$CUDA/bin/nvcc" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ibench/baselines -Xptxas -v \
+      -c "bench/baselines/$cu.cu" -o "$tmp/$cu.o" 2>"$tmp/$cu.log" || fail "$cu.cu does not compile"
+    if grep -E "[1-9][0-9]* bytes spill stores" "$tmp/$cu.log"; then fail "$cu.cu spills registers"; fi
+  done
+  echo "check_bench: baselines build, no spills in attention/gemm"
+else
+  echo "check_bench: SKIP baselines (no nvcc at $CUDA/bin/nvcc)"
+fi
+
+# 2. ctypes layout == C layout
+${CC:-gcc} -std=c11 -Wall -Wextra -Werror -Iruntime bench/tools/abi.c -o "$tmp/abi"
+diff <("$tmp/abi") <(python3 bench/run.py --abi) || fail "ctypes mirrors in bench/run.py differ from runtime/tilert.h"
+echo "check_bench: ctypes layout matches runtime/tilert.h"
+
+# 3. the C API fails soft
+if [ -f "$B/bench/libbaselines.so" ]; then
+  python3 - "$B/bench/libbaselines.so" <<'PY' || fail "baseline API did not reject a bad shape"
+import sys, ctypes as C
+lib = C.CDLL(sys.argv[1]); lib.bl_last_error.restype = C.c_char_p
+lib.bl_softmax.argtypes = [C.c_int, C.c_void_p, C.c_void_p, C.c_int64, C.c_int64, C.c_void_p]
+lib.bl_gemm.argtypes = [C.c_int, C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p, C.c_int64, C.c_int64, C.c_int64, C.c_int, C.c_void_p]
+lib.bl_attention.argtypes = [C.c_int, C.c_void_p, C.c_void_p, C.c_void_p, C.c_void_p, C.c_int64, C.c_int64, C.c_int64, C.c_int64, C.c_float, C.c_int, C.c_void_p]
+assert lib.bl_softmax(0, None, None, 4, 7, None) == -1 and b"N % 8" in lib.bl_last_error()
+assert lib.bl_gemm(0, None, None, None, None, 16, 16, 40, 1, None) == -1 and b"K % 64" in lib.bl_last_error()
+assert lib.bl_attention(0, None, None, None, None, 1, 1, 64, 96, 0.1, 0, None) == -1 and b"64 or 128" in lib.bl_last_error()
+PY
+  echo "check_bench: baseline API rejects unsupported shapes"
+fi
+
+# 4. dry run
+python3 bench/run.py --dry-run >"$tmp/plan.txt" || fail "run.py --dry-run"
+grep -q "^rows: " "$tmp/plan.txt" || fail "dry run printed no row count"
+grep -q "attention|B=1,H=16,N=16384,D=128|bf16|1" "$tmp/plan.txt" || fail "plan lacks the 16k causal hdim-128 bf16 attention case"
+echo "check_bench: dry run: $(grep '^rows: ' "$tmp/plan.txt")"
+
+# 5. charts and tables from a fixture
+python3 bench/chart.py bench/fixtures/sample_results.json --out "$tmp/charts" >/dev/null
+python3 - "$tmp/charts" <<'PY' || fail "charts or tables"
+import json, sys, xml.dom.minidom as md
+sys.path.insert(0, "bench")
+import run
+for f in ("bars.svg", "roofline.svg"):
+    doc = md.parse(f"{sys.argv[1]}/{f}")
+    assert doc.documentElement.tagName == "svg"
+    assert len(doc.getElementsByTagName("rect")) > 5 or f == "roofline.svg"
+res = json.load(open("bench/fixtures/sample_results.json"))
+t = run.render_tables(res)
+assert "## attention" in t and "✗ failed-check" in t, t
+s = run.summary(res)
+assert "x0.30" in s, s
+PY
+echo "check_bench: charts and tables render"
+
+# 6. the driver end to end on CPU torch, with a crash and a hang injected
+PY3=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c "import torch" 2>/dev/null; then PY3=$p; break; fi
+done
+if [ -n "$PY3" ]; then
+  BENCH_FAULT_CRASH="softmax|M=64,N=1024|f32|0|torch" BENCH_FAULT_HANG="layernorm|M=64,N=1024|f32|0|torch" \
+    timeout 120 "$PY3" bench/run.py --smoke-cpu --out "$tmp/smoke" --budget 60 --row-timeout 6 >"$tmp/smoke.log" 2>&1 ||
+    { tail -20 "$tmp/smoke.log"; fail "smoke run"; }
+  "$PY3" - "$tmp/smoke" <<'PY' || { tail -30 "$tmp/smoke.log"; fail "smoke results"; }
+import json, sys, os
+d = sys.argv[1]
+for f in ("latest.json", "table.md", "bars.svg", "roofline.svg"):
+    assert os.path.exists(os.path.join(d, f)), f
+r = json.load(open(os.path.join(d, "latest.json")))
+st = {(x["kernel"], x["impl"]): x for x in r["rows"]}
+assert st[("softmax", "torch")]["status"] == "crashed" and not st[("softmax", "torch")]["verified"]
+assert st[("layernorm", "torch")]["status"] == "timeout"
+assert st[("vadd", "torch")]["verified"] and st[("vadd", "torch")]["median_ms"] > 0, st[("vadd", "torch")]
+assert st[("gemm", "cublas")]["verified"], st[("gemm", "cublas")]   # rows after the crash and the hang ran
+assert all(x["status"] != "not-run" for x in r["rows"]), [x for x in r["rows"] if x["status"] == "not-run"]
+assert r["ceilings"]["copy_gbps"] > 0
+for k in ("commit", "date", "gpu", "driver", "ceilings", "rows"):
+    assert k in r, k
+PY
+  echo "check_bench: CPU smoke run recovered from a crash and a hang ($PY3)"
+else
+  echo "check_bench: SKIP CPU smoke run (no torch for python3; apt-get install python3-torch)"
+fi
+echo "check_bench: all passed"

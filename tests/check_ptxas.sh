@@ -1,0 +1,80 @@
+#!/bin/bash
+# check_ptxas.sh — every dsl/examples/*.tile (default parameters, plus attention with -D D=128
+# -D CAUSAL=1) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
+# stores and loads. Registers and shared memory per kernel are logged. Then the golden feature
+# checks in tests/golden/ptx/<variant>.check run on the sm_90a PTX:
+#   CHECK: REGEX         a line matches (grep -E)
+#   CHECK-NOT: REGEX     no line matches
+#   CHECK-COUNT-N: REGEX at least N lines match
+# Without ptxas (no CUDA toolkit) the assembly step is skipped, the feature checks still run.
+set -u
+cd "$(dirname "$0")/.."
+B=${B:-build}
+TILEC="$B/tilec"
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+OUT="$B/ptx"
+GOLDEN=tests/golden/ptx
+[ -x "$TILEC" ] || { echo "check_ptxas: $TILEC not built" >&2; exit 1; }
+mkdir -p "$OUT"
+have_ptxas=1
+[ -x "$PTXAS" ] || { echo "check_ptxas: SKIP assembly ($PTXAS not found)"; have_ptxas=0; }
+
+# variant name | source | extra flags
+variants=()
+for src in dsl/examples/*.tile; do
+  variants+=("$(basename "$src" .tile)|$src|")
+done
+variants+=("attention_d128_causal|dsl/examples/attention.tile|-D D=128 -D CAUSAL=1")
+
+fail=0
+printf '%-24s %-7s %5s %7s  %s\n' kernel arch regs smem "ptxas"
+for v in "${variants[@]}"; do
+  IFS='|' read -r name src flags <<<"$v"
+  for arch in sm_80 sm_90a; do
+    ptx="$OUT/$name.$arch.ptx"
+    # shellcheck disable=SC2086
+    if ! "$TILEC" "$src" --emit=ptx --arch=$arch $flags -o "$ptx" 2>"$ptx.err"; then
+      echo "FAIL $name $arch: tilec --emit=ptx failed:"; sed 's/^/  /' "$ptx.err" | head -20
+      fail=1; continue
+    fi
+    rm -f "$ptx.err"
+    smem=$(sed -n 's|^// tilec: smem \([0-9]*\)$|\1|p' "$ptx")
+    [ "$have_ptxas" = 1 ] || continue
+    log=$("$PTXAS" -arch=$arch -v "$ptx" -o /dev/null 2>&1)
+    rc=$?
+    regs=$(sed -n 's/.*Used \([0-9]*\) registers.*/\1/p' <<<"$log" | head -1)
+    if [ $rc -ne 0 ]; then
+      echo "FAIL $name $arch: ptxas failed:"; sed 's/^/  /' <<<"$log" | head -20; fail=1; continue
+    fi
+    if ! grep -q "0 bytes spill stores, 0 bytes spill loads" <<<"$log"; then
+      echo "FAIL $name $arch: spills:"; grep -i spill <<<"$log" | sed 's/^/  /'; fail=1; continue
+    fi
+    printf '%-24s %-7s %5s %7s  %s\n' "$name" "$arch" "$regs" "$smem" ok
+  done
+done
+
+# Golden feature checks on the sm_90a PTX.
+nchecks=0
+for chk in "$GOLDEN"/*.check; do
+  [ -e "$chk" ] || continue
+  name=$(basename "$chk" .check)
+  ptx="$OUT/$name.sm_90a.ptx"
+  if [ ! -f "$ptx" ]; then echo "FAIL $name: no $ptx for $chk"; fail=1; continue; fi
+  while IFS= read -r line; do
+    case "$line" in
+      ''|'#'*) continue ;;
+      CHECK-NOT:*) re=${line#CHECK-NOT: }
+        if grep -qE -- "$re" "$ptx"; then echo "FAIL $name: found '$re' ($chk)"; fail=1; fi ;;
+      CHECK-COUNT-*) n=${line#CHECK-COUNT-}; n=${n%%:*}; re=${line#CHECK-COUNT-$n: }
+        got=$(grep -cE -- "$re" "$ptx")
+        if [ "$got" -lt "$n" ]; then echo "FAIL $name: '$re' on $got lines, want >= $n ($chk)"; fail=1; fi ;;
+      CHECK:*) re=${line#CHECK: }
+        if ! grep -qE -- "$re" "$ptx"; then echo "FAIL $name: no '$re' ($chk)"; fail=1; fi ;;
+      *) echo "FAIL $chk: bad line '$line'"; fail=1 ;;
+    esac
+    nchecks=$((nchecks + 1))
+  done <"$chk"
+done
+echo "check_ptxas: ${#variants[@]} kernels x 2 arches, $nchecks feature checks"
+[ $fail -eq 0 ] && echo "check_ptxas: all passed"
+exit $fail

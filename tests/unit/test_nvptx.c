@@ -1,0 +1,424 @@
+/* test_nvptx.c — hand-built TIR for each op family lowers to PTX for sm_80 and sm_90a; the PTX
+ * assembles with ptxas (when CUDA is installed) without spills; metadata and ABI as documented. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "tilec.h"
+
+static const char *PTXAS = "/usr/local/cuda/bin/ptxas";
+
+static SrcLoc at(int line) { return (SrcLoc){line, 1, line, 2}; }
+
+static TileType ty(ElemType e, int rank, int d0, int d1) {
+  TileType t = {.elem = e, .rank = rank};
+  t.dims[0] = d0, t.dims[1] = d1;
+  return t;
+}
+static TileType shared(TileType t) {
+  t.place = PLACE_SHARED;
+  return t;
+}
+
+/* ------------------------------------------------------ a tiny builder */
+
+typedef struct K {
+  Arena *a;
+  TirFunc *f;
+} K;
+
+static K kernel(const char *name, int threads) {
+  K k = {arena_new(), NULL};
+  k.f = tir_func_new(k.a, name, at(1));
+  k.f->threads = threads;
+  k.f->args = arena_alloc(k.a, 16 * sizeof(TirArg));
+  k.f->dims = arena_alloc(k.a, 8 * sizeof(TirDim));
+  return k;
+}
+
+static int dim(K *k, const char *name, bool pinned, int64_t v) {
+  k->f->dims[k->f->ndims] = (TirDim){name, pinned, v};
+  return k->f->ndims++;
+}
+
+static int tensor(K *k, const char *name, ElemType e, bool out, int rank, const int *dims) {
+  TirArg *a = &k->f->args[k->f->nargs];
+  *a = (TirArg){.name = name, .kind = ARG_TENSOR, .elem = e, .is_out = out, .rank = rank, .loc = at(1)};
+  for (int i = 0; i < rank; i++)
+    a->dims[i] = dims[i];
+  return k->f->nargs++;
+}
+
+static int scalar_arg(K *k, const char *name, ElemType e) {
+  k->f->args[k->f->nargs] = (TirArg){.name = name, .kind = ARG_SCALAR, .elem = e, .loc = at(1)};
+  return k->f->nargs++;
+}
+
+static int konst(K *k, TileType t, double v) {
+  TirInst *in = tir_emit(k->f, TIR_CONST, at(2));
+  in->dst = tir_new_reg(k->f, t, NULL);
+  in->imm = v;
+  return in->dst;
+}
+static int ci(K *k, int v) { return konst(k, ty(TY_I32, 0, 0, 0), v); }
+
+static int op(K *k, TirOp o, TileType t, int a, int b, int c) {
+  TirInst *in = tir_emit(k->f, o, at(3));
+  in->dst = tir_new_reg(k->f, t, NULL);
+  in->args[0] = a, in->args[1] = b, in->args[2] = c;
+  return in->dst;
+}
+static int op_into(K *k, TirOp o, int dst, int a, int b, int c) {
+  TirInst *in = tir_emit(k->f, o, at(3));
+  in->dst = dst;
+  in->args[0] = a, in->args[1] = b, in->args[2] = c;
+  return dst;
+}
+static int leaf(K *k, TirOp o, TileType t, int axis, int arg) {
+  TirInst *in = tir_emit(k->f, o, at(4));
+  in->dst = tir_new_reg(k->f, t, NULL);
+  in->axis = axis;
+  in->arg_index = arg;
+  return in->dst;
+}
+static int reduce(K *k, TirOp o, int src, int axis) {
+  TileType t = k->f->regs[src].type;
+  t.dims[axis] = 1;
+  t.place = PLACE_REG;
+  TirInst *in = tir_emit(k->f, o, at(5));
+  in->dst = tir_new_reg(k->f, t, NULL);
+  in->args[0] = src;
+  in->axis = axis;
+  return in->dst;
+}
+
+/* idx: per tensor dim, a start register and a size (0 = scalar index). */
+static int load(K *k, TileType t, int arg, double fill, const int *start, const int *size) {
+  TirInst *in = tir_emit(k->f, TIR_LOAD, at(6));
+  in->dst = tir_new_reg(k->f, t, NULL);
+  in->arg_index = arg;
+  in->imm = fill;
+  for (int d = 0; d < k->f->args[arg].rank; d++)
+    in->index[d] = (TirIndex){size[d] > 0, start[d], size[d] > 0 ? size[d] : 1};
+  return in->dst;
+}
+static void store(K *k, int val, int arg, const int *start, const int *size) {
+  TirInst *in = tir_emit(k->f, TIR_STORE, at(7));
+  in->args[0] = val;
+  in->arg_index = arg;
+  for (int d = 0; d < k->f->args[arg].rank; d++)
+    in->index[d] = (TirIndex){size[d] > 0, start[d], size[d] > 0 ? size[d] : 1};
+}
+static void marker(K *k, TirOp o, int dst, int a, int b, int c) {
+  TirInst *in = tir_emit(k->f, o, at(8));
+  in->dst = dst;
+  in->args[0] = a, in->args[1] = b, in->args[2] = c;
+}
+
+/* ------------------------------------------------------ compile + check */
+
+static char *errbuf;
+static size_t errlen;
+
+static char *compile(K *k, GpuArch arch, bool llvm, int *smem, bool expect_ok) {
+  FILE *m = open_memstream(&errbuf, &errlen);
+  Diag d;
+  diag_init(&d, NULL, m);
+  cr_assert(tir_verify(k->f, &d, "test"), "hand-built TIR is invalid");
+  NvptxOptions o = {.arch = arch, .opt_level = 3, .dump_llvm = llvm};
+  char *out = nvptx_compile(k->f, &o, &d, smem);
+  fclose(m);
+  if (expect_ok)
+    cr_assert(out, "nvptx_compile failed: %s", errbuf);
+  return out;
+}
+
+/* Assembles with ptxas when present; fails on errors and on any spill. */
+static void ptxas_ok(const char *ptx, GpuArch arch) {
+  if (access(PTXAS, X_OK) != 0)
+    return;
+  char path[] = "/tmp/tilec_test_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(ptx, f);
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s -arch=%s -v %s -o /dev/null 2>&1", PTXAS, arch_name(arch), path);
+  FILE *p = popen(cmd, "r");
+  char line[512], all[8192] = "";
+  while (fgets(line, sizeof line, p))
+    if (strlen(all) + strlen(line) < sizeof all - 1)
+      strcat(all, line);
+  int rc = pclose(p);
+  unlink(path);
+  cr_assert_eq(rc, 0, "ptxas failed:\n%s", all);
+  cr_assert(strstr(all, "0 bytes spill stores, 0 bytes spill loads"), "spills:\n%s", all);
+}
+
+static void both_arches(K *k, const char **must, int nmust) {
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int i = 0; i < 2; i++) {
+    int smem = -1;
+    char *ptx = compile(k, arches[i], false, &smem, true);
+    if (getenv("TILEC_TEST_DUMP")) { /* debugging aid: keep the PTX */
+      char path[256];
+      snprintf(path, sizeof path, "%s/%s.%s.ptx", getenv("TILEC_TEST_DUMP"), k->f->name, arch_name(arches[i]));
+      FILE *o = fopen(path, "w");
+      if (o) {
+        fputs(ptx, o);
+        fclose(o);
+      }
+    }
+    cr_assert(strstr(ptx, arch_name(arches[i])));
+    char entry[128];
+    snprintf(entry, sizeof entry, ".entry %s(", k->f->name);
+    cr_assert(strstr(ptx, entry), "no %s in PTX", entry);
+    cr_assert_not(strstr(ptx, ".local"), "local memory (unpromoted tile registers)");
+    for (int j = 0; j < nmust; j++)
+      cr_assert(strstr(ptx, must[j]), "PTX for %s lacks \"%s\"", arch_name(arches[i]), must[j]);
+    ptxas_ok(ptx, arches[i]);
+  }
+}
+
+/* ------------------------------------------------------------ kernels */
+
+Test(nvptx, vadd_abi_meta_and_vectors) {
+  K k = kernel("vadd", 128);
+  int N = dim(&k, "N", false, 0);
+  int X = tensor(&k, "X", TY_F32, false, 1, &N), Y = tensor(&k, "Y", TY_F32, false, 1, &N);
+  int Z = tensor(&k, "Z", TY_F32, true, 1, &N);
+  k.f->grid[0] = (TirExpr){"N 1024 cdiv", "cdiv(N, BLOCK)", at(1)};
+  k.f->nparams = 1;
+  k.f->params = arena_alloc(k.a, sizeof(TirParamValue));
+  k.f->params[0] = (TirParamValue){"BLOCK", false, 1024};
+  TileType v = ty(TY_F32, 1, 1024, 0);
+  int i0 = op(&k, TIR_MUL, ty(TY_I32, 0, 0, 0), leaf(&k, TIR_BLOCK_ID, ty(TY_I32, 0, 0, 0), 0, 0), ci(&k, 1024), -1);
+  int sz[1] = {1024}, st[1] = {i0};
+  int x = load(&k, v, X, 0, st, sz), y = load(&k, v, Y, 0, st, sz);
+  store(&k, op(&k, TIR_ADD, v, x, y, -1), Z, st, sz);
+  const char *must[] = {"ld.global.v4.b32", "st.global.v4", ".param .u64 vadd_param_0", ".param .u32 vadd_param_3"};
+  both_arches(&k, must, 4);
+  int smem = -1;
+  char *ptx = compile(&k, ARCH_SM90A, false, &smem, true);
+  cr_assert_eq(smem, 0);
+  cr_assert_not(strstr(ptx, "vadd_param_4"));
+  const char *head = "// tilec: kernel vadd\n// tilec: threads 128\n// tilec: smem 0\n// tilec: dim N\n"
+                     "// tilec: arg X tensor f32 in N\n// tilec: arg Y tensor f32 in N\n"
+                     "// tilec: arg Z tensor f32 out N\n// tilec: grid N 1024 cdiv | 1 | 1\n"
+                     "// tilec: param BLOCK = 1024\n";
+  cr_assert_eq(strncmp(ptx, head, strlen(head)), 0, "metadata header:\n%.400s", ptx);
+  char *ll = compile(&k, ARCH_SM80, true, &smem, true);
+  cr_assert(strstr(ll, "ptx_kernel"));
+  cr_assert(strstr(ll, "!\"kernel\""));
+  cr_assert(strstr(ll, "!\"maxntidx\", i32 128"));
+  arena_free(k.a);
+}
+
+/* Softmax over rows of a [4, 1000] tile: reductions over lanes and warps, exp, bcast. */
+Test(nvptx, softmax_rows_reduce_bcast) {
+  K k = kernel("softmax4", 256);
+  int dims[2] = {dim(&k, "M", false, 0), dim(&k, "N", true, 1000)};
+  int X = tensor(&k, "X", TY_BF16, false, 2, dims), Y = tensor(&k, "Y", TY_BF16, true, 2, dims);
+  TileType t16 = ty(TY_BF16, 2, 4, 1000), t32 = ty(TY_F32, 2, 4, 1000);
+  int r0 = op(&k, TIR_MUL, ty(TY_I32, 0, 0, 0), leaf(&k, TIR_BLOCK_ID, ty(TY_I32, 0, 0, 0), 0, 0), ci(&k, 4), -1);
+  int st[2] = {r0, ci(&k, 0)}, sz[2] = {4, 1000};
+  int x = op(&k, TIR_CVT, t32, load(&k, t16, X, -1.0 / 0.0, st, sz), -1, -1);
+  int mx = reduce(&k, TIR_REDUCE_MAX, x, 1);
+  int e = op(&k, TIR_EXP, t32, op(&k, TIR_SUB, t32, x, op(&k, TIR_BCAST, t32, mx, -1, -1), -1), -1, -1);
+  int s = reduce(&k, TIR_REDUCE_SUM, e, 1);
+  int y = op(&k, TIR_DIV, t32, e, op(&k, TIR_BCAST, t32, s, -1, -1), -1);
+  store(&k, op(&k, TIR_CVT, t16, y, -1, -1), Y, st, sz);
+  const char *must[] = {"shfl.sync.bfly", "ex2.approx.ftz.f32", "bar.sync", "ld.global.v4.b32", "cvt.rn.bf16.f32"};
+  both_arches(&k, must, 5);
+  arena_free(k.a);
+}
+
+/* Every element-wise op, casts among all types, iota, select, IF/ELSE, FOR. */
+Test(nvptx, elementwise_casts_control_flow) {
+  K k = kernel("ew", 64);
+  int N = dim(&k, "N", false, 0);
+  int X = tensor(&k, "X", TY_F16, false, 1, &N), I = tensor(&k, "I", TY_I32, true, 1, &N);
+  int Bo = tensor(&k, "Bo", TY_BOOL, true, 1, &N), F = tensor(&k, "F", TY_F32, true, 1, &N);
+  int al = scalar_arg(&k, "alpha", TY_F32), ni = scalar_arg(&k, "n", TY_I32);
+  TileType f = ty(TY_F32, 1, 100, 0), h = ty(TY_F16, 1, 100, 0), i = ty(TY_I32, 1, 100, 0), b = ty(TY_BOOL, 1, 100, 0);
+  TileType si = ty(TY_I32, 0, 0, 0), sf = ty(TY_F32, 0, 0, 0);
+  int st[1] = {ci(&k, 0)}, sz[1] = {100};
+  int x = op(&k, TIR_CVT, f, load(&k, h, X, 0, st, sz), -1, -1);
+  int alpha = op(&k, TIR_BCAST, f, leaf(&k, TIR_PARAM, sf, 0, al), -1, -1);
+  TirOp un[] = {TIR_NEG, TIR_ABS, TIR_EXP, TIR_EXP2, TIR_LOG, TIR_SQRT, TIR_RSQRT, TIR_TANH, TIR_ERF, TIR_SIGMOID};
+  int acc = x;
+  for (size_t u = 0; u < sizeof un / sizeof *un; u++)
+    acc = op(&k, TIR_ADD, f, acc, op(&k, un[u], f, x, -1, -1), -1);
+  TirOp bin[] = {TIR_SUB, TIR_MUL, TIR_DIV, TIR_MIN, TIR_MAX};
+  for (size_t u = 0; u < sizeof bin / sizeof *bin; u++)
+    acc = op(&k, bin[u], f, acc, alpha, -1);
+  int ix = op(&k, TIR_ADD, i, leaf(&k, TIR_IOTA, i, 0, 0), op(&k, TIR_CVT, i, acc, -1, -1), -1);
+  int nn = op(&k, TIR_BCAST, i, leaf(&k, TIR_PARAM, si, 0, ni), -1, -1);
+  TirOp ibin[] = {TIR_MIN, TIR_ADD, TIR_SUB, TIR_MUL, TIR_DIV, TIR_REM, TIR_MAX};
+  for (size_t u = 0; u < sizeof ibin / sizeof *ibin; u++)
+    ix = op(&k, ibin[u], i, ix, u == 6 ? leaf(&k, TIR_IOTA, i, 0, 0) : nn, -1);
+  ix = op(&k, TIR_ABS, i, op(&k, TIR_NEG, i, ix, -1, -1), -1, -1);
+  TirOp cmp[] = {TIR_LT, TIR_LE, TIR_GT, TIR_GE, TIR_EQ, TIR_NE};
+  int cond = op(&k, TIR_LT, b, x, alpha, -1);
+  for (size_t u = 0; u < sizeof cmp / sizeof *cmp; u++) {
+    cond = op(&k, TIR_AND, b, cond, op(&k, cmp[u], b, ix, nn, -1), -1);
+    cond = op(&k, TIR_OR, b, cond, op(&k, cmp[u], b, acc, x, -1), -1);
+  }
+  cond = op(&k, TIR_NOT, b, op(&k, TIR_NE, b, cond, op(&k, TIR_CVT, b, acc, -1, -1), -1), -1, -1);
+  int sel = op(&k, TIR_SELECT, f, cond, acc, op(&k, TIR_CVT, f, ix, -1, -1));
+  /* FOR with a loop-carried register, IF/ELSE on a run-time scalar. */
+  int r = tir_new_reg(k.f, f, "r");
+  op_into(&k, TIR_COPY, r, sel, -1, -1);
+  int iv = tir_new_reg(k.f, si, "j");
+  marker(&k, TIR_FOR, iv, ci(&k, 0), leaf(&k, TIR_PARAM, si, 0, ni), ci(&k, 2));
+  op_into(&k, TIR_ADD, r, r, op(&k, TIR_CVT, f, op(&k, TIR_BCAST, i, iv, -1, -1), -1, -1), -1);
+  marker(&k, TIR_ENDFOR, -1, -1, -1, -1);
+  int c = op(&k, TIR_GT, ty(TY_BOOL, 0, 0, 0), leaf(&k, TIR_PARAM, si, 0, ni), ci(&k, 3), -1);
+  marker(&k, TIR_IF, -1, c, -1, -1);
+  op_into(&k, TIR_MUL, r, r, alpha, -1);
+  marker(&k, TIR_ELSE, -1, -1, -1, -1);
+  op_into(&k, TIR_SUB, r, r, alpha, -1);
+  marker(&k, TIR_ENDIF, -1, -1, -1, -1);
+  store(&k, r, F, st, sz);
+  store(&k, ix, I, st, sz);
+  store(&k, op(&k, TIR_CVT, b, op(&k, TIR_CVT, h, r, -1, -1), -1, -1), Bo, st, sz);
+  const char *must[] = {"lg2.approx.ftz.f32", "sqrt.rn.f32", "rsqrt.approx", "div.rn.f32", "cvt.rzi.s32.f32",
+                        "rem.s32", "st.global.u8"};
+  both_arches(&k, must, 7);
+  arena_free(k.a);
+}
+
+/* GEMM shape: shared operand tiles loaded in a loop, dot via FMA, epilogue with a rank-1 bias. */
+Test(nvptx, gemm_shared_dot_loop) {
+  K k = kernel("gemm", 128);
+  int M = dim(&k, "M", false, 0), Kd = dim(&k, "K", false, 0), Nd = dim(&k, "N", false, 0);
+  int A = tensor(&k, "A", TY_F16, false, 2, (int[]){M, Kd}), B = tensor(&k, "B", TY_F16, false, 2, (int[]){Kd, Nd});
+  int bias = tensor(&k, "bias", TY_F16, false, 1, &Nd), C = tensor(&k, "C", TY_F16, true, 2, (int[]){M, Nd});
+  TileType si = ty(TY_I32, 0, 0, 0);
+  int m0 = op(&k, TIR_MUL, si, leaf(&k, TIR_BLOCK_ID, si, 1, 0), ci(&k, 64), -1);
+  int n0 = op(&k, TIR_MUL, si, leaf(&k, TIR_BLOCK_ID, si, 0, 0), ci(&k, 32), -1);
+  int acc = konst(&k, ty(TY_F32, 2, 64, 32), 0);
+  int kk = tir_new_reg(k.f, si, "k0");
+  marker(&k, TIR_FOR, kk, ci(&k, 0), leaf(&k, TIR_DIM, si, 0, Kd), ci(&k, 16));
+  int a = load(&k, shared(ty(TY_F16, 2, 64, 16)), A, 0, (int[]){m0, kk}, (int[]){64, 16});
+  int b = load(&k, shared(ty(TY_F16, 2, 16, 32)), B, 0, (int[]){kk, n0}, (int[]){16, 32});
+  op_into(&k, TIR_DOT, acc, a, b, acc);
+  marker(&k, TIR_ENDFOR, -1, -1, -1, -1);
+  TileType t = ty(TY_F32, 2, 64, 32);
+  int bv = op(&k, TIR_CVT, ty(TY_F32, 1, 32, 0), load(&k, ty(TY_F16, 1, 32, 0), bias, 0, &n0, (int[]){32}), -1, -1);
+  int y = op(&k, TIR_MAX, t, op(&k, TIR_ADD, t, acc, op(&k, TIR_BCAST, t, bv, -1, -1), -1), konst(&k, t, 0), -1);
+  store(&k, op(&k, TIR_CVT, ty(TY_F16, 2, 64, 32), y, -1, -1), C, (int[]){m0, n0}, (int[]){64, 32});
+  const char *must[] = {"fma.rn.f32", "bar.sync", ".extern .shared .align 16 .b8 tilec_smem[]", "st.shared"};
+  both_arches(&k, must, 4);
+  int smem = 0;
+  compile(&k, ARCH_SM90A, false, &smem, true);
+  /* a: 64 rows of (16 + 8) halves; b: 16 rows of (32 + 8) halves. */
+  cr_assert_eq(smem, 64 * 24 * 2 + 16 * 40 * 2);
+  arena_free(k.a);
+}
+
+/* Attention shape: a transposed shared tile read in place, a register operand staged for DOT,
+ * row statistics broadcast into a tile of another shape (layout conversion through shared). */
+Test(nvptx, attention_trans_view_and_conversions) {
+  K k = kernel("attn", 128);
+  int Nd = dim(&k, "N", false, 0), D = dim(&k, "D", true, 64);
+  int Q = tensor(&k, "Q", TY_F16, false, 2, (int[]){Nd, D}), Kt = tensor(&k, "K", TY_F16, false, 2, (int[]){Nd, D});
+  int O = tensor(&k, "O", TY_F32, true, 2, (int[]){Nd, D});
+  TileType si = ty(TY_I32, 0, 0, 0);
+  int z = ci(&k, 0);
+  int q = load(&k, shared(ty(TY_F16, 2, 64, 64)), Q, 0, (int[]){z, z}, (int[]){64, 64});
+  int kt = load(&k, shared(ty(TY_F16, 2, 32, 64)), Kt, 0, (int[]){z, z}, (int[]){32, 64});
+  int ktT = op(&k, TIR_TRANS, ty(TY_F16, 2, 64, 32), kt, -1, -1);
+  int s = op(&k, TIR_DOT, ty(TY_F32, 2, 64, 32), q, ktT, konst(&k, ty(TY_F32, 2, 64, 32), 0));
+  int mx = reduce(&k, TIR_REDUCE_MAX, s, 1); /* [64, 1] from [64, 32] */
+  int p16 = op(&k, TIR_CVT, ty(TY_F16, 2, 64, 32),
+               op(&k, TIR_EXP, ty(TY_F32, 2, 64, 32), op(&k, TIR_SUB, ty(TY_F32, 2, 64, 32), s,
+                                                          op(&k, TIR_BCAST, ty(TY_F32, 2, 64, 32), mx, -1, -1), -1),
+                  -1, -1),
+               -1, -1);
+  int v = load(&k, ty(TY_F16, 2, 32, 64), Kt, 0, (int[]){z, z}, (int[]){32, 64}); /* register operand */
+  int o = op(&k, TIR_DOT, ty(TY_F32, 2, 64, 64), p16, v, konst(&k, ty(TY_F32, 2, 64, 64), 0));
+  /* [64, 1] broadcast into [64, 64]: its layout is the [64, 32] parent's, so it converts. */
+  o = op(&k, TIR_MUL, ty(TY_F32, 2, 64, 64), o, op(&k, TIR_BCAST, ty(TY_F32, 2, 64, 64), mx, -1, -1), -1);
+  /* A reg -> reg transpose and a min reduction over i32 along axis 0. */
+  int tr = op(&k, TIR_TRANS, ty(TY_F32, 2, 64, 64), o, -1, -1);
+  int io = leaf(&k, TIR_IOTA, ty(TY_I32, 2, 64, 64), 0, 0);
+  int mn = reduce(&k, TIR_REDUCE_MIN, io, 0);
+  int add = op(&k, TIR_ADD, ty(TY_F32, 2, 64, 64), tr,
+               op(&k, TIR_CVT, ty(TY_F32, 2, 64, 64), op(&k, TIR_BCAST, ty(TY_I32, 2, 64, 64), mn, -1, -1), -1, -1), -1);
+  (void)si;
+  store(&k, add, O, (int[]){z, z}, (int[]){64, 64});
+  const char *must[] = {"fma.rn.f32", "shfl.sync.bfly", "bar.sync", "ld.shared"};
+  both_arches(&k, must, 4);
+  arena_free(k.a);
+}
+
+/* Scalar-indexed dims (rank drop), a rank-3 tensor, reduction along axis 0 across warps. */
+Test(nvptx, rank3_scalar_index_and_axis0) {
+  K k = kernel("colsum", 256);
+  int dims[3] = {dim(&k, "B", false, 0), dim(&k, "R", false, 0), dim(&k, "C", false, 0)};
+  int X = tensor(&k, "X", TY_F32, false, 3, dims), Y = tensor(&k, "Y", TY_F32, true, 2, (int[]){dims[0], dims[2]});
+  TileType si = ty(TY_I32, 0, 0, 0);
+  int b = leaf(&k, TIR_BLOCK_ID, si, 0, 0), z = ci(&k, 0);
+  int x = load(&k, ty(TY_F32, 2, 200, 48), X, 0, (int[]){b, z, z}, (int[]){0, 200, 48});
+  int s = reduce(&k, TIR_REDUCE_SUM, x, 0);
+  store(&k, s, Y, (int[]){b, z}, (int[]){1, 48});
+  const char *must[] = {"bar.sync", "ld.global"};
+  both_arches(&k, must, 2);
+  arena_free(k.a);
+}
+
+/* ------------------------------------------------------------ errors */
+
+Test(nvptx, rejects_too_much_shared_memory) {
+  K k = kernel("big", 128);
+  int N = dim(&k, "N", false, 0);
+  int X = tensor(&k, "X", TY_F32, false, 2, (int[]){N, N}), Y = tensor(&k, "Y", TY_F32, true, 2, (int[]){N, N});
+  int z = ci(&k, 0);
+  int a = load(&k, shared(ty(TY_F32, 2, 256, 256)), X, 0, (int[]){z, z}, (int[]){256, 256});
+  k.f->regs[a].name = "huge";
+  store(&k, a, Y, (int[]){z, z}, (int[]){256, 256});
+  int smem = 0;
+  cr_assert_null(compile(&k, ARCH_SM80, false, &smem, false));
+  cr_assert(strstr(errbuf, "shared memory"), "%s", errbuf);
+  cr_assert(strstr(errbuf, "huge"), "%s", errbuf);
+  free(errbuf);
+  arena_free(k.a);
+}
+
+Test(nvptx, rejects_bad_threads_and_scalar_types) {
+  K k = kernel("odd", 96);
+  int N = dim(&k, "N", false, 0);
+  tensor(&k, "X", TY_F32, true, 1, &N);
+  int smem;
+  cr_assert_null(compile(&k, ARCH_SM90, false, &smem, false));
+  cr_assert(strstr(errbuf, "power of two"), "%s", errbuf);
+  free(errbuf);
+  k.f->threads = 128;
+  scalar_arg(&k, "h", TY_F16);
+  cr_assert_null(compile(&k, ARCH_SM90, false, &smem, false));
+  cr_assert(strstr(errbuf, "f32 and i32 scalars"), "%s", errbuf);
+  free(errbuf);
+  arena_free(k.a);
+}
+
+Test(nvptx, every_arch_emits) {
+  for (int a = 0; a < ARCH_COUNT; a++) {
+    K k = kernel("empty", 32);
+    int N = dim(&k, "N", false, 0);
+    int X = tensor(&k, "X", TY_I32, true, 1, &N);
+    int z = ci(&k, 0);
+    store(&k, leaf(&k, TIR_IOTA, ty(TY_I32, 1, 32, 0), 0, 0), X, &z, (int[]){32});
+    int smem;
+    char *ptx = compile(&k, (GpuArch)a, false, &smem, true);
+    char want[32];
+    snprintf(want, sizeof want, ".target %s", arch_name((GpuArch)a));
+    cr_assert(strstr(ptx, want), "%s", want);
+    cr_assert(strstr(ptx, ".version 8.5"));
+    ptxas_ok(ptx, (GpuArch)a);
+    arena_free(k.a);
+  }
+}
