@@ -72,7 +72,7 @@ $(B)/compiler/lexer.c $(B)/compiler/lexer.h: compiler/lexer.l $(B)/compiler/pars
 	@mkdir -p $(@D)
 	flex --header-file=$(B)/compiler/lexer.h -o $(B)/compiler/lexer.c $<
 
-$(B)/compiler/parser.o $(B)/compiler/lexer.o: %.o: %.c $(B)/compiler/parser.h $(B)/compiler/lexer.h
+$(B)/compiler/parser.o $(B)/compiler/lexer.o: %.o: %.c compiler/*.h $(B)/compiler/parser.h $(B)/compiler/lexer.h
 	$(CC) $(CFLAGS_GEN) -c $< -o $@
 
 $(B)/compiler/%.o: compiler/%.c compiler/*.h $(B)/compiler/parser.h $(B)/compiler/lexer.h

@@ -14,6 +14,7 @@ rm -f "$ptx" "$err" "$rep" "$ptx.tmp"
 
 line=$(awk -v n="$name" '$1 == n' bench/configs.txt)
 if [ -z "$line" ]; then echo "gen_ptx: $name is not in bench/configs.txt" | tee "$err"; exit 0; fi
+set -f  # the MATCH field may be "*"
 set -- $line
 example=$2
 shift 3

@@ -232,9 +232,22 @@ static int dim_shift(const Layout *l, int d) {
   return s;
 }
 
-static LLVMValueRef flat_dim(Cg *g, const Layout *l, LLVMValueRef flat, int d) {
-  LLVMValueRef v = LLVMBuildLShr(g->b, flat, ci32(g, dim_shift(l, d)), "");
-  return LLVMBuildAnd(g->b, v, ci32(g, l->shape[d] - 1), "");
+/* Bits [shift, shift + log2(mask + 1)) of register r's flat coordinate, as (lane/warp part) op
+ * (constant part): per dimension the parts are computed apart, so registers that share a row
+ * share the very same LLVM value (GVN merges them; one shared load per row in DOT). */
+static LLVMValueRef elem_bits(Cg *g, const Layout *l, LLVMValueRef lw, int r, int shift, uint32_t mask) {
+  uint32_t c = (layout_apply_kind(l, LAY_REG, (uint32_t)r) >> shift) & mask;
+  uint32_t lwb = (lw_bits(l) >> shift) & mask;
+  LLVMValueRef v = LLVMBuildLShr(g->b, lw, ci32(g, shift), "");
+  if (mask != 0xffffffffu)
+    v = LLVMBuildAnd(g->b, v, ci32(g, (int64_t)mask), "");
+  if (!c)
+    return v;
+  return (c & lwb) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
+}
+
+static LLVMValueRef elem_dim(Cg *g, const Layout *l, LLVMValueRef lw, int r, int d) {
+  return elem_bits(g, l, lw, r, dim_shift(l, d), (uint32_t)l->shape[d] - 1);
 }
 
 /* Threads that hold replicas (zero lane/warp bases set) must not write: i1 "I write", or NULL. */
@@ -282,16 +295,17 @@ static LLVMValueRef tile_base(Cg *g, const Tile *t) {
   return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
 }
 
-/* Element offset of flat coordinate `flat` in a buffer of the layout's padded shape with rows of
+/* Element offset of register r's element in a buffer of the layout's padded shape with rows of
  * `pitch` elements. */
-static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef flat, int pitch) {
+static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, int pitch) {
   if (l->rank == 0)
     return ci32(g, 0);
   int32_t inner = l->shape[l->rank - 1];
-  if (pitch == inner)
-    return flat;
-  LLVMValueRef row = LLVMBuildLShr(g->b, flat, ci32(g, layout_log2((uint32_t)inner)), "");
-  LLVMValueRef col = LLVMBuildAnd(g->b, flat, ci32(g, inner - 1), "");
+  int sh = layout_log2((uint32_t)inner);
+  LLVMValueRef col = elem_bits(g, l, lw, r, 0, (uint32_t)inner - 1);
+  if (l->rank == 1)
+    return col;
+  LLVMValueRef row = elem_bits(g, l, lw, r, sh, 0xffffffffu);
   return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), col, "");
 }
 
@@ -310,7 +324,7 @@ static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int
   int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
   for (int r = 0; r < n; r += ch) {
-    LLVMValueRef idx = buf_index(g, l, elem_flat(g, l, lw, r), pitch);
+    LLVMValueRef idx = buf_index(g, l, lw, r, pitch);
     LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
     if (ch == 1) {
       LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, vals[r]), p), (unsigned)eb);
@@ -330,7 +344,7 @@ static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int 
   int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
   for (int r = 0; r < n; r += ch) {
-    LLVMValueRef idx = buf_index(g, l, elem_flat(g, l, lw, r), pitch);
+    LLVMValueRef idx = buf_index(g, l, lw, r, pitch);
     LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
     if (ch == 1) {
       LLVMValueRef v = LLVMBuildLoad2(g->b, mt, p, "");
@@ -372,8 +386,7 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
     Tile *s = &g->tiles[t->view_of];
     LLVMValueRef base = tile_base(g, s), lw = layout_lw(g, t->lay);
     for (int k = 0; k < t->n; k++) {
-      LLVMValueRef flat = elem_flat(g, t->lay, lw, k);
-      LLVMValueRef i = flat_dim(g, t->lay, flat, 0), j = flat_dim(g, t->lay, flat, 1);
+      LLVMValueRef i = elem_dim(g, t->lay, lw, k, 0), j = elem_dim(g, t->lay, lw, k, 1);
       LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, j, ci32(g, s->pitch), ""), i, "");
       LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, elem_bytes(e)), ""));
       vals[k] = from_mem(g, e, LLVMBuildLoad2(g->b, mem_type(g, e), p, ""));
@@ -693,7 +706,7 @@ static void lower_leaf(Cg *g, const TirInst *in) {
   default: { /* IOTA */
     LLVMValueRef lw = layout_lw(g, L);
     for (int k = 0; k < n; k++)
-      out[k] = flat_dim(g, L, elem_flat(g, L, lw, k), in->axis);
+      out[k] = elem_dim(g, L, lw, k, in->axis);
     break;
   }
   }
@@ -747,7 +760,7 @@ static void lower_reduce(Cg *g, const TirInst *in) {
   if (logical < L->shape[a]) {
     LLVMValueRef lw = layout_lw(g, L);
     for (int k = 0; k < n; k++) {
-      LLVMValueRef c = flat_dim(g, L, elem_flat(g, L, lw, k), a);
+      LLVMValueRef c = elem_dim(g, L, lw, k, a);
       LLVMValueRef ok = LLVMBuildICmp(g->b, LLVMIntULT, c, ci32(g, logical), "");
       v[k] = LLVMBuildSelect(g->b, ok, v[k], identity(g, in->op, e), "");
     }
@@ -886,8 +899,7 @@ static void lower_dot(Cg *g, const TirInst *in) {
   LLVMPositionBuilderAtEnd(g->b, body);
   LLVMValueRef lw = layout_lw(g, L);
   for (int r = 0; r < n; r++) {
-    LLVMValueRef flat = elem_flat(g, L, lw, r);
-    LLVMValueRef m = flat_dim(g, L, flat, 0), j = flat_dim(g, L, flat, 1);
+    LLVMValueRef m = elem_dim(g, L, lw, r, 0), j = elem_dim(g, L, lw, r, 1);
     LLVMValueRef x = view_load(g, &va, m, k), y = view_load(g, &vb, k, j);
     LLVMValueRef idx = ci32(g, r);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->f32, acc, &idx, 1, "");
@@ -946,14 +958,13 @@ static void access_init(Cg *g, const TirInst *in, Access *ac) {
  * last dim all in bounds). */
 static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
                         LLVMValueRef lw, int r, int len, LLVMValueRef *off, LLVMValueRef *ok) {
-  LLVMValueRef flat = elem_flat(g, L, lw, r);
   *off = ac->base;
   *ok = ac->scalar_ok;
   for (int d = 0; d < ac->arg->rank; d++) {
     int j = ac->tile_dim[d];
     if (j < 0)
       continue;
-    LLVMValueRef t = flat_dim(g, L, flat, j);
+    LLVMValueRef t = elem_dim(g, L, lw, r, j);
     bool last = j == tt->rank - 1;
     int extra = last ? len - 1 : 0;
     /* Within the logical tile, and start + t (.. + extra) within the tensor. */
@@ -995,8 +1006,7 @@ static LLVMValueRef aligned(Cg *g, LLVMValueRef p, int bytes) {
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
  * memory attributes): it stays ordered with the kernel's own stores. */
-static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValueRef *out) {
-  int words = ch * elem_bytes(e) / 4;
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
   static const char *text[5] = {NULL, "ld.global.b32 $0, [$1];", "ld.global.v2.b32 {$0, $1}, [$2];", NULL,
                                 "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];"};
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
@@ -1007,21 +1017,102 @@ static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValue
                                      strlen(cons[words]), 1, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef addr = LLVMBuildPtrToInt(g->b, p, g->i64, "");
   LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
-  int k = 0;
-  for (int w = 0; w < words; w++) {
-    LLVMValueRef word = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
+  for (int w = 0; w < words; w++)
+    out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
+}
+
+static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValueRef *out) {
+  int words = ch * elem_bytes(e) / 4, k = 0;
+  LLVMValueRef w[4];
+  vec_load_words(g, p, words, w);
+  for (int i = 0; i < words; i++) {
     if (elem_bytes(e) == 2) {
-      LLVMValueRef v2 = LLVMBuildBitCast(g->b, word, LLVMVectorType(mem_type(g, e), 2), "");
+      LLVMValueRef v2 = LLVMBuildBitCast(g->b, w[i], LLVMVectorType(mem_type(g, e), 2), "");
       for (int j = 0; j < 2; j++)
         out[k++] = from_mem(g, e, LLVMBuildExtractElement(g->b, v2, ci32(g, j), ""));
     } else {
-      out[k++] = e == TY_F32 ? LLVMBuildBitCast(g->b, word, g->f32, "") : word;
+      out[k++] = e == TY_F32 ? LLVMBuildBitCast(g->b, w[i], g->f32, "") : w[i];
     }
   }
 }
 
+static LLVMValueRef const_mem(Cg *g, ElemType e, double v) {
+  v = round_to_elem(e, v);
+  if (e == TY_BOOL)
+    return LLVMConstInt(g->i8, v != 0, 0);
+  if (e == TY_I32)
+    return ci32(g, (int64_t)v);
+  return LLVMConstReal(mem_type(g, e), v);
+}
+
+/* LOAD into a shared tile: each chunk goes from global memory straight to shared memory in its
+ * memory type, so the tile never sits in registers (a [64, 128] f16 tile would take 64 of them). */
+static void lower_load_shared(Cg *g, const TirInst *in) {
+  int dst = in->dst;
+  Tile *t = &g->tiles[dst];
+  const TileType *tt = rtype(g, dst);
+  const Layout *L = t->lay;
+  ElemType e = tt->elem;
+  int n = t->n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), fill = const_mem(g, e, in->imm);
+  LLVMTypeRef mt = mem_type(g, e);
+  if (g->dirty)
+    barrier(g);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r += ch) {
+    LLVMValueRef sidx = buf_index(g, L, lw, r, t->pitch);
+    LLVMValueRef sp = smem_at(g, base, LLVMBuildMul(g->b, sidx, ci32(g, eb), ""));
+    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
+    if (ch > 1) {
+      LLVMValueRef off, ok;
+      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
+      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
+      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
+      int words = ch * eb / 4;
+      LLVMValueRef w[4], ev[16];
+      vec_load_words(g, p, words, w);
+      (void)ev;
+      LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)words));
+      for (int j = 0; j < words; j++)
+        vec = LLVMBuildInsertElement(g->b, vec, w[j], ci32(g, j), "");
+      LLVMSetAlignment(LLVMBuildStore(g->b, words == 1 ? w[0] : vec, sp), (unsigned)(ch * eb));
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    }
+    for (int j = 0; j < ch; j++) {
+      LLVMValueRef off, ok;
+      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
+      LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+      LLVMBuildCondBr(g->b, ok, then, join);
+      LLVMPositionBuilderAtEnd(g->b, then);
+      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
+      LLVMSetAlignment(v, (unsigned)eb);
+      LLVMBuildBr(g->b, join);
+      LLVMPositionBuilderAtEnd(g->b, join);
+      LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
+      LLVMValueRef vals[2] = {fill, v};
+      LLVMBasicBlockRef blocks[2] = {from, then};
+      LLVMAddIncoming(phi, vals, blocks, 2);
+      LLVMValueRef o = ci32(g, j * eb);
+      LLVMSetAlignment(LLVMBuildStore(g->b, phi, LLVMBuildInBoundsGEP2(g->b, g->i8, sp, &o, 1, "")), (unsigned)eb);
+    }
+    if (ch > 1) {
+      LLVMBuildBr(g->b, bb[2]);
+      LLVMPositionBuilderAtEnd(g->b, bb[2]);
+    }
+  }
+  end_if(g, wj);
+  barrier(g);
+}
+
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
+  if (g->tiles[dst].shared) {
+    lower_load_shared(g, in);
+    return;
+  }
   const TileType *tt = rtype(g, dst);
   const Layout *L = g->tiles[dst].lay;
   ElemType e = tt->elem;

@@ -65,6 +65,10 @@ static const struct {
 static tilert_status fetch(GetProcFn get, const char *name, void **slot, int version) {
   CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   CUresult r = get(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
+  if (r == CUDA_ERROR_STUB_LIBRARY)
+    return tilert__err(TILERT_ERROR_NO_DRIVER,
+                       "cuGetProcAddress: CUDA_ERROR_STUB_LIBRARY: this is the CUDA toolkit's "
+                       "stub library, not a driver");
   if (r != CUDA_SUCCESS || q != CU_GET_PROC_ADDRESS_SUCCESS || !*slot)
     return tilert__err(TILERT_ERROR_NO_DRIVER,
                        "cuGetProcAddress(%s, %d) failed (CUresult %d, query result %d): the "

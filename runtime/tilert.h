@@ -126,7 +126,9 @@ tilert_status tilert_parse_kernel_info(const char *text, tilert_kernel_info *out
  * also what tilert_parse_kernel_info gives); TILERT_ERROR_NOT_FOUND lists the names present. */
 tilert_status tilert_parse_kernel_info_named(const char *text, const char *name,
                                              tilert_kernel_info *out);
-/* Evaluates an RPN expression with the given dim values (by index into info->dims). */
+/* Evaluates an RPN expression with the given dim values (by index into info->dims).
+ * TILERT_ERROR_BAD_METADATA for a malformed expression; TILERT_ERROR_SHAPE for a division by
+ * zero or an overflow (they depend on the shapes), never a crash. */
 tilert_status tilert_eval_expr(const tilert_kernel_info *info, const char *rpn,
                                const int64_t *dim_values, int64_t *result);
 /* Checks args against the contract, binds every dim, evaluates grid and requirements.
@@ -149,6 +151,8 @@ typedef struct tilert_cpu_launch {
   int64_t grid[3];
 } tilert_cpu_launch;
 /* Returns 0 on success; non-zero with a message in err on a fault. */
+/* Returns 0 on success; nonzero after writing a message to err, which tilert_launch reports as
+ * TILERT_ERROR_EXECUTION. Called after tilert_bind has checked the arguments. */
 typedef int (*tilert_cpu_fn)(void *ctx, const tilert_cpu_launch *launch, char *err, size_t errlen);
 tilert_status tilert_kernel_create_cpu(tilert_device *dev, const char *metadata,
                                        tilert_cpu_fn fn, void *ctx, tilert_kernel **out);

@@ -73,6 +73,10 @@ if [ -x "$B/tilec" ] && "$B/tilec" dsl/examples/vadd.tile --emit=c --arch=sm_80 
   rm -f "$W"/examples/probe.*
   compile_all "$W/examples"
   echo "check_aot: $n examples through tilec --emit=c compile with gcc, g++ and cuda.h"
+  # The docs/aot.md program builds with its one gcc line (it runs in make gpu-test).
+  gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$W/examples" -I"$CUDA/include" tests/aot/demo_main.c \
+    "$W/examples/vadd.c" "$W/examples/softmax.c" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+    -o "$W/demo"
 else
   echo "check_aot: note: tilec --emit=c not available yet ($(head -c 200 "$W/probe.err" 2>/dev/null)); examples skipped"
 fi
