@@ -117,6 +117,29 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
   return out_close(&out, ok, d) ? 0 : 1;
 }
 
+/* --emit=c: NAME.h + NAME.c with the PTX of every --arch embedded (emit_c.c). A file of several
+ * kernels gives NAME_<kernel>.{h,c} for each. */
+static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
+  const char *base = o->output ? o->output : default_output(a, o->input, "");
+  if (!strcmp(base, "-")) {
+    diag_plain(d, DIAG_ERROR, "--emit=c writes two files (NAME.h, NAME.c): give -o NAME, not -");
+    return 1;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *ptx[ARCH_COUNT];
+    for (int j = 0; j < o->narchs; j++) {
+      NvptxOptions no = {.arch = o->archs[j], .opt_level = o->opt_level};
+      int smem = 0;
+      if (!(ptx[j] = nvptx_compile(funcs[i], &no, d, &smem)))
+        return 1;
+    }
+    const char *name = n == 1 ? base : arena_printf(a, "%s_%s", base, funcs[i]->name);
+    if (!emit_c_files(a, name, funcs[i], ptx, o->archs, o->narchs, o->cubin, d))
+      return 1;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------ tilec run */
 
 /* --shape M=4,N=1000,eps=1e-5: binds dims and scalar arguments by name. */
@@ -308,8 +331,7 @@ int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
   case EMIT_PTX:
     return emit_llvm_or_ptx(a, funcs, n, o, d);
   case EMIT_C:
-    diag_plain(d, DIAG_ERROR, "--emit=c is not available yet");
-    return 1;
+    return emit_c(a, funcs, n, o, d);
   default:
     return 0;
   }

@@ -23,6 +23,7 @@ enum { MAX_INPUT_BYTES = 64 << 20 };
 static const char usage_text[] =
     "usage: tilec FILE.tile [options]\n"
     "       tilec run FILE.tile [-D NAME=VALUE]... [--shape M=4,N=1000] [--seed N]\n"
+    "       tilec --link A.h B.h... -o NAME    one entry point over --emit=c specializations\n"
     "\n"
     "Compiles a .tile kernel file. With no --emit, writes PTX (FILE.ptx, or -o).\n"
     "\n"
@@ -302,6 +303,29 @@ static GpuArch tightest_arch(const TilecOptions *o) {
   return best;
 }
 
+/* tilec --link A.h B.h ... -o NAME (docs/aot.md): the headers come from --emit=c runs. */
+static int link_main(Arena *a, Diag *d, int argc, char **argv) {
+  const char **headers = arena_alloc(a, sizeof *headers * (size_t)argc);
+  const char *out = NULL;
+  int n = 0;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "-o")) {
+      if (i + 1 >= argc)
+        return usage_error(d, "'%s' needs a value", "-o");
+      out = argv[++i];
+    } else if (argv[i][0] == '-') {
+      return usage_error(d, "unknown option '%s' for --link", argv[i]);
+    } else {
+      headers[n++] = argv[i];
+    }
+  }
+  if (n == 0)
+    return usage_error(d, "%s", "--link needs the headers written by --emit=c");
+  if (!out || !strcmp(out, "-"))
+    return usage_error(d, "%s", "--link needs -o NAME (it writes NAME.h and NAME.c)");
+  return emit_c_link(a, out, headers, n, d) ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   Arena *a = arena_new();
   Diag d;
@@ -315,6 +339,11 @@ int main(int argc, char **argv) {
     fputs(usage_text, stderr);
     arena_free(a);
     return 1;
+  }
+  if (!strcmp(argv[1], "--link")) {
+    int lrc = link_main(a, &d, argc, argv);
+    arena_free(a);
+    return lrc;
   }
   int rc = parse_args(&c, a, &d, argc, argv, &exit_now);
   if (rc || exit_now) {

@@ -6,7 +6,9 @@
 #   3. the baselines' C API answers a bad shape with an error, not a crash (ctypes, no GPU needed);
 #   4. `python3 bench/run.py --dry-run` lists the plan;
 #   5. bench/chart.py and the table code turn a fixture JSON into well-formed SVG and markdown;
-#   6. with a CPU torch (python3-torch), the whole driver runs on toy sizes, including recovery
+#   6. the GEMM / attention baselines' fragment and shared-memory index arithmetic, replayed with
+#      per-lane models of ldmatrix and mma.sync, matches numpy (skipped without numpy);
+#   7. with a CPU torch (python3-torch), the whole driver runs on toy sizes, including recovery
 #      from a worker that crashes in a row and one that hangs (skipped without torch).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +80,20 @@ assert "x0.30" in s, s
 PY
 echo "check_bench: charts and tables render"
 
-# 6. the driver end to end on CPU torch, with a crash and a hang injected
+# 6. the baselines' ldmatrix / mma.sync fragment and shared-memory index arithmetic, replayed on
+#    the CPU against numpy (bench/tools/emulate_mma.py; skipped without numpy)
+NPY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c "import numpy" 2>/dev/null; then NPY=$p; break; fi
+done
+if [ -n "$NPY" ]; then
+  "$NPY" bench/tools/emulate_mma.py >"$tmp/emu.log" 2>&1 || { cat "$tmp/emu.log"; fail "mma emulation of the baselines"; }
+  echo "check_bench: GEMM and attention fragment arithmetic agrees with numpy (emulated)"
+else
+  echo "check_bench: SKIP mma emulation (no numpy)"
+fi
+
+# 7. the driver end to end on CPU torch, with a crash and a hang injected
 PY3=""
 for p in python3 /usr/bin/python3; do
   if "$p" -c "import torch" 2>/dev/null; then PY3=$p; break; fi

@@ -65,6 +65,9 @@ static const Case cases[] = {
     {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU},
     {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU},
     {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU},
+    {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL},
+    {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
+    {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -241,6 +244,8 @@ static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt
   else if (!strcmp(ex, "gemm"))
     ref_gemm(M, N, shape_value(c->shape, "K"), T("A")->vals, T("B")->vals, T("bias")->vals,
              (int)param_value(f, "ACT", 0), E("C"));
+  else if (!strcmp(ex, "cross_entropy"))
+    ref_cross_entropy(M, N, T("X")->vals, T("label")->vals, E("loss"));
   else if (!strcmp(ex, "attention"))
     ref_attention(shape_value(c->shape, "B"), shape_value(c->shape, "H"), N,
                   (int64_t)param_value(f, "D", 64), T("Q")->vals, T("K")->vals, T("V")->vals,

@@ -52,6 +52,9 @@ gpu-prep: all $(B)/example_runner
 	@mkdir -p $(B)/ptx
 	@$(B)/example_runner --suite=gpu --list | while read id file defs; do \
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
+	@mkdir -p $(B)/aot
+	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
+	$(B)/tilec dsl/examples/softmax.tile --emit=c --arch=sm_90a -o $(B)/aot/softmax
 	@git rev-parse HEAD > $(B)/COMMIT 2>/dev/null; git diff --quiet 2>/dev/null || echo dirty >> $(B)/COMMIT
 	@echo "gpu-prep: $$(ls $(B)/ptx/*.ptx | wc -l) PTX files in $(B)/ptx"
 

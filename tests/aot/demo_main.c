@@ -100,7 +100,7 @@ int main(void) {
   enum { ROWS = 4096, COLS = 1000 };
   uint16_t *h = (uint16_t *)malloc(ROWS * COLS * 2), *o = (uint16_t *)malloc(ROWS * COLS * 2);
   for (int i = 0; i < ROWS * COLS; i++)
-    h[i] = to_half((float)((i * 7919) % 1000) / 250.0f - 2.0f);
+    h[i] = to_half((float)(((long)i * 7919) % 1000) / 250.0f - 2.0f);
   CUdeviceptr dh, dout;
   CU(cuMemAlloc(&dh, ROWS * COLS * 2));
   CU(cuMemAlloc(&dout, ROWS * COLS * 2));

@@ -35,4 +35,8 @@ void ref_gemm(int64_t M, int64_t N, int64_t K, const double *a, const double *b,
 void ref_attention(int64_t B, int64_t H, int64_t N, int64_t D, const double *q, const double *k,
                    const double *v, double scale, int causal, double *o);
 
+/* loss[m] = logsumexp(x[m, :]) - x[m, label[m]], 0 where label[m] is outside [0, N);
+ * x: [M, N]; label, loss: [M] (labels are integers, passed as double) */
+void ref_cross_entropy(int64_t M, int64_t N, const double *x, const double *label, double *loss);
+
 #endif

@@ -18,6 +18,7 @@
 #include "../ref/ref.h"
 #include "../ref/add_rmsnorm.c"
 #include "../ref/attention.c"
+#include "../ref/cross_entropy.c"
 #include "../ref/gemm.c"
 #include "../ref/layernorm.c"
 #include "../ref/rmsnorm.c"
@@ -438,6 +439,37 @@ Test(examples, attention_d128) {
   run_attention(1, 2, 17, 128, 0);
   run_attention(1, 2, 130, 128, 1);
   run_attention(1, 1, 1, 128, 1);
+}
+
+/* Labels cover the whole row, its first and last column, and ignored rows (-100 and N: loss 0). */
+static void run_cross_entropy(int64_t M, int64_t N, const char **defs) {
+  Kernel k = compile("cross_entropy", defs);
+  Buf x = buf_random(TY_F16, M * N, -4, 4), label = buf_new(TY_I32, M), loss = buf_poisoned(TY_F32, M);
+  for (int64_t m = 0; m < M; m++) {
+    int64_t t = (int64_t)(urand() * (double)N);
+    if (m % 5 == 1) t = 0;
+    if (m % 5 == 2) t = N - 1;
+    if (m % 7 == 3) t = -100;
+    if (m % 7 == 5) t = N;
+    buf_set(&label, m, (double)t);
+  }
+  Launch l = {.tensors = {&x, &label, &loss}, .shapes = {{M, N}, {M}, {M}}};
+  launch(&k, &l);
+  double *ref = malloc(sizeof(double) * (size_t)M);
+  ref_cross_entropy(M, N, x.val, label.val, ref);
+  check_close("cross_entropy", &loss, ref);
+  free(ref), buf_free(&x), buf_free(&label), buf_free(&loss), kernel_free(&k);
+}
+
+Test(examples, cross_entropy) {
+  run_cross_entropy(4, 1000, NULL);
+  run_cross_entropy(3, 1, NULL);
+  run_cross_entropy(9, 17, NULL);
+  run_cross_entropy(8, 5000, NULL); /* three BN chunks, a ragged last one */
+  const char *small[] = {"BN=64", "WARPS=2", NULL};
+  run_cross_entropy(12, 1000, small);
+  const char *pinned[] = {"N=100", "BN=48", NULL}; /* a pinned dim, a non-power-of-two tile */
+  run_cross_entropy(5, 100, pinned);
 }
 
 /* Rows that see only -inf (masked by the kernel itself) come out 0, not NaN: the online-softmax
