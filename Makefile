@@ -86,7 +86,7 @@ $(NVPTX_OBJ): $(B)/compiler/%.o: compiler/%.c compiler/*.h
 $(B)/libtilec.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-# libtilec.a is linked whole: one object per stage, no stage may silently go missing.
+# libtilec.a is linked whole: every stage object is in, none can silently go missing.
 LINK_TILEC = -Wl,--whole-archive $(B)/libtilec.a -Wl,--no-whole-archive
 
 $(B)/tilec: $(MAIN_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
