@@ -116,6 +116,40 @@ Layout layout_blocked(int rank, const int32_t *shape, int threads, int vec) {
   return l;
 }
 
+/* Lowest bit of the flat coordinate not yet handed out, in dims from_dim, from_dim - 1, ..., 0
+ * (lowest bit first within a dim); marks it used. 0 when none is left. */
+static uint32_t take_bit(const Layout *l, uint32_t *used, int from_dim) {
+  for (int d = from_dim; d >= 0; d--)
+    for (int b = 0; (1 << b) < l->shape[d]; b++) {
+      uint32_t f = 1u << (dim_shift(l->rank, l->shape, d) + b);
+      if (!(*used & f)) {
+        *used |= f;
+        return f;
+      }
+    }
+  return 0;
+}
+
+Layout layout_blocked_rows(int rank, const int32_t *shape, int threads, int vec) {
+  if (rank < 2)
+    return layout_blocked(rank, shape, threads, vec);
+  Layout l = empty_layout(rank, shape, threads);
+  uint32_t used = 0, f;
+  while (vec > shape[rank - 1])
+    vec >>= 1;
+  for (int b = 0; (1 << b) < vec; b++)
+    l.basis[LAY_REG][l.nbits[LAY_REG]++] = take_bit(&l, &used, rank - 1);
+  for (int b = 0; b < l.nbits[LAY_LANE]; b++)
+    l.basis[LAY_LANE][b] = take_bit(&l, &used, rank - 1);
+  for (int b = 0; b < l.nbits[LAY_WARP]; b++) {
+    f = take_bit(&l, &used, rank - 2);
+    l.basis[LAY_WARP][b] = f ? f : take_bit(&l, &used, rank - 1);
+  }
+  while ((f = take_bit(&l, &used, rank - 1)) != 0)
+    l.basis[LAY_REG][l.nbits[LAY_REG]++] = f;
+  return l;
+}
+
 /* Fragment tables of the PTX ISA, mma.m16n8k16 (groupID = lane >> 2, tig = lane % 4):
  *   C/D f32: c_i at row groupID + 8 * (i >= 2), col 2 * tig + (i & 1).
  *   A f16:   a_i at row groupID + 8 * (i % 4 >= 2), col 2 * tig + (i & 1) + 8 * (i >= 4). */
@@ -145,6 +179,123 @@ Layout layout_mma_m16n8k16_a(void) {
   uint32_t lanes[5] = {rc(&l, 0, 2), rc(&l, 0, 4), rc(&l, 1, 0), rc(&l, 2, 0), rc(&l, 4, 0)};
   memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
   return l;
+}
+
+Layout layout_mma_m16n8k16_b(void) {
+  int32_t shape[2] = {16, 8};
+  Layout l = empty_layout(2, shape, 32);
+  l.nbits[LAY_REG] = 2;
+  l.basis[LAY_REG][0] = rc(&l, 1, 0);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  uint32_t lanes[5] = {rc(&l, 2, 0), rc(&l, 4, 0), rc(&l, 0, 1), rc(&l, 0, 2), rc(&l, 0, 4)};
+  memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
+  return l;
+}
+
+bool layout_mma_warps(int32_t M, int32_t N, int warps, int *wm, int *wn) {
+  if (M < 16 || N < 8 || warps < 1)
+    return false;
+  int m = 1;
+  while (m < warps && M / (m * 2) >= 16)
+    m *= 2;
+  int n = warps / m;
+  if (N / n < 8)
+    return false;
+  *wm = m;
+  *wn = n;
+  return true;
+}
+
+/* Appends register bases walking `dim` of a 2-D layout from `from` (a power of two) below `to`. */
+static void add_reg_run(Layout *l, int dim, int32_t from, int32_t to) {
+  for (int32_t v = from; v < to; v *= 2)
+    l->basis[LAY_REG][l->nbits[LAY_REG]++] = dim ? rc(l, 0, v) : rc(l, v, 0);
+}
+
+/* Warp bases: log2(wm) bits walking dim 0 by `mstep` (or replicas when mstep is 0), then
+ * log2(wn) bits walking dim 1 by `nstep` (or replicas). */
+static void set_warps(Layout *l, int wm, int32_t mstep, int wn, int32_t nstep) {
+  int k = 0;
+  for (int v = 1; v < wm; v *= 2)
+    l->basis[LAY_WARP][k++] = mstep ? rc(l, mstep * v, 0) : 0;
+  for (int v = 1; v < wn; v *= 2)
+    l->basis[LAY_WARP][k++] = nstep ? rc(l, 0, nstep * v) : 0;
+}
+
+Layout layout_mma_acc(int32_t M, int32_t N, int wm, int wn) {
+  int32_t shape[2] = {M, N};
+  Layout l = empty_layout(2, shape, 32 * wm * wn);
+  Layout f = layout_mma_m16n8k16_acc();
+  l.nbits[LAY_REG] = 2;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  add_reg_run(&l, 1, 8, N / wn);
+  add_reg_run(&l, 0, 16, M / wm);
+  for (int b = 0; b < LAYOUT_LANE_BITS; b++) {
+    int32_t c[2];
+    layout_coord(2, f.shape, f.basis[LAY_LANE][b], c);
+    l.basis[LAY_LANE][b] = rc(&l, c[0], c[1]);
+  }
+  set_warps(&l, wm, M / wm, wn, N / wn);
+  return l;
+}
+
+Layout layout_mma_operand_a(int32_t M, int32_t K, int wm, int wn) {
+  int32_t shape[2] = {M, K};
+  Layout l = empty_layout(2, shape, 32 * wm * wn);
+  l.nbits[LAY_REG] = 3;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  l.basis[LAY_REG][2] = rc(&l, 0, 8);
+  add_reg_run(&l, 1, 16, K);
+  add_reg_run(&l, 0, 16, M / wm);
+  uint32_t lanes[5] = {rc(&l, 0, 2), rc(&l, 0, 4), rc(&l, 1, 0), rc(&l, 2, 0), rc(&l, 4, 0)};
+  memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
+  set_warps(&l, wm, M / wm, wn, 0);
+  return l;
+}
+
+Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn) {
+  int32_t shape[2] = {K, N};
+  Layout l = empty_layout(2, shape, 32 * wm * wn);
+  l.nbits[LAY_REG] = 2;
+  l.basis[LAY_REG][0] = rc(&l, 1, 0);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  add_reg_run(&l, 1, 8, N / wn);
+  add_reg_run(&l, 0, 16, K);
+  uint32_t lanes[5] = {rc(&l, 2, 0), rc(&l, 4, 0), rc(&l, 0, 1), rc(&l, 0, 2), rc(&l, 0, 4)};
+  memcpy(l.basis[LAY_LANE], lanes, sizeof lanes);
+  set_warps(&l, wm, 0, wn, N / wn);
+  return l;
+}
+
+static bool mma_disabled(void) {
+  const char *e = getenv("TILEC_MMA");
+  return e && !strcmp(e, "0");
+}
+
+bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn) {
+  if (in->op != TIR_DOT || mma_disabled())
+    return false;
+  const TileType *a = &f->regs[in->args[0]].type, *b = &f->regs[in->args[1]].type;
+  const TileType *d = &f->regs[in->dst].type;
+  if (a->rank != 2 || b->rank != 2 || d->rank != 2 || d->place != PLACE_REG || d->elem != TY_F32)
+    return false;
+  if ((a->elem != TY_F16 && a->elem != TY_BF16) || b->elem != a->elem)
+    return false;
+  int32_t K = a->dims[1];
+  if (K < 16 || K % 16 || b->dims[0] != K)
+    return false;
+  return layout_mma_warps(layout_pow2_ceil(d->dims[0]), layout_pow2_ceil(d->dims[1]), f->threads / 32, wm,
+                          wn);
+}
+
+void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_BITS][2]) {
+  for (int b = 0; b < LAYOUT_LANE_BITS; b++) {
+    int lane = 1 << b, r = lane % 8, j = (lane / 8) % nmat;
+    base[b][0] = 8 * (j & 1) + (row_dim == 0 ? r : 0);
+    base[b][1] = 8 * (j >> 1) + (row_dim == 1 ? r : 0);
+  }
 }
 
 /* A linear map of flat coordinates from one padded shape to another, given per destination
@@ -326,6 +477,8 @@ typedef struct ShapeInfo {
   int32_t shape[TILE_MAX_RANK]; /* padded */
   int min_bytes;                /* smallest element among its tiles (bool ignored) */
   int parent;                   /* shape index it takes its layout from, or itself */
+  bool split;                   /* shared tiles of an mma result shape: their own (blocked) group */
+  int mma_wm, mma_wn;           /* a DOT result on tensor cores: its warp tiling (0: none) */
   Layout *layout;
 } ShapeInfo;
 
@@ -346,11 +499,43 @@ static uint32_t shape_numel(const ShapeInfo *s) {
   return n;
 }
 
-static int find_shape(ShapeInfo *v, int n, int rank, const int32_t *shape) {
+static int find_shape(ShapeInfo *v, int n, int rank, const int32_t *shape, bool split) {
   for (int i = 0; i < n; i++)
-    if (v[i].rank == rank && !memcmp(v[i].shape, shape, sizeof(int32_t) * (size_t)rank))
+    if (v[i].rank == rank && v[i].split == split &&
+        !memcmp(v[i].shape, shape, sizeof(int32_t) * (size_t)rank))
       return i;
   return -1;
+}
+
+/* The padded [M, N] of every DOT lowered to tensor cores, with its warp tiling. */
+typedef struct MmaShape {
+  int32_t shape[2];
+  int wm, wn;
+} MmaShape;
+
+static int collect_mma_shapes(const TirFunc *f, MmaShape *out) {
+  int n = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    int wm, wn;
+    if (!layout_dot_uses_mma(f, &f->insts[i], &wm, &wn))
+      continue;
+    const TileType *d = &f->regs[f->insts[i].dst].type;
+    int32_t s[2];
+    layout_pad_shape(2, d->dims, s);
+    bool seen = false;
+    for (int k = 0; k < n; k++)
+      seen |= out[k].shape[0] == s[0] && out[k].shape[1] == s[1];
+    if (!seen)
+      out[n++] = (MmaShape){{s[0], s[1]}, wm, wn};
+  }
+  return n;
+}
+
+static const MmaShape *find_mma(const MmaShape *m, int n, int rank, const int32_t *shape) {
+  for (int k = 0; k < n && rank == 2; k++)
+    if (m[k].shape[0] == shape[0] && m[k].shape[1] == shape[1])
+      return &m[k];
+  return NULL;
 }
 
 bool layout_assign(TirFunc *f, Diag *d) {
@@ -364,6 +549,8 @@ bool layout_assign(TirFunc *f, Diag *d) {
   ShapeInfo *v = arena_alloc(f->arena, sizeof *v * (size_t)(f->nregs + 1));
   int n = 0;
   int *of_reg = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
+  MmaShape *mma = arena_alloc(f->arena, sizeof *mma * (size_t)(f->ninsts + 1));
+  int nmma = collect_mma_shapes(f, mma);
   for (int r = 0; r < f->nregs; r++) {
     TileType *ty = &f->regs[r].type;
     int32_t padded[TILE_MAX_RANK] = {0};
@@ -376,22 +563,40 @@ bool layout_assign(TirFunc *f, Diag *d) {
                   "tile of %" PRId64 " elements is too large for the GPU backend", tile_numel(ty));
       return false;
     }
-    int i = find_shape(v, n, ty->rank, padded);
+    /* Shared tiles of an mma result shape keep a blocked layout: it only decides how they are
+     * filled from global memory (16-byte vectors), and DOT reads them with ldmatrix. */
+    const MmaShape *ms = find_mma(mma, nmma, ty->rank, padded);
+    bool split = ms && ty->place == PLACE_SHARED;
+    int i = find_shape(v, n, ty->rank, padded, split);
     if (i < 0) {
       i = n++;
       v[i].rank = ty->rank;
       memcpy(v[i].shape, padded, sizeof padded);
       v[i].min_bytes = 16;
+      v[i].split = split;
+      v[i].mma_wm = ms && !split ? ms->wm : 0;
+      v[i].mma_wn = ms && !split ? ms->wn : 0;
     }
     if (ty->elem != TY_BOOL && elem_bytes(ty->elem) < v[i].min_bytes)
       v[i].min_bytes = elem_bytes(ty->elem);
     of_reg[r] = i;
   }
+  /* Per shape: reduced along its last axis (bit 0), along another axis (bit 1). Shapes reduced
+   * only along rows get warps across rows (layout_blocked_rows): the reductions stay in warps. */
+  int *reduced = arena_alloc(f->arena, sizeof(int) * (size_t)(n + 1));
+  memset(reduced, 0, sizeof(int) * (size_t)(n + 1));
+  for (int k = 0; k < f->ninsts; k++) {
+    const TirInst *in = &f->insts[k];
+    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN)
+      reduced[of_reg[in->args[0]]] |= in->axis == v[of_reg[in->args[0]]].rank - 1 ? 1 : 2;
+  }
   /* Parent: the largest shape this one broadcasts into (a root, by transitivity). */
   for (int i = 0; i < n; i++) {
     v[i].parent = i;
+    if (v[i].split || v[i].mma_wm)
+      continue; /* roots */
     for (int j = 0; j < n; j++)
-      if (j != i && broadcasts_into(&v[i], &v[j]) &&
+      if (j != i && !v[j].split && broadcasts_into(&v[i], &v[j]) &&
           shape_numel(&v[j]) > shape_numel(&v[v[i].parent]))
         v[i].parent = j;
   }
@@ -404,7 +609,11 @@ bool layout_assign(TirFunc *f, Diag *d) {
     if (v[i].parent == i) {
       int bytes = v[i].min_bytes > 4 ? 4 : v[i].min_bytes;
       v[i].layout = arena_alloc(f->arena, sizeof(Layout));
-      *v[i].layout = layout_blocked(v[i].rank, v[i].shape, t, 16 / bytes);
+      if (v[i].mma_wm)
+        *v[i].layout = layout_mma_acc(v[i].shape[0], v[i].shape[1], v[i].mma_wm, v[i].mma_wn);
+      else
+        *v[i].layout = (reduced[i] == 1 ? layout_blocked_rows : layout_blocked)(v[i].rank, v[i].shape, t,
+                                                                                16 / bytes);
     }
   for (int i = 0; i < n; i++)
     if (v[i].parent != i) {

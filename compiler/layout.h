@@ -48,11 +48,46 @@ Layout layout_scalar(int threads);              /* rank 0: one register, replica
 /* Fastest dim contiguous per thread (vec elements, clamped to the dim), then lanes, then warps,
  * fastest dim first; the rest in registers. Threads beyond the tile hold replicas. */
 Layout layout_blocked(int rank, const int32_t *shape, int threads, int vec);
+/* The same, except that warps go across the outer dims first (then along the last dim when the
+ * outer dims are used up) and registers take the rest of the last dim: for tiles reduced along
+ * rows, a warp holds whole rows when there are as many rows as warps (shuffles only, no shared
+ * memory step). Equal to layout_blocked when the lanes already cover the last dim. */
+Layout layout_blocked_rows(int rank, const int32_t *shape, int threads, int vec);
 /* mma.sync m16n8k16 fragments of one warp (PTX ISA "Matrix Fragments for mma.m16n8k16"):
  * the f32 accumulator C/D (f32[16, 8], 4 registers) and the f16/bf16 operand A (f16[16, 16],
  * 8 halves). Larger tiles repeat them over warps and registers. */
 Layout layout_mma_m16n8k16_acc(void);
 Layout layout_mma_m16n8k16_a(void);
+/* Operand B of mma.m16n8k16 (f16/bf16[16, 8] as K x N, 4 halves): b_i at row (k)
+ * 2 * tig + (i & 1) + 8 * (i >= 2), col (n) groupID. */
+Layout layout_mma_m16n8k16_b(void);
+
+/* Tensor-core tiling of a dot's [M, N] result (padded dims) over `warps` warps: wm warps along M
+ * times wn along N, each warp a contiguous block of M/wm rows (a multiple of 16) and N/wn columns
+ * (a multiple of 8). M is preferred (row reductions then stay inside a warp, and the result can
+ * feed the next dot's operand A in registers). False when the tile is too small. */
+bool layout_mma_warps(int32_t M, int32_t N, int warps, int *wm, int *wn);
+/* Whole-tile mma layouts for that tiling (register order: the fragment's bits, then the n8 (or
+ * k16) tiles, then the m16 (or k16) tiles; warp bits: M first, then N; an operand's warp bits
+ * along the other output dim are replicas):
+ *   acc f32[M, N]: register r = i + 4 * (nt + NT * mt)     (i: c0..c3)
+ *   A   [M, K]:    register r = i + 8 * (kt + KT * mt)     (i: a0..a7)
+ *   B   [K, N]:    register r = i + 4 * (nt + NT * kt)     (i: b0..b3)
+ * Two adjacent n8 accumulator tiles hold exactly operand A's k16 tile (FlashAttention-2's
+ * register reuse): layout_mma_acc(M, N) equals layout_mma_operand_a(M, N) for the same warps. */
+Layout layout_mma_acc(int32_t M, int32_t N, int wm, int wn);
+Layout layout_mma_operand_a(int32_t M, int32_t K, int wm, int wn);
+Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn);
+/* Whether the backend lowers this DOT to mma.sync (f16/bf16 operands of one type, register f32
+ * result, padded M >= 16, N >= 8, logical K a multiple of 16, a warp tiling exists; not disabled
+ * by TILEC_MMA=0 in the environment); the warp tiling when it does. */
+bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn);
+/* ldmatrix.x4 (x2: nmat = 2) of a 16x16 operand block whose 8x8 matrix j has its origin at
+ * (8 * (j & 1), 8 * (j >> 1)) in operand coordinates (A: [m, k], B: [k, n]): lane l gives the
+ * address of row l % 8 of matrix l / 8. The operand coordinate it points at is linear in the
+ * lane bits: base[b] = the coordinate for lane 1 << b. row_dim: the operand dim along which the
+ * stored rows advance (0 when the operand is stored row-major, 1 when transposed). */
+void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_BITS][2]);
 
 /* The layout of a tile of `shape` that broadcasts into the parent's tile (numpy rules: trailing
  * alignment, dims 1 or equal): each basis projected, register bits that become zero dropped.

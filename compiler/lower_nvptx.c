@@ -16,6 +16,7 @@
  *  - DOT: FMA over K from operands in shared memory (tensor cores come later).
  */
 #include "layout.h"
+#include "lower_nvptx_mma.h"
 #include "tilec.h"
 
 #include <llvm-c/Analysis.h>
@@ -407,11 +408,19 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
 }
 
 /* Stores values (in the register's layout) into register r, rounding to its element type. */
+static void store_regs(Cg *g, int r, LLVMValueRef *vals);
 static void put_tile(Cg *g, int r, LLVMValueRef *vals) {
   Tile *t = &g->tiles[r];
   ElemType e = rtype(g, r)->elem;
   for (int k = 0; k < t->n; k++)
     vals[k] = round_elem(g, e, vals[k]);
+  store_regs(g, r, vals);
+}
+
+/* put_tile without the rounding: values already exact in the register's element type. */
+static void store_regs(Cg *g, int r, LLVMValueRef *vals) {
+  Tile *t = &g->tiles[r];
+  ElemType e = rtype(g, r)->elem;
   if (t->shared) {
     if (g->dirty)
       barrier(g);
@@ -871,7 +880,50 @@ static LLVMValueRef view_load(Cg *g, const SmemView *v, LLVMValueRef i, LLVMValu
   return from_mem(g, v->elem, LLVMBuildLoad2(g->b, mem_type(g, v->elem), p, ""));
 }
 
+/* A DOT operand for the tensor-core path: shared memory in place (ldmatrix), or registers
+ * converted to the fragment layout (free for an accumulator turned into operand A). */
+static void mma_operand(Cg *g, int r, const Layout *frag, NvMmaOperand *op) {
+  Tile *t = &g->tiles[r];
+  if (t->view_of >= 0 || t->shared) {
+    Tile *s = t->view_of >= 0 ? &g->tiles[t->view_of] : t;
+    *op = (NvMmaOperand){tile_base(g, s), s->pitch, t->view_of >= 0, NULL};
+    return;
+  }
+  op->regs = vals_new(g, layout_nregs(frag));
+  get_tile_as(g, r, frag, op->regs);
+}
+
+/* Tensor cores (lower_nvptx_mma.c) when the layout pass gave the result the mma layout. */
+static bool lower_dot_mma(Cg *g, const TirInst *in) {
+  int wm, wn;
+  Tile *d = &g->tiles[in->dst];
+  if (!layout_dot_uses_mma(g->f, in, &wm, &wn))
+    return false;
+  Layout acc = layout_mma_acc(d->lay->shape[0], d->lay->shape[1], wm, wn);
+  if (!layout_equal(d->lay, &acc))
+    return false;
+  const TileType *ta = rtype(g, in->args[0]);
+  NvMmaDot md = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
+                 .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]),
+                 .K = ta->dims[1], .wm = wm, .wn = wn};
+  md.c = vals_new(g, d->n);
+  get_tile_as(g, in->args[2], d->lay, md.c);
+  Layout la = layout_mma_operand_a(md.M, md.Kpad, wm, wn), lb = layout_mma_operand_b(md.Kpad, md.N, wm, wn);
+  mma_operand(g, in->args[0], &la, &md.a);
+  mma_operand(g, in->args[1], &lb, &md.bop);
+  const char *missing = nvmma_emit_dot(&md);
+  if (missing) {
+    cg_error(g, "internal error: tensor-core lowering: %s", missing);
+    return true;
+  }
+  g->dirty = true;
+  put_tile(g, in->dst, md.c);
+  return true;
+}
+
 static void lower_dot(Cg *g, const TirInst *in) {
+  if (lower_dot_mma(g, in))
+    return;
   int dst = in->dst;
   Tile *d = &g->tiles[dst];
   const Layout *L = d->lay;
@@ -1003,28 +1055,42 @@ static LLVMValueRef aligned(Cg *g, LLVMValueRef p, int bytes) {
   return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, i, ci64(g, bytes - 1), ""), ci64(g, 0), "");
 }
 
+/* "{$first, ..., $first+words-1}" (or "$first" for one word). */
+static void asm_regs(char *buf, size_t cap, int first, int words) {
+  if (words == 1) {
+    snprintf(buf, cap, "$%d", first);
+    return;
+  }
+  size_t k = (size_t)snprintf(buf, cap, "{");
+  for (int w = 0; w < words && k < cap; w++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s$%d", w ? ", " : "", first + w);
+  snprintf(buf + k, cap - k, "}");
+}
+
+static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 2 ? ".v2" : ""; }
+
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
- * memory attributes): it stays ordered with the kernel's own stores. */
+ * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
 static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
-  static const char *text[5] = {NULL, "ld.global.b32 $0, [$1];", "ld.global.v2.b32 {$0, $1}, [$2];", NULL,
-                                "ld.global.v4.b32 {$0, $1, $2, $3}, [$4];"};
+  char regs[48], text[96];
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
+  asm_regs(regs, sizeof regs, 0, words);
+  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
   LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
   LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text[words], strlen(text[words]), (char *)cons[words],
-                                     strlen(cons[words]), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons[words], strlen(cons[words]), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
   LLVMValueRef addr = LLVMBuildPtrToInt(g->b, p, g->i64, "");
   LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
   for (int w = 0; w < words; w++)
     out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
 }
 
-static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValueRef *out) {
-  int words = ch * elem_bytes(e) / 4, k = 0;
-  LLVMValueRef w[4];
-  vec_load_words(g, p, words, w);
+/* Memory words -> register values (f16/bf16 two per word). */
+static void words_to_elems(Cg *g, ElemType e, int words, LLVMValueRef *w, LLVMValueRef *out) {
+  int k = 0;
   for (int i = 0; i < words; i++) {
     if (elem_bytes(e) == 2) {
       LLVMValueRef v2 = LLVMBuildBitCast(g->b, w[i], LLVMVectorType(mem_type(g, e), 2), "");
@@ -1036,6 +1102,29 @@ static void vec_load_global(Cg *g, LLVMValueRef p, ElemType e, int ch, LLVMValue
   }
 }
 
+/* The vector chunks of a global access (n / ch of them, `ch` elements each): the address of each,
+ * whether it is in bounds and aligned, and whether all of them are. One test of `all` per access
+ * picks the fast path, where the loads are issued back to back before any is used (every chunk's
+ * bytes in flight at once); a thread at a ragged edge takes the chunk-by-chunk path. */
+typedef struct Chunks {
+  int count;
+  LLVMValueRef *p, *ok, all;
+} Chunks;
+
+static Chunks chunks_plan(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                          LLVMValueRef lw, int n, int ch) {
+  ElemType e = tt->elem;
+  Chunks c = {n / ch, vals_new(g, n / ch), vals_new(g, n / ch), LLVMConstInt(g->i1, 1, 0)};
+  for (int k = 0; k < c.count; k++) {
+    LLVMValueRef off, ok;
+    access_elem(g, in, ac, tt, L, lw, k * ch, ch, &off, &ok);
+    c.p[k] = gaddr(g, in->arg_index, e, off);
+    c.ok[k] = LLVMBuildAnd(g->b, ok, aligned(g, c.p[k], ch * elem_bytes(e)), "");
+    c.all = LLVMBuildAnd(g->b, c.all, c.ok[k], "");
+  }
+  return c;
+}
+
 static LLVMValueRef const_mem(Cg *g, ElemType e, double v) {
   v = round_to_elem(e, v);
   if (e == TY_BOOL)
@@ -1045,8 +1134,42 @@ static LLVMValueRef const_mem(Cg *g, ElemType e, double v) {
   return LLVMConstReal(mem_type(g, e), v);
 }
 
+/* The masked scalar accesses of elements r .. r+len-1 (ragged edges, unaligned views). */
+static void load_shared_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                                LLVMValueRef lw, int r, int len, LLVMValueRef sp, LLVMValueRef fill) {
+  ElemType e = tt->elem;
+  int eb = elem_bytes(e);
+  LLVMTypeRef mt = mem_type(g, e);
+  for (int j = 0; j < len; j++) {
+    LLVMValueRef off, ok;
+    access_elem(g, in, ac, tt, L, lw, r + j, 1, &off, &ok);
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
+    LLVMSetAlignment(v, (unsigned)eb);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
+    LLVMValueRef vals[2] = {fill, v};
+    LLVMBasicBlockRef blocks[2] = {from, then};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    LLVMValueRef o = ci32(g, j * eb);
+    LLVMSetAlignment(LLVMBuildStore(g->b, phi, LLVMBuildInBoundsGEP2(g->b, g->i8, sp, &o, 1, "")), (unsigned)eb);
+  }
+}
+
+static void store_words_shared(Cg *g, LLVMValueRef *w, int words, LLVMValueRef sp) {
+  LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)words));
+  for (int j = 0; j < words; j++)
+    vec = LLVMBuildInsertElement(g->b, vec, w[j], ci32(g, j), "");
+  LLVMSetAlignment(LLVMBuildStore(g->b, words == 1 ? w[0] : vec, sp), (unsigned)(4 * words));
+}
+
 /* LOAD into a shared tile: each chunk goes from global memory straight to shared memory in its
- * memory type, so the tile never sits in registers (a [64, 128] f16 tile would take 64 of them). */
+ * memory type, so the tile never sits in registers (a [64, 128] f16 tile would take 64 of them).
+ * When every chunk of the thread is in bounds, all global loads are issued before the first
+ * shared store. */
 static void lower_load_shared(Cg *g, const TirInst *in) {
   int dst = in->dst;
   Tile *t = &g->tiles[dst];
@@ -1054,57 +1177,79 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
   const Layout *L = t->lay;
   ElemType e = tt->elem;
   int n = t->n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  int nch = n / ch, words = ch * eb / 4;
   Access ac;
   access_init(g, in, &ac);
   LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), fill = const_mem(g, e, in->imm);
-  LLVMTypeRef mt = mem_type(g, e);
   if (g->dirty)
     barrier(g);
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  for (int r = 0; r < n; r += ch) {
-    LLVMValueRef sidx = buf_index(g, L, lw, r, t->pitch);
-    LLVMValueRef sp = smem_at(g, base, LLVMBuildMul(g->b, sidx, ci32(g, eb), ""));
-    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
-    if (ch > 1) {
-      LLVMValueRef off, ok;
-      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
-      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
-      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
-      int words = ch * eb / 4;
-      LLVMValueRef w[4], ev[16];
-      vec_load_words(g, p, words, w);
-      (void)ev;
-      LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)words));
-      for (int j = 0; j < words; j++)
-        vec = LLVMBuildInsertElement(g->b, vec, w[j], ci32(g, j), "");
-      LLVMSetAlignment(LLVMBuildStore(g->b, words == 1 ? w[0] : vec, sp), (unsigned)(ch * eb));
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  LLVMValueRef *sp = vals_new(g, nch);
+  for (int k = 0; k < nch; k++)
+    sp[k] = smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), ""));
+  if (ch == 1) {
+    for (int k = 0; k < nch; k++)
+      load_shared_scalars(g, in, &ac, tt, L, lw, k, 1, sp[k], fill);
+  } else {
+    Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+    LLVMBasicBlockRef bb[3];
+    LLVMValueRef *w = vals_new(g, nch * words);
+    split3(g, c.all, bb);
+    for (int k = 0; k < nch; k++)
+      vec_load_words(g, c.p[k], words, w + k * words);
+    for (int k = 0; k < nch; k++)
+      store_words_shared(g, w + k * words, words, sp[k]);
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    for (int k = 0; k < nch; k++) {
+      LLVMBasicBlockRef cb[3];
+      split3(g, c.ok[k], cb);
+      vec_load_words(g, c.p[k], words, w);
+      store_words_shared(g, w, words, sp[k]);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[1]);
+      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
-    for (int j = 0; j < ch; j++) {
-      LLVMValueRef off, ok;
-      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
-      LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
-      LLVMBuildCondBr(g->b, ok, then, join);
-      LLVMPositionBuilderAtEnd(g->b, then);
-      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
-      LLVMSetAlignment(v, (unsigned)eb);
-      LLVMBuildBr(g->b, join);
-      LLVMPositionBuilderAtEnd(g->b, join);
-      LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
-      LLVMValueRef vals[2] = {fill, v};
-      LLVMBasicBlockRef blocks[2] = {from, then};
-      LLVMAddIncoming(phi, vals, blocks, 2);
-      LLVMValueRef o = ci32(g, j * eb);
-      LLVMSetAlignment(LLVMBuildStore(g->b, phi, LLVMBuildInBoundsGEP2(g->b, g->i8, sp, &o, 1, "")), (unsigned)eb);
-    }
-    if (ch > 1) {
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[2]);
-    }
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[2]);
   }
   end_if(g, wj);
   barrier(g);
+}
+
+/* Masked scalar loads of elements r .. r+len-1 into the slots of tmp (the fill when masked). */
+static void load_reg_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                             LLVMValueRef lw, int r, int len, LLVMValueRef tmp, LLVMValueRef fill) {
+  ElemType e = tt->elem;
+  LLVMTypeRef mt = mem_type(g, e), rt = reg_type(g, e);
+  for (int j = 0; j < len; j++) {
+    LLVMValueRef off, ok, idx = ci32(g, r + j);
+    access_elem(g, in, ac, tt, L, lw, r + j, 1, &off, &ok);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, "");
+    LLVMBuildStore(g->b, fill, slot);
+    LLVMBasicBlockRef then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
+    LLVMSetAlignment(v, (unsigned)elem_bytes(e));
+    LLVMBuildStore(g->b, from_mem(g, e, v), slot);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+  }
+}
+
+/* One chunk's words, unpacked into the slots r .. of tmp. */
+static void words_to_slots(Cg *g, ElemType e, LLVMValueRef *w, int words, LLVMValueRef tmp, int r) {
+  LLVMValueRef ev[16];
+  int ch = words * 4 / elem_bytes(e);
+  LLVMTypeRef rt = reg_type(g, e);
+  words_to_elems(g, e, words, w, ev);
+  for (int j = 0; j < ch; j++) {
+    LLVMValueRef idx = ci32(g, r + j);
+    LLVMBuildStore(g->b, ev[j], LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
+  }
 }
 
 static void lower_load(Cg *g, const TirInst *in) {
@@ -1117,52 +1262,70 @@ static void lower_load(Cg *g, const TirInst *in) {
   const Layout *L = g->tiles[dst].lay;
   ElemType e = tt->elem;
   int n = g->tiles[dst].n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  int nch = n / ch, words = ch * eb / 4;
   Access ac;
   access_init(g, in, &ac);
   LLVMValueRef tmp = entry_alloca(g, reg_type(g, e), n);
   LLVMValueRef lw = layout_lw(g, L), fill = const_elem(g, e, in->imm);
-  LLVMTypeRef mt = mem_type(g, e), rt = reg_type(g, e);
-  for (int r = 0; r < n; r += ch) {
-    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
-    if (ch > 1) {
-      LLVMValueRef off, ok;
-      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
-      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
-      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
-      LLVMValueRef ev[16];
-      vec_load_global(g, p, e, ch, ev);
-      for (int j = 0; j < ch; j++) {
-        LLVMValueRef idx = ci32(g, r + j);
-        LLVMBuildStore(g->b, ev[j], LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
-      }
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  LLVMTypeRef rt = reg_type(g, e);
+  if (ch == 1) {
+    load_reg_scalars(g, in, &ac, tt, L, lw, 0, n, tmp, fill);
+  } else {
+    Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+    LLVMBasicBlockRef bb[3];
+    LLVMValueRef *w = vals_new(g, nch * words);
+    split3(g, c.all, bb);
+    for (int k = 0; k < nch; k++)
+      vec_load_words(g, c.p[k], words, w + k * words);
+    for (int k = 0; k < nch; k++)
+      words_to_slots(g, e, w + k * words, words, tmp, k * ch);
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    for (int k = 0; k < nch; k++) {
+      LLVMBasicBlockRef cb[3];
+      split3(g, c.ok[k], cb);
+      vec_load_words(g, c.p[k], words, w);
+      words_to_slots(g, e, w, words, tmp, k * ch);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[1]);
+      load_reg_scalars(g, in, &ac, tt, L, lw, k * ch, ch, tmp, fill);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
-    for (int j = 0; j < ch; j++) {
-      LLVMValueRef off, ok, idx = ci32(g, r + j);
-      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
-      LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, "");
-      LLVMBuildStore(g->b, fill, slot);
-      LLVMBasicBlockRef then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
-      LLVMBuildCondBr(g->b, ok, then, join);
-      LLVMPositionBuilderAtEnd(g->b, then);
-      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
-      LLVMSetAlignment(v, (unsigned)eb);
-      LLVMBuildStore(g->b, from_mem(g, e, v), slot);
-      LLVMBuildBr(g->b, join);
-      LLVMPositionBuilderAtEnd(g->b, join);
-    }
-    if (ch > 1) {
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[2]);
-    }
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[2]);
   }
   LLVMValueRef *out = vals_new(g, n);
   for (int r = 0; r < n; r++) {
     LLVMValueRef idx = ci32(g, r);
     out[r] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""), "");
   }
-  put_tile(g, dst, out);
+  /* Loaded values are exact in their type (and the fill is rounded): no rounding again. */
+  store_regs(g, dst, out);
+}
+
+/* One chunk of ch values as a vector store (LLVM keeps st.global.v4 for stores). */
+static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch) {
+  LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(mem_type(g, e), (unsigned)ch));
+  for (int j = 0; j < ch; j++)
+    vec = LLVMBuildInsertElement(g->b, vec, to_mem(g, e, v[j]), ci32(g, j), "");
+  LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * elem_bytes(e)));
+}
+
+static void store_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                          LLVMValueRef lw, int r, int len, LLVMValueRef *v) {
+  ElemType e = tt->elem;
+  for (int j = 0; j < len; j++) {
+    LLVMValueRef off, ok;
+    access_elem(g, in, ac, tt, L, lw, r + j, 1, &off, &ok);
+    LLVMBasicBlockRef then = new_bb(g, "st"), join = new_bb(g, "st.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r + j]), gaddr(g, in->arg_index, e, off)),
+                     (unsigned)elem_bytes(e));
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+  }
 }
 
 static void lower_store(Cg *g, const TirInst *in) {
@@ -1170,42 +1333,35 @@ static void lower_store(Cg *g, const TirInst *in) {
   const TileType *tt = rtype(g, src);
   const Layout *L = g->tiles[src].lay;
   ElemType e = tt->elem;
-  int n = g->tiles[src].n, eb = elem_bytes(e), ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  int n = g->tiles[src].n, ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
   LLVMValueRef *v = vals_new(g, n);
   get_tile(g, src, v);
   Access ac;
   access_init(g, in, &ac);
   LLVMValueRef lw = layout_lw(g, L);
-  LLVMTypeRef mt = mem_type(g, e);
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  for (int r = 0; r < n; r += ch) {
-    LLVMBasicBlockRef bb[3] = {NULL, NULL, NULL};
-    if (ch > 1) {
-      LLVMValueRef off, ok;
-      access_elem(g, in, &ac, tt, L, lw, r, ch, &off, &ok);
-      LLVMValueRef p = gaddr(g, in->arg_index, e, off);
-      split3(g, LLVMBuildAnd(g->b, ok, aligned(g, p, ch * eb), ""), bb);
-      LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(mt, (unsigned)ch));
-      for (int j = 0; j < ch; j++)
-        vec = LLVMBuildInsertElement(g->b, vec, to_mem(g, e, v[r + j]), ci32(g, j), "");
-      LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * eb));
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  if (ch == 1) {
+    store_scalars(g, in, &ac, tt, L, lw, 0, n, v);
+  } else {
+    Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+    LLVMBasicBlockRef bb[3];
+    split3(g, c.all, bb);
+    for (int k = 0; k < c.count; k++)
+      store_chunk(g, e, c.p[k], v + k * ch, ch);
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    for (int k = 0; k < c.count; k++) {
+      LLVMBasicBlockRef cb[3];
+      split3(g, c.ok[k], cb);
+      store_chunk(g, e, c.p[k], v + k * ch, ch);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[1]);
+      store_scalars(g, in, &ac, tt, L, lw, k * ch, ch, v);
+      LLVMBuildBr(g->b, cb[2]);
+      LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
-    for (int j = 0; j < ch; j++) {
-      LLVMValueRef off, ok;
-      access_elem(g, in, &ac, tt, L, lw, r + j, 1, &off, &ok);
-      LLVMBasicBlockRef then = new_bb(g, "st"), join = new_bb(g, "st.j");
-      LLVMBuildCondBr(g->b, ok, then, join);
-      LLVMPositionBuilderAtEnd(g->b, then);
-      LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r + j]), gaddr(g, in->arg_index, e, off)), (unsigned)eb);
-      LLVMBuildBr(g->b, join);
-      LLVMPositionBuilderAtEnd(g->b, join);
-    }
-    if (ch > 1) {
-      LLVMBuildBr(g->b, bb[2]);
-      LLVMPositionBuilderAtEnd(g->b, bb[2]);
-    }
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[2]);
   }
   end_if(g, wj);
 }

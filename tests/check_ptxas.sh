@@ -6,6 +6,8 @@
 #   CHECK: REGEX         a line matches (grep -E)
 #   CHECK-NOT: REGEX     no line matches
 #   CHECK-COUNT-N: REGEX at least N lines match
+#   CHECK-RUN-N: REGEX   at least N matching lines in a row (inline-asm comment lines and
+#                        blank lines between them skipped): loads issued back to back
 # Without ptxas (no CUDA toolkit) the assembly step is skipped, the feature checks still run.
 set -u
 cd "$(dirname "$0")/.."
@@ -25,6 +27,11 @@ for src in dsl/examples/*.tile; do
   variants+=("$(basename "$src" .tile)|$src|")
 done
 variants+=("attention_d128_causal|dsl/examples/attention.tile|-D D=128 -D CAUSAL=1")
+# Row-op launch shapes of bench/configs.txt: a row per warp (no shared-memory reduction step), and
+# a long row over 16 warps; their checks pin the 16-byte vectors issued back to back.
+variants+=("softmax_r8w8|dsl/examples/softmax.tile|-D ROWS=8 -D WARPS=8")
+variants+=("add_rmsnorm_r8w8|dsl/examples/add_rmsnorm.tile|-D ROWS=8 -D WARPS=8")
+variants+=("rmsnorm_n16k|dsl/examples/rmsnorm.tile|-D BLOCK=16384 -D WARPS=16")
 
 fail=0
 printf '%-24s %-7s %5s %7s  %s\n' kernel arch regs smem "ptxas"
@@ -68,6 +75,10 @@ for chk in "$GOLDEN"/*.check; do
       CHECK-COUNT-*) n=${line#CHECK-COUNT-}; n=${n%%:*}; re=${line#CHECK-COUNT-$n: }
         got=$(grep -cE -- "$re" "$ptx")
         if [ "$got" -lt "$n" ]; then echo "FAIL $name: '$re' on $got lines, want >= $n ($chk)"; fail=1; fi ;;
+      CHECK-RUN-*) n=${line#CHECK-RUN-}; n=${n%%:*}; re=${line#CHECK-RUN-$n: }
+        got=$(grep -vE '^[[:space:]]*(// (begin|end) inline asm)?[[:space:]]*$' "$ptx" | awk -v re="$re" \
+          '$0 ~ re { if (++run > best) best = run; next } { run = 0 } END { print best + 0 }')
+        if [ "$got" -lt "$n" ]; then echo "FAIL $name: '$re' at most $got lines in a row, want >= $n ($chk)"; fail=1; fi ;;
       CHECK:*) re=${line#CHECK: }
         if ! grep -qE -- "$re" "$ptx"; then echo "FAIL $name: no '$re' ($chk)"; fail=1; fi ;;
       *) echo "FAIL $chk: bad line '$line'"; fail=1 ;;

@@ -13,8 +13,9 @@
 #   <!-- check: output-excerpt [rc=N] [needs=PATH] -->
 #                                   the same, but the block's lines are an excerpt ("..." gaps)
 #
-# Comparisons ignore trailing blanks and timings ("0.2 ms" reads as "N ms"); commands that run
-# ptxas are skipped when it is not installed. Paths "build/" in commands become "$B/".
+# Comparisons ignore trailing blanks and timings ("0.2 ms" reads as "N ms", "(0.01s)" as "(Ns)");
+# commands that run ptxas are skipped when it is not installed. Paths "build/" in commands
+# become "$B/".
 # The tutorial's host program (tests/tutorial/cross_entropy_main.c) is compiled and run by its
 # own checked blocks, against build/libtilec.a and build/libtilert.a.
 #
@@ -52,7 +53,7 @@ awk -v dir="$tmp" '
 ' "$DOC" || exit 1
 nblocks=$(cat "$tmp/count")
 
-norm() { sed -E 's/[[:space:]]+$//; s/[0-9]+(\.[0-9]+)? ms\b/N ms/g' "$1"; }
+norm() { sed -E 's/[[:space:]]+$//; s/[0-9]+(\.[0-9]+)? ms\b/N ms/g; s/\([0-9]+\.[0-9]+s\)/(Ns)/g' "$1"; }
 
 # excerpt_of EXPECTED ACTUAL: EXPECTED's segments ("..." separated) occur in ACTUAL in order.
 excerpt_of() {
@@ -105,7 +106,7 @@ for ((n = 1; n <= nblocks; n++)); do
         echo "skip block $n (no ptxas): $cmd"; skipped=$((skipped + 1)); continue
       fi
       checked=$((checked + 1))
-      bash -c "$cmd" >"$tmp/out" 2>&1
+      bash -c "$cmd" >"$tmp/out" 2>&1 </dev/null
       rc=$?
       if [ $rc != "$want_rc" ]; then
         echo "FAIL block $n: '$cmd' exited $rc, expected $want_rc"; sed 's/^/  /' "$tmp/out" | head -20; fail=1; continue

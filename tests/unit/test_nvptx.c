@@ -291,7 +291,7 @@ Test(nvptx, elementwise_casts_control_flow) {
   arena_free(k.a);
 }
 
-/* GEMM shape: shared operand tiles loaded in a loop, dot via FMA, epilogue with a rank-1 bias. */
+/* GEMM shape: shared operand tiles loaded in a loop, dot on tensor cores, epilogue with a rank-1 bias. */
 Test(nvptx, gemm_shared_dot_loop) {
   K k = kernel("gemm", 128);
   int M = dim(&k, "M", false, 0), Kd = dim(&k, "K", false, 0), Nd = dim(&k, "N", false, 0);
@@ -311,8 +311,9 @@ Test(nvptx, gemm_shared_dot_loop) {
   int bv = op(&k, TIR_CVT, ty(TY_F32, 1, 32, 0), load(&k, ty(TY_F16, 1, 32, 0), bias, 0, &n0, (int[]){32}), -1, -1);
   int y = op(&k, TIR_MAX, t, op(&k, TIR_ADD, t, acc, op(&k, TIR_BCAST, t, bv, -1, -1), -1), konst(&k, t, 0), -1);
   store(&k, op(&k, TIR_CVT, ty(TY_F16, 2, 64, 32), y, -1, -1), C, (int[]){m0, n0}, (int[]){64, 32});
-  const char *must[] = {"fma.rn.f32", "bar.sync", ".extern .shared .align 16 .b8 tilec_smem[]", "st.shared"};
-  both_arches(&k, must, 4);
+  const char *must[] = {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned.m8n8.x4.trans", "bar.sync",
+                        ".extern .shared .align 16 .b8 tilec_smem[]", "st.shared"};
+  both_arches(&k, must, 5);
   int smem = 0;
   compile(&k, ARCH_SM90A, false, &smem, true);
   /* a: 64 rows of (16 + 8) halves; b: 16 rows of (32 + 8) halves. */
@@ -351,7 +352,7 @@ Test(nvptx, attention_trans_view_and_conversions) {
                op(&k, TIR_CVT, ty(TY_F32, 2, 64, 64), op(&k, TIR_BCAST, ty(TY_I32, 2, 64, 64), mn, -1, -1), -1, -1), -1);
   (void)si;
   store(&k, add, O, (int[]){z, z}, (int[]){64, 64});
-  const char *must[] = {"fma.rn.f32", "shfl.sync.bfly", "bar.sync", "ld.shared"};
+  const char *must[] = {"mma.sync.aligned.m16n8k16", "shfl.sync.bfly", "bar.sync", "ld.shared"};
   both_arches(&k, must, 4);
   arena_free(k.a);
 }

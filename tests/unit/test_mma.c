@@ -1,0 +1,367 @@
+/* test_mma.c — tensor-core layouts and lowering: the mma.m16n8k16 operand-B fragment against the
+ * PTX ISA table; whole-tile accumulator / operand layouts against their definition; the
+ * accumulator -> operand-A reinterpretation (FlashAttention-2's register reuse); the ldmatrix lane
+ * addresses, simulated against the instruction's definition for every storage order; the layout
+ * pass's choice; and gemm / attention PTX with mma.sync and ldmatrix that ptxas assembles for sm_80
+ * and sm_90a without spills. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ast.h"
+#include "layout.h"
+#include "tilec.h"
+
+static void coord_of(const Layout *l, uint32_t r, uint32_t lane, uint32_t warp, int32_t *c) {
+  layout_coord(2, l->shape, layout_apply(l, r, lane, warp), c);
+}
+
+Test(mma, b_fragment_matches_ptx_table) {
+  Layout l = layout_mma_m16n8k16_b();
+  cr_assert_eq(l.shape[0], 16);
+  cr_assert_eq(l.shape[1], 8);
+  for (int lane = 0; lane < 32; lane++)
+    for (int i = 0; i < 4; i++) {
+      int group = lane >> 2, tig = lane % 4;
+      int row = tig * 2 + (i & 1) + (i >= 2 ? 8 : 0), col = group;
+      int32_t c[2];
+      coord_of(&l, (uint32_t)i, (uint32_t)lane, 0, c);
+      cr_assert_eq(c[0], row, "lane %d b%d", lane, i);
+      cr_assert_eq(c[1], col, "lane %d b%d", lane, i);
+    }
+  cr_assert(layout_is_surjective(&l));
+  cr_assert(layout_is_injective_mod_broadcast(&l));
+}
+
+Test(mma, warp_tiling_choice) {
+  int wm, wn;
+  cr_assert(layout_mma_warps(64, 64, 4, &wm, &wn));
+  cr_assert(wm == 4 && wn == 1);
+  cr_assert(layout_mma_warps(128, 64, 8, &wm, &wn));
+  cr_assert(wm == 8 && wn == 1);
+  cr_assert(layout_mma_warps(32, 64, 8, &wm, &wn));
+  cr_assert(wm == 2 && wn == 4);
+  cr_assert(layout_mma_warps(16, 8, 1, &wm, &wn));
+  cr_assert_not(layout_mma_warps(16, 16, 4, &wm, &wn)); /* 4 warps cannot tile 16 x 16 */
+  cr_assert_not(layout_mma_warps(8, 64, 1, &wm, &wn));
+  cr_assert_not(layout_mma_warps(64, 4, 1, &wm, &wn));
+}
+
+/* The whole-tile layouts hold, for (register, lane, warp), exactly the element the register
+ * numbering in layout.h promises, and each element once (operands: once per replica warp). */
+static void check_whole(int M, int N, int K, int wm, int wn) {
+  int MW = M / wm, NW = N / wn, MT = MW / 16, NT = NW / 8, KT = K / 16;
+  Layout acc = layout_mma_acc(M, N, wm, wn), a = layout_mma_operand_a(M, K, wm, wn);
+  Layout b = layout_mma_operand_b(K, N, wm, wn);
+  cr_assert_eq(layout_nregs(&acc), 4 * MT * NT);
+  cr_assert_eq(layout_nregs(&a), 8 * MT * KT);
+  cr_assert_eq(layout_nregs(&b), 4 * NT * KT);
+  Layout fc = layout_mma_m16n8k16_acc(), fa = layout_mma_m16n8k16_a(), fb = layout_mma_m16n8k16_b();
+  for (int w = 0; w < wm * wn; w++)
+    for (int lane = 0; lane < 32; lane++) {
+      int wi = w % wm, wj = w / wm;
+      int32_t c[2], f[2];
+      for (int r = 0; r < layout_nregs(&acc); r++) {
+        int i = r % 4, nt = r / 4 % NT, mt = r / 4 / NT;
+        coord_of(&acc, (uint32_t)r, (uint32_t)lane, (uint32_t)w, c);
+        coord_of(&fc, (uint32_t)i, (uint32_t)lane, 0, f);
+        cr_assert(c[0] == wi * MW + 16 * mt + f[0] && c[1] == wj * NW + 8 * nt + f[1], "acc r%d lane %d w%d", r,
+                  lane, w);
+      }
+      for (int r = 0; r < layout_nregs(&a); r++) {
+        int i = r % 8, kt = r / 8 % KT, mt = r / 8 / KT;
+        coord_of(&a, (uint32_t)r, (uint32_t)lane, (uint32_t)w, c);
+        coord_of(&fa, (uint32_t)i, (uint32_t)lane, 0, f);
+        cr_assert(c[0] == wi * MW + 16 * mt + f[0] && c[1] == 16 * kt + f[1], "a r%d lane %d w%d", r, lane, w);
+      }
+      for (int r = 0; r < layout_nregs(&b); r++) {
+        int i = r % 4, nt = r / 4 % NT, kt = r / 4 / NT;
+        coord_of(&b, (uint32_t)r, (uint32_t)lane, (uint32_t)w, c);
+        coord_of(&fb, (uint32_t)i, (uint32_t)lane, 0, f);
+        cr_assert(c[0] == 16 * kt + f[0] && c[1] == wj * NW + 8 * nt + f[1], "b r%d lane %d w%d", r, lane, w);
+      }
+    }
+  cr_assert(layout_is_surjective(&acc) && layout_is_injective_mod_broadcast(&acc));
+  cr_assert(layout_is_surjective(&a) && layout_is_injective_mod_broadcast(&a));
+  cr_assert(layout_is_surjective(&b) && layout_is_injective_mod_broadcast(&b));
+  cr_assert_eq(layout_zero_mask(&acc, LAY_WARP), 0);
+  cr_assert_eq(layout_vec_width(&acc), 2);
+}
+
+Test(mma, whole_tile_layouts) {
+  int shapes[][3] = {{16, 8, 16}, {64, 64, 32}, {64, 128, 64}, {128, 64, 16}, {32, 64, 64}, {256, 256, 32}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int warps = 1; warps <= 8; warps *= 2) {
+      int wm, wn;
+      if (layout_mma_warps(shapes[s][0], shapes[s][1], warps, &wm, &wn))
+        check_whole(shapes[s][0], shapes[s][1], shapes[s][2], wm, wn);
+    }
+}
+
+/* Two adjacent n8 accumulator tiles are one k16 tile of operand A, in the same registers. */
+Test(mma, accumulator_is_operand_a) {
+  int32_t s16[2] = {16, 16};
+  Layout acc2 = layout_mma_acc(16, 16, 1, 1), a = layout_mma_m16n8k16_a();
+  cr_assert(layout_equal(&acc2, &a));
+  (void)s16;
+  int cases[][3] = {{64, 64, 4}, {64, 128, 4}, {128, 64, 8}, {16, 64, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int M = cases[i][0], N = cases[i][1], wm, wn;
+    cr_assert(layout_mma_warps(M, N, cases[i][2], &wm, &wn));
+    cr_assert_eq(wn, 1);
+    Layout c = layout_mma_acc(M, N, wm, wn), op = layout_mma_operand_a(M, N, wm, wn);
+    cr_assert(layout_equal(&c, &op), "M %d N %d", M, N);
+  }
+  /* With warps along N the operand replicates across them: not the same layout. */
+  Layout c = layout_mma_acc(32, 64, 2, 4), op = layout_mma_operand_a(32, 64, 2, 4);
+  cr_assert_not(layout_equal(&c, &op));
+}
+
+/* ldmatrix, by its definition: lane 8j + r gives the address of row r of matrix j (8 contiguous
+ * b16). Without .trans thread t receives, in register j, row t / 4, columns 2 (t % 4) + {0, 1} of
+ * matrix j; with .trans, column t / 4, rows 2 (t % 4) + {0, 1}. The lowering uses .trans when the
+ * stored rows run along the fragment's pair dim (A: dim 1, B: dim 0). */
+static void check_ldmatrix(bool is_b, int row_dim, int nmat) {
+  int32_t base[LAYOUT_LANE_BITS][2];
+  layout_ldmatrix_lane_bases(row_dim, nmat, base);
+  int32_t start[32][2]; /* operand coordinate of each lane's row, by linearity */
+  for (int l = 0; l < 32; l++) {
+    start[l][0] = start[l][1] = 0;
+    for (int b = 0; b < LAYOUT_LANE_BITS; b++)
+      if (l >> b & 1) {
+        start[l][0] ^= base[b][0];
+        start[l][1] ^= base[b][1];
+      }
+    if (l >= 8 * nmat) /* lanes beyond the matrices: any valid address; ours repeat */
+      continue;
+    int j = l / 8, r = l % 8;
+    /* The expected row start: matrix origin (8 (j & 1), 8 (j >> 1)), plus r along row_dim. */
+    cr_assert_eq(start[l][0], 8 * (j & 1) + (row_dim == 0 ? r : 0), "lane %d", l);
+    cr_assert_eq(start[l][1], 8 * (j >> 1) + (row_dim == 1 ? r : 0), "lane %d", l);
+  }
+  int pair_dim = is_b ? 0 : 1;
+  bool trans_insn = row_dim == pair_dim;
+  Layout frag = is_b ? layout_mma_m16n8k16_b() : layout_mma_m16n8k16_a();
+  int frag_cols = is_b ? 8 : 16;
+  for (int t = 0; t < 32; t++)
+    for (int j = 0; j < nmat; j++)
+      for (int h = 0; h < 2; h++) {
+        int mrow = trans_insn ? 2 * (t % 4) + h : t / 4, mcol = trans_insn ? t / 4 : 2 * (t % 4) + h;
+        const int32_t *s = start[8 * j + mrow];
+        int32_t got[2] = {s[0], s[1]};
+        got[1 - row_dim] += mcol; /* contiguous along the stored row */
+        /* Register j, half h is fragment element 2 j + h; B with two n8 tiles: j >= 2 is tile 1. */
+        int i = 2 * j + h, tile = 0;
+        if (is_b && i >= 4) {
+          tile = 1;
+          i -= 4;
+        }
+        int32_t want[2];
+        coord_of(&frag, (uint32_t)i, (uint32_t)t, 0, want);
+        want[1] += tile * frag_cols;
+        cr_assert(got[0] == want[0] && got[1] == want[1], "%s row_dim %d x%d: thread %d reg %d half %d",
+                  is_b ? "B" : "A", row_dim, nmat, t, j, h);
+      }
+}
+
+Test(mma, ldmatrix_addresses_give_fragments) {
+  for (int row_dim = 0; row_dim < 2; row_dim++) {
+    check_ldmatrix(false, row_dim, 4);
+    check_ldmatrix(true, row_dim, 4);
+    check_ldmatrix(true, row_dim, 2);
+  }
+}
+
+/* ------------------------------------------------------------ the layout pass */
+
+static SrcLoc at(int line) { return (SrcLoc){line, 1, line, 2}; }
+
+static int emit(TirFunc *f, TirOp op, TileType t, int a, int b, int c) {
+  TirInst *in = tir_emit(f, op, at(2));
+  in->dst = tir_new_reg(f, t, NULL);
+  in->args[0] = a, in->args[1] = b, in->args[2] = c;
+  return in->dst;
+}
+
+Test(mma, layout_pass_gives_dot_results_the_accumulator_layout) {
+  Arena *ar = arena_new();
+  TirFunc *f = tir_func_new(ar, "k", at(1));
+  f->threads = 128;
+  TileType sa = {.elem = TY_F16, .rank = 2, .dims = {64, 32}, .place = PLACE_SHARED};
+  TileType sb = {.elem = TY_F16, .rank = 2, .dims = {32, 64}, .place = PLACE_SHARED};
+  TileType sq = {.elem = TY_F16, .rank = 2, .dims = {64, 64}, .place = PLACE_SHARED};
+  TileType acc = {.elem = TY_F32, .rank = 2, .dims = {64, 64}};
+  TileType row = {.elem = TY_F32, .rank = 2, .dims = {64, 1}};
+  int a = tir_new_reg(f, sa, "a"), b = tir_new_reg(f, sb, "b"), q = tir_new_reg(f, sq, "q");
+  int c = emit(f, TIR_CONST, acc, -1, -1, -1);
+  int d = emit(f, TIR_DOT, acc, a, b, c);
+  int r = emit(f, TIR_REDUCE_SUM, row, d, -1, -1);
+  Diag dg = {0};
+  dg.out = fopen("/dev/null", "w");
+  cr_assert(layout_assign(f, &dg));
+  Layout want = layout_mma_acc(64, 64, 4, 1);
+  cr_assert(layout_equal(f->regs[d].type.layout, &want));
+  cr_assert(layout_equal(f->regs[c].type.layout, &want));
+  /* The row statistics are the accumulator's slice: reduced in-thread and over lane bits 0, 1. */
+  Layout sl = layout_slice(&want, 1);
+  cr_assert(layout_equal(f->regs[r].type.layout, &sl));
+  /* A shared tile of the accumulator's shape keeps its blocked (16-byte) layout. */
+  Layout blk = layout_blocked(2, (int32_t[]){64, 64}, 128, 8);
+  cr_assert(layout_equal(f->regs[q].type.layout, &blk));
+  /* K not a multiple of 16, or f32 operands: FMA fallback, blocked layouts. */
+  f->regs[a].type.elem = f->regs[b].type.elem = TY_F32;
+  cr_assert(layout_assign(f, &dg));
+  cr_assert_not(layout_equal(f->regs[d].type.layout, &want));
+  f->regs[a].type.elem = f->regs[b].type.elem = TY_F16;
+  setenv("TILEC_MMA", "0", 1);
+  cr_assert(layout_assign(f, &dg));
+  unsetenv("TILEC_MMA");
+  cr_assert_not(layout_equal(f->regs[d].type.layout, &want));
+  fclose(dg.out);
+  arena_free(ar);
+}
+
+/* ------------------------------------------------------- PTX of the examples */
+
+static const char *PTXAS = "/usr/local/cuda/bin/ptxas";
+
+static char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch) {
+  size_t len = strlen(text);
+  SourceFile *src = arena_alloc(a, sizeof *src);
+  *src = (SourceFile){path, arena_strndup(a, text, len), len};
+  Diag d;
+  diag_init(&d, src, stderr);
+  int nd = 0;
+  Define *dv = arena_alloc(a, sizeof *dv * 8);
+  for (; defs && defs[nd]; nd++) {
+    const char *eq = strchr(defs[nd], '=');
+    dv[nd] = (Define){arena_strndup(a, defs[nd], (size_t)(eq - defs[nd])), eq + 1, {0}};
+  }
+  AstProgram *prog = parse_program(a, src, &d);
+  cr_assert(prog && sema_check(a, prog, dv, nd, arch, &d));
+  TirFunc *f = lower_tir(a, prog->kernels, &d);
+  cr_assert(f && tir_fold_constants(f, &d) && tir_eliminate_dead(f, &d));
+  NvptxOptions o = {.arch = arch, .opt_level = 3};
+  char *ptx = nvptx_compile(f, &o, &d, NULL);
+  cr_assert(ptx, "%s: nvptx_compile failed", path);
+  return ptx;
+}
+
+static char *example_ptx(Arena *a, const char *example, const char **defs, GpuArch arch) {
+  char *path = arena_printf(a, "dsl/examples/%s.tile", example);
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s (tests run from the repository root)", path);
+  static char buf[1 << 16];
+  size_t len = fread(buf, 1, sizeof buf - 1, fp);
+  fclose(fp);
+  buf[len] = 0;
+  return source_ptx(a, path, buf, defs, arch);
+}
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+static void ptxas_no_spills(const char *ptx, GpuArch arch) {
+  if (access(PTXAS, X_OK) != 0)
+    return;
+  char path[] = "/tmp/tilec_mma_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(ptx, f);
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s -arch=%s -v %s -o /dev/null 2>&1", PTXAS, arch_name(arch), path);
+  FILE *p = popen(cmd, "r");
+  char line[512], all[8192] = "";
+  while (fgets(line, sizeof line, p))
+    if (strlen(all) + strlen(line) < sizeof all - 1)
+      strcat(all, line);
+  int rc = pclose(p);
+  unlink(path);
+  cr_assert_eq(rc, 0, "ptxas failed:\n%s", all);
+  cr_assert(strstr(all, "0 bytes spill stores, 0 bytes spill loads"), "spills:\n%s", all);
+}
+
+/* want_mma / want_ldsm: exact counts of the unrolled instructions per kernel. */
+static void check_example(const char *example, const char **defs, int want_mma, int want_ldsm) {
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int i = 0; i < 2; i++) {
+    Arena *a = arena_new();
+    char *ptx = example_ptx(a, example, defs, arches[i]);
+    cr_assert_eq(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), want_mma, "%s %s", example,
+                 arch_name(arches[i]));
+    cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x4"), want_ldsm, "%s %s", example, arch_name(arches[i]));
+    cr_assert_not(strstr(ptx, ".local"));
+    ptxas_no_spills(ptx, arches[i]);
+    arena_free(a);
+  }
+}
+
+Test(mma, gemm_ptx_uses_tensor_cores) {
+  /* 64 x 64 x 32 per block, 4 warps of 16 x 64: per k16 step one A ldmatrix.x4, four for B
+   * (.trans, [K, N] row-major), eight mma; two steps. */
+  check_example("gemm", NULL, 16, 10);
+}
+
+Test(mma, attention_ptx_uses_tensor_cores) {
+  /* S = Q K^T: 4 k16 steps of (1 + 4) ldmatrix and 8 mma; O += P V: P stays in registers (the
+   * accumulator is operand A), V by 4 ldmatrix.trans per step, 8 mma. */
+  check_example("attention", NULL, 64, 36);
+  const char *d128[] = {"D=128", "CAUSAL=1", NULL};
+  check_example("attention", d128, 128, 72);
+}
+
+/* TILEC_MMA=0 keeps the FMA lowering (the fallback for other shapes and types). */
+Test(mma, fma_fallback_when_disabled) {
+  setenv("TILEC_MMA", "0", 1);
+  Arena *a = arena_new();
+  char *ptx = example_ptx(a, "gemm", NULL, ARCH_SM90A);
+  unsetenv("TILEC_MMA");
+  cr_assert_eq(count(ptx, "mma.sync"), 0);
+  cr_assert_eq(count(ptx, "ldmatrix"), 0);
+  cr_assert_geq(count(ptx, "fma.rn.f32"), 16);
+  ptxas_no_spills(ptx, ARCH_SM90A);
+  arena_free(a);
+}
+
+/* bf16 operands, B given as trans() of an [N, K] tile (plain ldmatrix), 2 warps along M; with
+ * BN = 8 a warp has one n8 tile and B comes with ldmatrix.x2. */
+static const char *BF16_DOT =
+    "kernel mmbf<BM = 32, BN = 16, BK = 32, WARPS = 2>(\n"
+    "    A: bf16[M, K], B: bf16[N, K], C: out f32[M, N])\n"
+    "  grid (cdiv(N, BN), cdiv(M, BM)) threads (WARPS * 32)\n"
+    "{\n"
+    "  let m0 = block.y * BM;\n"
+    "  let n0 = block.x * BN;\n"
+    "  reg acc: f32[BM, BN] = 0;\n"
+    "  for k0 in 0 .. K step BK {\n"
+    "    shared a = A[m0 : +BM, k0 : +BK];\n"
+    "    shared b = B[n0 : +BN, k0 : +BK];\n"
+    "    acc += dot(a, trans(b));\n"
+    "  }\n"
+    "  C[m0 : +BM, n0 : +BN] = acc;\n"
+    "}\n";
+
+Test(mma, bf16_and_single_n8_tile) {
+  const char *bn8[] = {"BN=8", NULL};
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int i = 0; i < 2; i++) {
+    Arena *a = arena_new();
+    char *ptx = source_ptx(a, "mmbf.tile", BF16_DOT, NULL, arches[i]);
+    /* 2 k16 steps x (1 A + 1 B ldmatrix.x4, 2 mma) */
+    cr_assert_eq(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 4);
+    cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 4);
+    ptxas_no_spills(ptx, arches[i]);
+    ptx = source_ptx(a, "mmbf.tile", BF16_DOT, bn8, arches[i]);
+    cr_assert_eq(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 2);
+    cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), 2);
+    ptxas_no_spills(ptx, arches[i]);
+    arena_free(a);
+  }
+}
