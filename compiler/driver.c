@@ -28,47 +28,6 @@ static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
 
 /* ------------------------------------------------------------ output files */
 
-typedef struct OutFile {
-  FILE *fp;
-  char *final_path; /* NULL for stdout */
-  char *tmp_path;
-} OutFile;
-
-static bool out_open(Arena *a, OutFile *o, const char *path, Diag *d) {
-  memset(o, 0, sizeof *o);
-  if (!path || !strcmp(path, "-")) {
-    o->fp = stdout;
-    return true;
-  }
-  o->final_path = arena_strdup(a, path);
-  o->tmp_path = arena_printf(a, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(o->tmp_path);
-  if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
-    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", path, strerror(errno));
-    if (fd >= 0)
-      close(fd);
-    return false;
-  }
-  return true;
-}
-
-/* Commits the file when ok, else removes the temporary. */
-static bool out_close(OutFile *o, bool ok, Diag *d) {
-  if (!o->final_path) {
-    fflush(stdout);
-    return ok;
-  }
-  if (fclose(o->fp) != 0)
-    ok = false;
-  if (ok && rename(o->tmp_path, o->final_path) != 0) {
-    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", o->final_path, strerror(errno));
-    ok = false;
-  }
-  if (!ok)
-    remove(o->tmp_path);
-  return ok;
-}
-
 /* "dir/softmax.tile" -> "softmax" + ext (in the current directory, like cc -c). */
 static const char *default_output(Arena *a, const char *input, const char *ext) {
   const char *base = strrchr(input, '/');
@@ -88,7 +47,7 @@ static int emit_tir(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Dia
     return 1;
   for (int i = 0; i < n; i++)
     tir_print(out.fp, funcs[i]);
-  return out_close(&out, true, d) ? 0 : 1;
+  return out_commit(&out, 1, true, d) ? 0 : 1;
 }
 
 static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
@@ -113,8 +72,8 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
   OutFile out;
   if (!out_open(a, &out, path, d))
     return 1;
-  bool ok = fputs(text, out.fp) >= 0;
-  return out_close(&out, ok, d) ? 0 : 1;
+  fputs(text, out.fp);
+  return out_commit(&out, 1, true, d) ? 0 : 1;
 }
 
 /* --emit=c: NAME.h + NAME.c with the PTX of every --arch embedded (emit_c.c). A file of several
@@ -149,7 +108,10 @@ typedef struct RunBindings {
   double scalars[TILERT_MAX_ARGS];
 } RunBindings;
 
-static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b, Diag *d) {
+/* A file of several kernels shares one --shape: each kernel takes the names it has (lenient);
+ * driver_backend checks that every name belongs to some kernel. */
+static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b, bool lenient,
+                             Diag *d) {
   for (int i = 0; i < f->nargs; i++)
     b->scalars[i] = 1.0;
   for (int i = 0; i < f->ndims; i++)
@@ -192,7 +154,7 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
     for (int i = 0; i < f->nargs && !found; i++)
       if (f->args[i].kind == ARG_SCALAR && !strcmp(f->args[i].name, name))
         b->scalars[i] = v, found = true;
-    if (!found) {
+    if (!found && !lenient) {
       diag_plain(d, DIAG_ERROR, "--shape: kernel '%s' has no dim or scalar argument named '%s'",
                  f->name, name);
       return false;
@@ -252,9 +214,9 @@ static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
          n > nan ? sum / (double)(n - nan) : 0, (long long)nan);
 }
 
-static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, Diag *d) {
+static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient, Diag *d) {
   RunBindings b = {0};
-  if (!run_parse_shapes(f, o->shapes, &b, d))
+  if (!run_parse_shapes(f, o->shapes, &b, lenient, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;
@@ -307,6 +269,31 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, Diag *d) {
   return rc;
 }
 
+/* Every NAME of --shape must be a dim or scalar argument of at least one kernel. */
+static bool run_names_known(TirFunc **funcs, int n, const char *spec, Diag *d) {
+  for (const char *p = spec ? spec : ""; *p;) {
+    const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+    if (!comma)
+      comma = p + strlen(p);
+    size_t len = (size_t)((eq && eq < comma ? eq : comma) - p);
+    bool found = false;
+    for (int k = 0; k < n && !found; k++) {
+      for (int i = 0; i < funcs[k]->ndims && !found; i++)
+        found = strlen(funcs[k]->dims[i].name) == len && !strncmp(funcs[k]->dims[i].name, p, len);
+      for (int i = 0; i < funcs[k]->nargs && !found; i++)
+        found = funcs[k]->args[i].kind == ARG_SCALAR && strlen(funcs[k]->args[i].name) == len &&
+                !strncmp(funcs[k]->args[i].name, p, len);
+    }
+    if (!found) {
+      diag_plain(d, DIAG_ERROR, "--shape: no kernel of the file has a dim or scalar argument "
+                 "named '%.*s'", (int)len, p);
+      return false;
+    }
+    p = *comma ? comma + 1 : comma;
+  }
+  return true;
+}
+
 /* ------------------------------------------------------------ entry */
 
 int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
@@ -319,9 +306,11 @@ int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
     funcs[n++] = f;
   }
   if (o->run) {
+    if (n > 1 && !run_names_known(funcs, n, o->shapes, d))
+      return 1;
     int rc = 0;
     for (int i = 0; i < n; i++)
-      rc |= run_kernel(a, funcs[i], o, d);
+      rc |= run_kernel(a, funcs[i], o, n > 1, d);
     return rc;
   }
   switch (o->emit) {

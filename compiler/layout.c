@@ -206,6 +206,24 @@ bool layout_mma_warps(int32_t M, int32_t N, int warps, int *wm, int *wn) {
   return true;
 }
 
+bool layout_mma_warps_2d(int32_t M, int32_t N, int warps, int *wm, int *wn) {
+  int best = -1;
+  for (int m = 1; m <= warps; m *= 2) {
+    int n = warps / m;
+    if (M / m < 16 || N / n < 8)
+      continue;
+    /* ldmatrix.x4 per warp and k16 step: one per m16 tile of A, one per two n8 tiles of B. The
+     * mma count per warp is the same for every tiling; ties go to more warps along M. */
+    int MT = M / m / 16, NT = N / n / 8, loads = MT + (NT + 1) / 2;
+    if (best < 0 || loads <= best) {
+      best = loads;
+      *wm = m;
+      *wn = n;
+    }
+  }
+  return best >= 0;
+}
+
 /* Appends register bases walking `dim` of a 2-D layout from `from` (a power of two) below `to`. */
 static void add_reg_run(Layout *l, int dim, int32_t from, int32_t to) {
   for (int32_t v = from; v < to; v *= 2)
@@ -269,9 +287,28 @@ Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn) {
   return l;
 }
 
-static bool mma_disabled(void) {
-  const char *e = getenv("TILEC_MMA");
+static bool env_off(const char *name) {
+  const char *e = getenv(name);
   return e && !strcmp(e, "0");
+}
+
+static bool mma_disabled(void) { return env_off("TILEC_MMA"); }
+
+/* Whether a DOT result of f should keep whole rows in a warp (layout_mma_warps): f reduces a tile
+ * (the online softmax's row statistics stay shuffles) or feeds a register tile to a dot as operand
+ * A (the accumulator is operand A only with the warps along M). Otherwise (a plain GEMM) the warps
+ * take 2-D tiles (layout_mma_warps_2d), unless TILEC_MMA_2D=0. */
+static bool rows_in_warps(const TirFunc *f) {
+  if (env_off("TILEC_MMA_2D"))
+    return true;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN)
+      return true;
+    if (in->op == TIR_DOT && f->regs[in->args[0]].type.place != PLACE_SHARED)
+      return true;
+  }
+  return false;
 }
 
 bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn) {
@@ -286,8 +323,8 @@ bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn) 
   int32_t K = a->dims[1];
   if (K < 16 || K % 16 || b->dims[0] != K)
     return false;
-  return layout_mma_warps(layout_pow2_ceil(d->dims[0]), layout_pow2_ceil(d->dims[1]), f->threads / 32, wm,
-                          wn);
+  int32_t M = layout_pow2_ceil(d->dims[0]), N = layout_pow2_ceil(d->dims[1]);
+  return (rows_in_warps(f) ? layout_mma_warps : layout_mma_warps_2d)(M, N, f->threads / 32, wm, wn);
 }
 
 void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_BITS][2]) {

@@ -67,6 +67,10 @@ Layout layout_mma_m16n8k16_b(void);
  * (a multiple of 8). M is preferred (row reductions then stay inside a warp, and the result can
  * feed the next dot's operand A in registers). False when the tile is too small. */
 bool layout_mma_warps(int32_t M, int32_t N, int warps, int *wm, int *wn);
+/* The same tiling for a dot whose rows need not stay in one warp (a GEMM): wm x wn warps chosen
+ * for the fewest ldmatrix per k16 step (2-D warp tiles, each A / B fragment reused by several
+ * mma); ties go to more warps along M. 128 x 128 over 8 warps: 4 x 2 warps of 32 x 64. */
+bool layout_mma_warps_2d(int32_t M, int32_t N, int warps, int *wm, int *wn);
 /* Whole-tile mma layouts for that tiling (register order: the fragment's bits, then the n8 (or
  * k16) tiles, then the m16 (or k16) tiles; warp bits: M first, then N; an operand's warp bits
  * along the other output dim are replicas):
@@ -80,7 +84,9 @@ Layout layout_mma_operand_a(int32_t M, int32_t K, int wm, int wn);
 Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn);
 /* Whether the backend lowers this DOT to mma.sync (f16/bf16 operands of one type, register f32
  * result, padded M >= 16, N >= 8, logical K a multiple of 16, a warp tiling exists; not disabled
- * by TILEC_MMA=0 in the environment); the warp tiling when it does. */
+ * by TILEC_MMA=0 in the environment); the warp tiling when it does: layout_mma_warps when the
+ * kernel reduces a tile or feeds a register tile to a dot as operand A (attention), else
+ * layout_mma_warps_2d (TILEC_MMA_2D=0: layout_mma_warps always). */
 bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn);
 /* ldmatrix.x4 (x2: nmat = 2) of a 16x16 operand block whose 8x8 matrix j has its origin at
  * (8 * (j & 1), 8 * (j >> 1)) in operand coordinates (A: [m, k], B: [k, n]): lane l gives the

@@ -13,7 +13,8 @@
  *    allow, else a round trip through a scratch slot of shared memory;
  *  - LOAD/STORE: per-thread masked accesses, 16-byte vectors when the run is in bounds and aligned
  *    (checked at run time per run), scalar masked accesses otherwise;
- *  - DOT: FMA over K from operands in shared memory (tensor cores come later).
+ *  - DOT: tensor cores (lower_nvptx_mma.c) or FMA over K from operands in shared memory;
+ *  - `for ... pipeline P`: shared-tile loads as cp.async copies P-1 iterations ahead (plan_pipes).
  */
 #include "layout.h"
 #include "lower_nvptx_mma.h"
@@ -25,6 +26,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_NEST 64
@@ -38,6 +40,8 @@ typedef struct Tile {
   int smem_off;          /* shared: byte offset of its buffer */
   int pitch;             /* shared: elements per padded row */
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
+  int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
+  int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -48,8 +52,20 @@ typedef struct SmemView {
   bool trans;            /* element (i, j) lives at row j, column i */
 } SmemView;
 
+/* A `for ... pipeline P` loop whose shared-tile loads are cp.async copies issued P - 1
+ * iterations ahead into P rotating stages of each tile (docs/architecture.md, "Pipelined loads"). */
+typedef struct Pipe {
+  int first, last;       /* the FOR and ENDFOR instruction indices */
+  int stages;            /* P >= 2 */
+  int *loads, nloads;    /* the pipelined LOAD instructions, in order */
+  int *chain, nchain;    /* pure scalar body instructions their index starts depend on, in order:
+                            replayed for a future iteration */
+  LLVMValueRef rslot, wslot; /* i32 allocas: the stage the body reads; the stage the next prefetch fills */
+} Pipe;
+
 typedef struct Nest {
   TirOp op;
+  Pipe *pipe;            /* FOR: its pipeline, or NULL */
   LLVMBasicBlockRef cond, exit, false_bb, end_bb;
   LLVMValueRef counter, hi, step;
   int ind;               /* FOR: the induction register */
@@ -81,6 +97,11 @@ typedef struct Cg {
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
   int depth;
+  Pipe *pipes;                       /* pipelined loops (plan_pipes) */
+  int npipes;
+  int stage_cap;                     /* at most this many stages per pipelined loop */
+  int stages_used;                   /* the most stages any loop got */
+  int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
 } Cg;
 
@@ -291,7 +312,15 @@ static LLVMValueRef slot_base(Cg *g, int slot, int bytes) {
   return g->slot_ph[slot];
 }
 
+/* Stage `slot` (an i32 value) of a pipelined tile's buffer. */
+static LLVMValueRef stage_base(Cg *g, const Tile *t, LLVMValueRef slot) {
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, t->smem_off), LLVMBuildMul(g->b, slot, ci32(g, t->stage_bytes), ""), "");
+  return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
+}
+
 static LLVMValueRef tile_base(Cg *g, const Tile *t) {
+  if (t->pipe >= 0)
+    return stage_base(g, t, LLVMBuildLoad2(g->b, g->i32, g->pipes[t->pipe].rslot, "stage"));
   LLVMValueRef off = ci32(g, t->smem_off);
   return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
 }
@@ -1219,6 +1248,144 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
   barrier(g);
 }
 
+/* -------------------------------------------- pipelined loads (cp.async)
+ *
+ * A pipelined loop (plan_pipes) with P stages runs as
+ *   prologue: copies of iterations 0 .. P-2 into stages 0 .. P-2, one commit group each;
+ *   each iteration: cp.async.wait_group P-2 (this thread's copies of this iteration landed),
+ *     bar.sync (everyone's landed, and everyone finished reading the stage the previous iteration
+ *     used, which the prefetch below refills), copies of iteration + P-1, commit, then the body
+ *     reading stage `rslot`;
+ *   exit: cp.async.wait_all.
+ * A prefetch past the loop end copies nothing (its group is empty). Copies are 16-byte
+ * cp.async.cg; a chunk wholly out of bounds with fill 0 is a zero-size copy (zero-filled); a
+ * partly masked or unaligned chunk falls back to masked scalar loads and st.shared. */
+
+static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size) {
+  LLVMValueRef args[3] = {dst, src, src_size};
+  call_intrin(g, src_size ? "llvm.nvvm.cp.async.cg.shared.global.16.s" : "llvm.nvvm.cp.async.cg.shared.global.16",
+              NULL, 0, args, src_size ? 3 : 2);
+}
+
+static void cp_async_commit(Cg *g) { intrin0(g, "llvm.nvvm.cp.async.commit.group"); }
+
+static void cp_async_wait(Cg *g, int pending) {
+  LLVMValueRef n = ci32(g, pending);
+  call_intrin(g, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
+}
+
+/* The copies of one pipelined LOAD into stage `slot` of its tile. */
+static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot) {
+  Tile *t = &g->tiles[in->dst];
+  const TileType *tt = rtype(g, in->dst);
+  const Layout *L = t->lay;
+  ElemType e = tt->elem;
+  int eb = elem_bytes(e), ch = 16 / eb, nch = t->n / ch;
+  bool zero_fill = in->imm == 0 && !signbit(in->imm);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L), base = stage_base(g, t, slot), fill = const_mem(g, e, in->imm);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  LLVMValueRef *sp = vals_new(g, nch);
+  for (int k = 0; k < nch; k++)
+    sp[k] = smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), ""));
+  Chunks c = chunks_plan(g, in, &ac, tt, L, lw, t->n, ch);
+  LLVMBasicBlockRef bb[3];
+  split3(g, c.all, bb);
+  for (int k = 0; k < nch; k++)
+    cp_async16(g, sp[k], c.p[k], NULL);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  for (int k = 0; k < nch; k++) {
+    LLVMBasicBlockRef cb[3];
+    split3(g, c.ok[k], cb);
+    cp_async16(g, sp[k], c.p[k], NULL);
+    LLVMBuildBr(g->b, cb[2]);
+    LLVMPositionBuilderAtEnd(g->b, cb[1]);
+    if (zero_fill) {
+      /* The first element out of bounds: so is the whole chunk (indices grow along it). */
+      LLVMValueRef off0, ok0;
+      access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off0, &ok0);
+      LLVMBasicBlockRef db[3];
+      split3(g, ok0, db);
+      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+      LLVMBuildBr(g->b, db[2]);
+      LLVMPositionBuilderAtEnd(g->b, db[1]);
+      cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0));
+      LLVMBuildBr(g->b, db[2]);
+      LLVMPositionBuilderAtEnd(g->b, db[2]);
+    } else {
+      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+    }
+    LLVMBuildBr(g->b, cb[2]);
+    LLVMPositionBuilderAtEnd(g->b, cb[2]);
+  }
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+  end_if(g, wj);
+}
+
+static void lower_inst(Cg *g, const TirInst *in);
+
+/* Copies of every load of p for the iteration whose counter is ctr (i64) into stage `slot`, when
+ * ctr < hi. The loop variable and the chain registers take that iteration's values meanwhile and
+ * get their own back afterwards. */
+static void pipe_issue(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef slot) {
+  const TirFunc *f = g->f;
+  int ind = f->insts[p->first].dst;
+  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, ctr, hi, ""));
+  LLVMValueRef *saved = vals_new(g, p->nchain + 1);
+  get_tile(g, ind, &saved[0]);
+  for (int c = 0; c < p->nchain; c++)
+    get_tile(g, f->insts[p->chain[c]].dst, &saved[1 + c]);
+  LLVMValueRef iv = LLVMBuildTrunc(g->b, ctr, g->i32, "");
+  store_regs(g, ind, &iv);
+  SrcLoc loc = g->loc;
+  for (int c = 0; c < p->nchain; c++)
+    lower_inst(g, &f->insts[p->chain[c]]);
+  for (int l = 0; l < p->nloads; l++)
+    async_load(g, &f->insts[p->loads[l]], slot);
+  g->loc = loc;
+  store_regs(g, ind, &saved[0]);
+  for (int c = 0; c < p->nchain; c++)
+    store_regs(g, f->insts[p->chain[c]].dst, &saved[1 + c]);
+  end_if(g, join);
+}
+
+/* At the FOR, before the loop: the first P - 1 iterations' copies. */
+static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
+  if (g->dirty)
+    barrier(g); /* the stages may still be read from a previous run of the loop */
+  for (int s = 0; s + 1 < p->stages; s++) {
+    LLVMValueRef ctr = LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, s), ""), "");
+    pipe_issue(g, p, ctr, hi, ci32(g, s));
+    cp_async_commit(g);
+  }
+  LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
+  LLVMBuildStore(g->b, ci32(g, p->stages - 1), p->wslot);
+}
+
+/* At the top of the body (counter ctr): wait for this iteration's stage, prefetch P - 1 ahead. */
+static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef step) {
+  cp_async_wait(g, p->stages - 2);
+  barrier(g);
+  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->stages - 1), ""), "");
+  pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
+  cp_async_commit(g);
+}
+
+static void rotate_slot(Cg *g, LLVMValueRef slot, int stages) {
+  LLVMValueRef v = LLVMBuildAdd(g->b, LLVMBuildLoad2(g->b, g->i32, slot, ""), ci32(g, 1), "");
+  LLVMValueRef wrap = LLVMBuildICmp(g->b, LLVMIntEQ, v, ci32(g, stages), "");
+  LLVMBuildStore(g->b, LLVMBuildSelect(g->b, wrap, ci32(g, 0), v, ""), slot);
+}
+
+/* At the ENDFOR, before the counter steps. */
+static void pipe_advance(Cg *g, const Pipe *p) {
+  rotate_slot(g, p->rslot, p->stages);
+  rotate_slot(g, p->wslot, p->stages);
+}
+
 /* Masked scalar loads of elements r .. r+len-1 into the slots of tmp (the fill when masked). */
 static void load_reg_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
                              LLVMValueRef lw, int r, int len, LLVMValueRef tmp, LLVMValueRef fill) {
@@ -1240,20 +1407,53 @@ static void load_reg_scalars(Cg *g, const TirInst *in, const Access *ac, const T
   }
 }
 
-/* One chunk's words, unpacked into the slots r .. of tmp. */
-static void words_to_slots(Cg *g, ElemType e, LLVMValueRef *w, int words, LLVMValueRef tmp, int r) {
-  LLVMValueRef ev[16];
-  int ch = words * 4 / elem_bytes(e);
-  LLVMTypeRef rt = reg_type(g, e);
-  words_to_elems(g, e, words, w, ev);
-  for (int j = 0; j < ch; j++) {
-    LLVMValueRef idx = ci32(g, r + j);
-    LLVMBuildStore(g->b, ev[j], LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""));
+/* Masked scalar loads of elements r .. r+len-1 (whole words of them), packed into the words of
+ * wtmp from the word holding element r (the fill where masked). */
+static void load_word_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                              LLVMValueRef lw, int r, int len, LLVMValueRef wtmp, LLVMValueRef fill) {
+  ElemType e = tt->elem;
+  int eb = elem_bytes(e), per = 4 / eb;
+  LLVMTypeRef mt = mem_type(g, e);
+  LLVMValueRef m[16];
+  for (int j = 0; j < len; j++) {
+    LLVMValueRef off, ok;
+    access_elem(g, in, ac, tt, L, lw, r + j, 1, &off, &ok);
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
+    LLVMSetAlignment(v, (unsigned)eb);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    m[j] = LLVMBuildPhi(g->b, mt, "");
+    LLVMValueRef vals[2] = {fill, v};
+    LLVMBasicBlockRef blocks[2] = {from, then};
+    LLVMAddIncoming(m[j], vals, blocks, 2);
+  }
+  for (int i = 0; i < len / per; i++) {
+    LLVMValueRef w = m[i * per];
+    if (per > 1) {
+      w = LLVMGetUndef(LLVMVectorType(mt, (unsigned)per));
+      for (int j = 0; j < per; j++)
+        w = LLVMBuildInsertElement(g->b, w, m[i * per + j], ci32(g, j), "");
+    }
+    LLVMValueRef idx = ci32(g, r / per + i);
+    LLVMBuildStore(g->b, LLVMBuildBitCast(g->b, w, g->i32, ""), LLVMBuildInBoundsGEP2(g->b, g->i32, wtmp, &idx, 1, ""));
+  }
+}
+
+/* Words w[0 .. words-1] into the word slots from `at` of wtmp. */
+static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, int at) {
+  for (int i = 0; i < words; i++) {
+    LLVMValueRef idx = ci32(g, at + i);
+    LLVMBuildStore(g->b, w[i], LLVMBuildInBoundsGEP2(g->b, g->i32, wtmp, &idx, 1, ""));
   }
 }
 
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
+  if (g->tiles[dst].pipe >= 0)
+    return; /* its copies were issued ahead (pipe_top) */
   if (g->tiles[dst].shared) {
     lower_load_shared(g, in);
     return;
@@ -1265,40 +1465,48 @@ static void lower_load(Cg *g, const TirInst *in) {
   int nch = n / ch, words = ch * eb / 4;
   Access ac;
   access_init(g, in, &ac);
-  LLVMValueRef tmp = entry_alloca(g, reg_type(g, e), n);
-  LLVMValueRef lw = layout_lw(g, L), fill = const_elem(g, e, in->imm);
+  LLVMValueRef lw = layout_lw(g, L);
   LLVMTypeRef rt = reg_type(g, e);
+  LLVMValueRef *out = vals_new(g, n);
   if (ch == 1) {
-    load_reg_scalars(g, in, &ac, tt, L, lw, 0, n, tmp, fill);
+    LLVMValueRef tmp = entry_alloca(g, rt, n);
+    load_reg_scalars(g, in, &ac, tt, L, lw, 0, n, tmp, const_elem(g, e, in->imm));
+    for (int r = 0; r < n; r++) {
+      LLVMValueRef idx = ci32(g, r);
+      out[r] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""), "");
+    }
   } else {
+    /* The paths meet in memory words, unpacked after the join: a phi per word rather than per
+     * element (half the registers for f16), and the unpacking is left next to its uses, where
+     * the rematerialization after O3 can repeat it instead of keeping a row of f32 alive. */
+    LLVMValueRef wtmp = entry_alloca(g, g->i32, nch * words), fill = const_mem(g, e, in->imm);
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
     LLVMBasicBlockRef bb[3];
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
       vec_load_words(g, c.p[k], words, w + k * words);
-    for (int k = 0; k < nch; k++)
-      words_to_slots(g, e, w + k * words, words, tmp, k * ch);
+    words_store(g, w, nch * words, wtmp, 0);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
       vec_load_words(g, c.p[k], words, w);
-      words_to_slots(g, e, w, words, tmp, k * ch);
+      words_store(g, w, words, wtmp, k * words);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
-      load_reg_scalars(g, in, &ac, tt, L, lw, k * ch, ch, tmp, fill);
+      load_word_scalars(g, in, &ac, tt, L, lw, k * ch, ch, wtmp, fill);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[2]);
-  }
-  LLVMValueRef *out = vals_new(g, n);
-  for (int r = 0; r < n; r++) {
-    LLVMValueRef idx = ci32(g, r);
-    out[r] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, tmp, &idx, 1, ""), "");
+    for (int i = 0; i < nch * words; i++) {
+      LLVMValueRef idx = ci32(g, i);
+      w[i] = LLVMBuildLoad2(g->b, g->i32, LLVMBuildInBoundsGEP2(g->b, g->i32, wtmp, &idx, 1, ""), "");
+    }
+    words_to_elems(g, e, nch * words, w, out);
   }
   /* Loaded values are exact in their type (and the fill is rounded): no rounding again. */
   store_regs(g, dst, out);
@@ -1380,6 +1588,10 @@ static void lower_marker(Cg *g, const TirInst *in) {
     Nest *ns = &g->nest[g->depth++];
     ns->op = TIR_FOR;
     ns->ind = in->dst;
+    ns->pipe = NULL;
+    for (int k = 0; k < g->npipes; k++)
+      if (g->pipes[k].first == (int)(in - g->f->insts))
+        ns->pipe = &g->pipes[k];
     LLVMValueRef lo, hi, step;
     get_tile(g, in->args[0], &lo);
     get_tile(g, in->args[1], &hi);
@@ -1389,6 +1601,8 @@ static void lower_marker(Cg *g, const TirInst *in) {
     ns->hi = LLVMBuildSExt(g->b, hi, g->i64, "");
     ns->step = LLVMBuildSExt(g->b, step, g->i64, "");
     LLVMBuildStore(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->counter);
+    if (ns->pipe)
+      pipe_prologue(g, ns->pipe, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->hi, ns->step);
     ns->cond = new_bb(g, "for");
     LLVMBasicBlockRef body = new_bb(g, "for.body");
     ns->exit = new_bb(g, "for.end");
@@ -1399,14 +1613,20 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
     put_tile(g, in->dst, &iv);
+    if (ns->pipe)
+      pipe_top(g, ns->pipe, i, ns->hi, ns->step);
     return;
   }
   case TIR_ENDFOR: {
     Nest *ns = &g->nest[--g->depth];
+    if (ns->pipe)
+      pipe_advance(g, ns->pipe);
     LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ns->counter, "");
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, ns->step, ""), ns->counter);
     LLVMBuildBr(g->b, ns->cond);
     LLVMPositionBuilderAtEnd(g->b, ns->exit);
+    if (ns->pipe)
+      intrin0(g, "llvm.nvvm.cp.async.wait.all"); /* nothing is left in flight; kept for clarity of the protocol */
     return;
   }
   case TIR_IF: {
@@ -1506,9 +1726,141 @@ static bool trans_view_ok(const TirFunc *f, int t) {
   return true;
 }
 
+/* ---------------------------------------------- pipeline planning
+ *
+ * A LOAD into a shared tile is pipelined (issued ahead as cp.async, pipe_issue) when it sits in
+ * the body of a `for ... pipeline P` loop (P >= 2, TILEC_PIPELINE not 0) outside any nested
+ * if/for; it is the tile's only definition and every read of the tile follows it inside the loop;
+ * the tile moves in 16-byte chunks; and each index start is computable for a future iteration:
+ * the loop variable, a register the loop does not write, or a pure scalar computed once in the
+ * body before the load from such values (replayed). */
+
+static int match_endfor(const TirFunc *f, int first) {
+  int depth = 0;
+  for (int i = first; i < f->ninsts; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+    if (depth == 0)
+      return i;
+  }
+  return -1;
+}
+
+static int count_writes(const TirFunc *f, int r, int lo, int hi) {
+  int n = 0;
+  for (int i = lo; i < hi; i++)
+    n += is_written(&f->insts[i], r);
+  return n;
+}
+
+/* Instruction j is in the loop body starting after `first`, not inside a nested if/for. */
+static bool top_level(const TirFunc *f, int first, int j) {
+  int depth = 0;
+  for (int i = first + 1; i < j; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+  }
+  return depth == 0;
+}
+
+static bool replayable_op(const TirInst *in) {
+  if (in->op == TIR_DIV || in->op == TIR_REM) /* no division by zero in an iteration that never runs */
+    return false;
+  return in->op == TIR_CONST || in->op == TIR_PARAM || in->op == TIR_DIM || in->op == TIR_BLOCK_ID ||
+         in->op == TIR_CVT || (tir_op_info[in->op].flags & OPF_ELEMWISE);
+}
+
+/* Whether register r's value for a future iteration is computable at the load `before`;
+ * marks the body instructions to replay. */
+static bool replayable(const TirFunc *f, const Pipe *p, int r, int before, int depth, bool *mark) {
+  if (r == f->insts[p->first].dst || count_writes(f, r, p->first, p->last + 1) == 0)
+    return true;
+  if (depth > 16 || count_writes(f, r, 0, f->ninsts) != 1 || f->regs[r].type.rank != 0)
+    return false;
+  for (int k = p->first + 1; k < before; k++) {
+    const TirInst *in = &f->insts[k];
+    if (in->dst != r)
+      continue;
+    if (!top_level(f, p->first, k) || !replayable_op(in))
+      return false;
+    for (int a = 0; a < 3; a++)
+      if (in->args[a] >= 0 && !replayable(f, p, in->args[a], k, depth + 1, mark))
+        return false;
+    mark[k] = true;
+    return true;
+  }
+  return false;
+}
+
+static bool pipelinable_load(const TirFunc *f, const Pipe *p, int j, bool *mark) {
+  const TirInst *in = &f->insts[j];
+  if (in->op != TIR_LOAD || !top_level(f, p->first, j))
+    return false;
+  const TileType *ty = &f->regs[in->dst].type;
+  const TirArg *a = &f->args[in->arg_index];
+  if (ty->place != PLACE_SHARED || ty->elem == TY_BOOL || count_writes(f, in->dst, 0, f->ninsts) != 1)
+    return false;
+  for (int k = 0; k < f->ninsts; k++)
+    if (reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
+      return false;
+  if (global_chunk(in, a, ty->layout, ty->elem) * elem_bytes(ty->elem) != 16)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (!replayable(f, p, in->index[d].start, j, 0, mark))
+      return false;
+  return true;
+}
+
+static bool pipeline_enabled(void) {
+  const char *e = getenv("TILEC_PIPELINE");
+  return !(e && !strcmp(e, "0"));
+}
+
+/* Finds the pipelined loops and loads; sets Tile.pipe. */
+static void plan_pipes(Cg *g) {
+  TirFunc *f = g->f;
+  g->pipes = arena_alloc(f->arena, sizeof(Pipe) * (size_t)(f->ninsts + 1));
+  for (int r = 0; r < f->nregs; r++)
+    g->tiles[r].pipe = -1;
+  if (!pipeline_enabled())
+    return;
+  bool *mark = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *fi = &f->insts[i];
+    int stages = fi->pipeline < g->stage_cap ? fi->pipeline : g->stage_cap;
+    if (fi->op != TIR_FOR || stages < 2)
+      continue;
+    Pipe *p = &g->pipes[g->npipes];
+    *p = (Pipe){.first = i, .last = match_endfor(f, i), .stages = stages};
+    if (p->last < 0)
+      continue;
+    memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
+    p->loads = arena_alloc(f->arena, sizeof(int) * (size_t)(p->last - i));
+    p->chain = arena_alloc(f->arena, sizeof(int) * (size_t)(p->last - i));
+    for (int j = i + 1; j < p->last; j++)
+      if (pipelinable_load(f, p, j, mark))
+        p->loads[p->nloads++] = j;
+    if (!p->nloads)
+      continue;
+    for (int j = i + 1; j < p->last; j++)
+      if (mark[j])
+        p->chain[p->nchain++] = j;
+    p->rslot = entry_alloca(g, g->i32, 1);
+    p->wslot = entry_alloca(g, g->i32, 1);
+    for (int l = 0; l < p->nloads; l++)
+      g->tiles[f->insts[p->loads[l]].dst].pipe = g->npipes;
+    if (stages > g->stages_used)
+      g->stages_used = stages;
+    g->npipes++;
+  }
+}
+
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
+  plan_pipes(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     const TileType *ty = &f->regs[r].type;
@@ -1519,7 +1871,8 @@ static bool plan(Cg *g) {
       t->shared = true;
       t->pitch = padded_pitch(t->lay, ty->elem);
       t->smem_off = g->smem_tiles;
-      g->smem_tiles += buf_bytes(t->lay, ty->elem, t->pitch);
+      t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
+      g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].stages : 1);
     }
   }
   for (int i = 0; i < f->ninsts; i++)
@@ -1629,6 +1982,43 @@ static void annotate(Cg *g) {
   }
 }
 
+/* Blocks per SM that a kernel without DOT and without shared tiles (a memory-bound one: row ops,
+ * element-wise) asks ptxas to fit (`.minnctapersm`), or 0. Left alone, ptxas spends registers up
+ * to the next occupancy step (a 512-thread row kernel at 74 registers: one block per SM, nothing
+ * to overlap its barriers with); these kernels want bytes in flight per SM, i.e. resident blocks.
+ * The register budget per thread is 1.5 values per element of the largest register tile (a row
+ * and values derived from it are live together for part of the kernel) plus 16 for addresses and
+ * indices; blocks = the SM's 64K registers over that budget, at most 1024 threads per SM (at most
+ * 64 registers per thread are asked for: above that, 1024 threads per SM already carry the ~40 KB
+ * in flight a memory-bound kernel needs (measured), and a tighter cap makes ALU-heavy element-wise
+ * kernels spill). */
+static int occupancy_blocks(Cg *g) {
+  const TirFunc *f = g->f;
+  int maxn = 0;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].op == TIR_DOT)
+      return 0;
+  for (int r = 0; r < f->nregs; r++) {
+    if (g->tiles[r].shared)
+      return 0;
+    if (g->tiles[r].view_of < 0 && g->tiles[r].n > maxn)
+      maxn = g->tiles[r].n;
+  }
+  int budget = 3 * maxn / 2 + 16, threads = f->threads;
+  int blocks = 65536 / (budget * threads), cap = 1024 / threads;
+  blocks = blocks > cap ? cap : blocks;
+  return blocks >= 2 ? blocks : 0;
+}
+
+static void annotate_occupancy(Cg *g) {
+  int blocks = occupancy_blocks(g);
+  if (!blocks)
+    return;
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, "minctasm", 8),
+                           LLVMValueAsMetadata(ci32(g, blocks))};
+  LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+}
+
 static LLVMValueRef new_smem_global(Cg *g, const char *name) {
   LLVMValueRef v = LLVMAddGlobalInAddressSpace(g->mod, LLVMArrayType(g->i8, 0), name, 3);
   LLVMSetLinkage(v, LLVMExternalLinkage);
@@ -1657,6 +2047,13 @@ static void report_smem(Cg *g, int total) {
   int limit = arch_smem_limit(g->o->arch);
   if (total <= limit)
     return;
+  if (g->stages_used > 1) {
+    /* Pipeline stages are a request: the caller compiles again with fewer. The front end's
+     * budget check counts one stage of each tile, so an error reported here is the real one. */
+    *g->retry_cap = g->stages_used - 1;
+    g->failed = true;
+    return;
+  }
   g->loc = g->f->loc;
   cg_error(g, "kernel %s needs %d bytes of shared memory; %s allows %d per block (smaller tiles or "
            "fewer shared tiles)", g->f->name, total, arch_name(g->o->arch), limit);
@@ -1685,6 +2082,162 @@ static bool targets_ready(void) {
 
 static const char *TRIPLE = "nvptx64-nvidia-cuda";
 
+/* ------------------------------------------ rematerialization (after O3) */
+
+enum { REMAT_DEPTH = 3 };
+
+/* A value that costs no register of its own: a constant or a kernel parameter. */
+static bool free_value(LLVMValueRef v) { return LLVMIsConstant(v) || LLVMIsAArgument(v); }
+
+static bool remat_op(LLVMValueRef v) {
+  if (!LLVMIsAInstruction(v))
+    return false;
+  switch (LLVMGetInstructionOpcode(v)) {
+  case LLVMICmp: case LLVMAdd: case LLVMSub: case LLVMOr: case LLVMXor: case LLVMAnd: case LLVMShl: case LLVMLShr:
+  case LLVMZExt: case LLVMSExt: case LLVMTrunc:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The operand of v that is not free (constant or parameter), and how many there are. */
+static LLVMValueRef nonfree_operand(LLVMValueRef v, int *n) {
+  LLVMValueRef x = NULL;
+  *n = 0;
+  for (int i = 0; i < LLVMGetNumOperands(v); i++)
+    if (!free_value(LLVMGetOperand(v, (unsigned)i)))
+      x = LLVMGetOperand(v, (unsigned)i), ++*n;
+  return x;
+}
+
+/* Whether v can be recomputed in bb from one value (the anchor, *anchor; NULL when v needs none):
+ * v is a chain of cheap instructions, each over constants, parameters and the previous one, down
+ * to a value that is not cheap, is defined in bb, or lies REMAT_DEPTH steps down. */
+static bool remat_chain(LLVMValueRef v, LLVMBasicBlockRef bb, LLVMValueRef *anchor) {
+  LLVMValueRef a = v;
+  *anchor = NULL;
+  for (int d = 0;; d++) {
+    int n;
+    LLVMValueRef x = nonfree_operand(a, &n);
+    if (n == 0)
+      return true;
+    if (n > 1) {
+      if (a == v)
+        return false;
+      *anchor = a;
+      break;
+    }
+    if (!remat_op(x) || d + 1 == REMAT_DEPTH || LLVMGetInstructionParent(x) == bb) {
+      *anchor = x;
+      break;
+    }
+    a = x;
+  }
+  LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(*anchor));
+  unsigned w = k == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(LLVMTypeOf(*anchor)) : 0;
+  return w == 32 || w == 64;
+}
+
+/* Clones made in the block being rewritten, so each value is recomputed once per block. */
+typedef struct RematMap {
+  LLVMValueRef *key, *val;
+  int n, cap;
+} RematMap;
+
+static LLVMValueRef remat_find(const RematMap *m, LLVMValueRef v) {
+  for (int i = 0; i < m->n; i++)
+    if (m->key[i] == v)
+      return m->val[i];
+  return NULL;
+}
+
+static void remat_put(Cg *g, RematMap *m, LLVMValueRef k, LLVMValueRef v) {
+  if (m->n == m->cap) {
+    int cap = m->cap ? 2 * m->cap : 64;
+    LLVMValueRef *nk = arena_alloc(g->f->arena, sizeof *nk * (size_t)cap), *nv = arena_alloc(g->f->arena, sizeof *nv * (size_t)cap);
+    if (m->n) {
+      memcpy(nk, m->key, sizeof *nk * (size_t)m->n);
+      memcpy(nv, m->val, sizeof *nv * (size_t)m->n);
+    }
+    m->key = nk, m->val = nv, m->cap = cap;
+  }
+  m->key[m->n] = k;
+  m->val[m->n++] = v;
+}
+
+/* The anchor, copied into this block through an opaque move: LLVM's codegen runs GVN and machine
+ * CSE again, which would merge clones of the same expression back into the first one. */
+static LLVMValueRef remat_anchor_copy(Cg *g, LLVMValueRef v) {
+  bool wide = LLVMGetIntTypeWidth(LLVMTypeOf(v)) == 64;
+  const char *text = wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;", *cons = wide ? "=l,l" : "=r,r";
+  LLVMTypeRef t = LLVMTypeOf(v), ft = LLVMFunctionType(t, &t, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(g->b, ft, fn, &v, 1, "");
+}
+
+/* v recomputed at the builder's position in bb from a copy of the anchor. */
+static LLVMValueRef remat_clone(Cg *g, RematMap *m, LLVMValueRef v, LLVMValueRef anchor, LLVMBasicBlockRef bb) {
+  if (free_value(v) || LLVMGetInstructionParent(v) == bb)
+    return v;
+  LLVMValueRef c = remat_find(m, v);
+  if (c)
+    return c;
+  if (v == anchor) {
+    c = remat_anchor_copy(g, v);
+  } else {
+    c = LLVMInstructionClone(v);
+    for (int i = 0; i < LLVMGetNumOperands(v); i++)
+      LLVMSetOperand(c, (unsigned)i, remat_clone(g, m, LLVMGetOperand(v, (unsigned)i), anchor, bb));
+    LLVMInsertIntoBuilder(g->b, c);
+  }
+  remat_put(g, m, v, c);
+  return c;
+}
+
+/* Erases rematerializable instructions left without uses, until none is. */
+static void remat_dce(LLVMValueRef fn) {
+  for (bool again = true; again;) {
+    again = false;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef next;
+      for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+        next = LLVMGetNextInstruction(in);
+        if (remat_op(in) && !LLVMGetFirstUse(in)) {
+          LLVMInstructionEraseFromParent(in);
+          again = true;
+        }
+      }
+    }
+  }
+}
+
+/* GVN merges every computation of an element's column or bounds test into one value, so a value
+ * computed for a load's in-bounds test at the top of the kernel stays alive, through every
+ * reduction and barrier, until a `where` or the ragged path of the final store uses it again: a
+ * [2, 4096] tile's 24 columns cost 24 registers for the whole kernel. Recomputing such a value in
+ * each block that uses it (an ALU instruction or a few over a lane index and constants) costs no
+ * register; ptxas keeps the copies apart. Forward through each block, so the first use in a block
+ * makes the clone that the later ones share. */
+static void remat_remote_uses(Cg *g) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    RematMap m = {0};
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+      if (LLVMGetInstructionOpcode(in) == LLVMPHI)
+        continue;
+      for (int i = 0; i < LLVMGetNumOperands(in); i++) {
+        LLVMValueRef op = LLVMGetOperand(in, (unsigned)i), anchor = NULL;
+        if (!remat_op(op) || LLVMGetInstructionParent(op) == bb || !remat_chain(op, bb, &anchor))
+          continue;
+        LLVMPositionBuilderBefore(g->b, in);
+        LLVMSetOperand(in, (unsigned)i, remat_clone(g, &m, op, anchor, bb));
+      }
+    }
+  }
+  remat_dce(g->fn);
+}
+
+
 static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
   Arena *a = g->f->arena;
   char *err = NULL;
@@ -1705,6 +2258,8 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
     LLVMDisposeErrorMessage(m);
     return NULL;
   }
+  if (!getenv("TILEC_NOSINK"))
+    remat_remote_uses(g);
   if (g->o->dump_llvm) {
     char *s = LLVMPrintModuleToString(g->mod);
     char *r = arena_strdup(a, s);
@@ -1727,14 +2282,11 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
   return out;
 }
 
-char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
-  if (smem_bytes_out)
-    *smem_bytes_out = 0;
-  if ((unsigned)o->arch >= ARCH_COUNT) {
-    diag_plain(d, DIAG_ERROR, "unknown GPU architecture %d", (int)o->arch);
-    return NULL;
-  }
-  Cg cg = {.f = f, .d = d, .o = o, .loc = f->loc};
+/* One compilation with at most stage_cap pipeline stages per loop; *retry_cap > 0 afterwards
+ * when the stages overflowed shared memory (nothing reported; compile again with that cap). */
+static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out, int stage_cap,
+                          int *retry_cap) {
+  Cg cg = {.f = f, .d = d, .o = o, .loc = f->loc, .stage_cap = stage_cap, .retry_cap = retry_cap};
   Cg *g = &cg;
   if (!check_func(g) || !layout_assign(f, d))
     return NULL;
@@ -1778,6 +2330,7 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
   g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
   plan(g);
+  annotate_occupancy(g);
   for (int i = 0; i < f->ninsts && !g->failed; i++)
     lower_inst(g, &f->insts[i]);
   char *out = NULL;
@@ -1797,4 +2350,21 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   LLVMContextDispose(g->ctx);
   LLVMDisposeTargetMachine(tm);
   return out;
+}
+
+char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
+  if (smem_bytes_out)
+    *smem_bytes_out = 0;
+  if ((unsigned)o->arch >= ARCH_COUNT) {
+    diag_plain(d, DIAG_ERROR, "unknown GPU architecture %d", (int)o->arch);
+    return NULL;
+  }
+  int cap = 8; /* the language's largest pipeline depth */
+  for (;;) {
+    int retry = 0;
+    char *out = compile_once(f, o, d, smem_bytes_out, cap, &retry);
+    if (!retry)
+      return out;
+    cap = retry;
+  }
 }

@@ -259,39 +259,13 @@ static bool read_source(Arena *a, Diag *d, const char *path, SourceFile *src) {
   return true;
 }
 
-/* Writes the AST dump to stdout or, atomically, to `out`. */
-static int emit_ast(Diag *d, const AstProgram *prog, const char *out) {
-  if (!out || !strcmp(out, "-")) {
-    ast_print(stdout, prog);
-    return fflush(stdout) == 0 ? 0 : 1;
-  }
-  size_t n = strlen(out);
-  char *tmp = malloc(n + 16);
-  if (!tmp)
+/* Writes the AST dump to stdout or, whole or not at all, to `out`. */
+static int emit_ast(Arena *a, Diag *d, const AstProgram *prog, const char *out) {
+  OutFile f;
+  if (!out_open(a, &f, out, d))
     return 1;
-  snprintf(tmp, n + 16, "%s.tmpXXXXXX", out);
-  int fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-  if (!f) {
-    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", out, strerror(errno));
-    if (fd >= 0) {
-      close(fd);
-      unlink(tmp);
-    }
-    free(tmp);
-    return 1;
-  }
-  ast_print(f, prog);
-  bool ok = fflush(f) == 0 && !ferror(f);
-  ok &= fclose(f) == 0;
-  if (ok && rename(tmp, out) != 0)
-    ok = false;
-  if (!ok) {
-    diag_plain(d, DIAG_ERROR, "cannot write '%s': %s", out, strerror(errno));
-    unlink(tmp);
-  }
-  free(tmp);
-  return ok ? 0 : 1;
+  ast_print(f.fp, prog);
+  return out_commit(&f, 1, true, d) ? 0 : 1;
 }
 
 /* The arch whose shared-memory budget is the tightest: sema checks against it. */
@@ -367,7 +341,7 @@ int main(int argc, char **argv) {
   if (c.o.emit == EMIT_CHECK)
     rc = 0;
   else if (c.o.emit == EMIT_AST)
-    rc = emit_ast(&d, prog, c.o.output);
+    rc = emit_ast(a, &d, prog, c.o.output);
   else
     rc = driver_backend(a, prog, &c.o, &d);
   arena_free(a);

@@ -368,6 +368,25 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
  * (same argument list), launching the first whose contract accepts the arguments. */
 bool emit_c_link(Arena *a, const char *base, const char *const *headers, int nheaders, Diag *d);
 
+/* ---------------------------------------------------------------- outputs */
+
+/* output.c: files that appear whole or not at all (temporary + rename; devices written directly;
+ * NULL or "-" is standard output, whose write errors are reported too). */
+typedef struct OutFile {
+  FILE *fp;
+  const char *path;   /* NULL for standard output */
+  char *tmp;          /* renamed to path on commit; NULL when written directly */
+  const char *shown;  /* for messages */
+} OutFile;
+
+bool out_open(Arena *a, OutFile *o, const char *path, Diag *d);
+/* Closes the n files; when ok and every write succeeded, puts them all in place, else removes
+ * them all (reporting the write error, if that was the cause). Returns whether they are in place. */
+bool out_commit(OutFile *files, int n, bool ok, Diag *d);
+/* Writes n memory buffers to n paths, all or nothing. */
+bool out_write_files(Arena *a, const char *const *paths, const char *const *texts,
+                     const size_t *lens, int n, Diag *d);
+
 /* ---------------------------------------------------------------- pipeline */
 
 /* exec_cpu.c: a runtime kernel (tilert.h) whose launches run f in the interpreter.

@@ -61,23 +61,32 @@ g++ -x c++ -Wall -Wextra -Werror -I"$G" -Iruntime tests/aot/aot_test.c -x none \
 "$W/aot_test_cpp" >/dev/null
 TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$W/aot_test" | grep -q "checking the no-driver path"
 
-# Every example through the real compiler, once --emit=c is wired into tilec.
-if [ -x "$B/tilec" ] && "$B/tilec" dsl/examples/vadd.tile --emit=c --arch=sm_80 \
-     -o "$W/examples/probe" 2>"$W/probe.err"; then
-  n=0
-  for t in dsl/examples/*.tile; do
-    name=$(basename "$t" .tile)
-    "$B/tilec" "$t" --emit=c --arch=sm_80 --arch=sm_90a -o "$W/examples/$name"
-    n=$((n + 1))
-  done
-  rm -f "$W"/examples/probe.*
-  compile_all "$W/examples"
-  echo "check_aot: $n examples through tilec --emit=c compile with gcc, g++ and cuda.h"
-  # The docs/aot.md program builds with its one gcc line (it runs in make gpu-test).
-  gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$W/examples" -I"$CUDA/include" tests/aot/demo_main.c \
-    "$W/examples/vadd.c" "$W/examples/softmax.c" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
-    -o "$W/demo"
-else
-  echo "check_aot: note: tilec --emit=c not available yet ($(head -c 200 "$W/probe.err" 2>/dev/null)); examples skipped"
-fi
+# Every example through the real compiler.
+n=0
+for t in dsl/examples/*.tile; do
+  name=$(basename "$t" .tile)
+  "$B/tilec" "$t" --emit=c --arch=sm_80 --arch=sm_90a -o "$W/examples/$name" ||
+    { echo "check_aot: tilec --emit=c failed on $t"; exit 1; }
+  n=$((n + 1))
+done
+compile_all "$W/examples"
+echo "check_aot: $n examples through tilec --emit=c compile with gcc, g++ and cuda.h"
+# The docs/aot.md program builds with its one gcc line (it runs in make gpu-test).
+gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$W/examples" -I"$CUDA/include" tests/aot/demo_main.c \
+  "$W/examples/vadd.c" "$W/examples/softmax.c" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+  -o "$W/demo"
+# Contract checks of real examples, incl. two specializations linked behind one entry point.
+L=$W/linked
+mkdir -p "$L"
+"$B/tilec" dsl/examples/softmax.tile --emit=c --arch=sm_90a -o "$L/softmax"
+"$B/tilec" dsl/examples/attention.tile -D D=64 --emit=c --arch=sm_90a -o "$L/attention_d64"
+"$B/tilec" dsl/examples/attention.tile -D D=128 --emit=c --arch=sm_90a -o "$L/attention_d128"
+"$B/tilec" --link "$L/attention_d64.h" "$L/attention_d128.h" -o "$L/attention"
+for cc in "gcc -std=c99" "g++ -x c++"; do
+  $cc -Wall -Wextra -Werror -I"$L" tests/aot/examples_test.c -x none "$L/softmax.c" \
+    "$L/attention.c" "$L/attention_d64.c" "$L/attention_d128.c" -ldl -o "$L/examples_test" ||
+    { echo "check_aot: examples_test does not build with $cc"; exit 1; }
+  if ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then "$L/examples_test"
+  else EXPECT_NO_DRIVER=1 "$L/examples_test"; fi || { echo "check_aot: examples_test failed"; exit 1; }
+done
 echo "check_aot: passed"

@@ -4,6 +4,7 @@
  *
  *   example_runner [--suite=demo|gpu|small] [--backend=auto|gpu|cpu] [--ptx-dir DIR]
  *                  [--tilec PATH] [--arch sm_90a] [--case ID] [--json FILE] [--list]
+ *                  [--seed N]
  *
  * With --tilec, each case's PTX is compiled first (timed); without it, DIR/ID.ptx must exist.
  * Exit status 0 only if every case ran and passed. */
@@ -78,6 +79,7 @@ typedef struct Options {
   tilert_backend backend;
   const char *ptx_dir, *tilec, *arch, *only, *json;
   bool list;
+  uint64_t seed;          /* inputs of every case derive from it; printed, --seed repeats a run */
 } Options;
 
 static bool parse_args(int argc, char **argv, Options *o) {
@@ -97,6 +99,7 @@ static bool parse_args(int argc, char **argv, Options *o) {
     else if (next && !strcmp(a, "--arch")) o->arch = argv[++i];
     else if (next && !strcmp(a, "--case")) o->only = argv[++i];
     else if (next && !strcmp(a, "--json")) o->json = argv[++i];
+    else if (next && !strcmp(a, "--seed")) o->seed = strtoull(argv[++i], NULL, 0);
     else {
       fprintf(stderr, "example_runner: error: unknown or incomplete option '%s'\n", a);
       return false;
@@ -205,6 +208,9 @@ static void elem_set(void *base, int64_t i, ElemType t, double v) {
 typedef struct Result {
   const Case *c;
   const char *backend;
+  char params[96];        /* every compile-time parameter, as specialized */
+  int64_t grid[3];
+  int threads, smem;      /* from the PTX's metadata (-1: no PTX) */
   double compile_ms, run_ms, rel_err, max_err;
   bool ok;
   char note[256];
@@ -314,9 +320,14 @@ static tilert_status make_kernel(const Options *o, tilert_device *dev, Arena *a,
   /* compiled on both backends: the demo shows every example going through tilec */
   if (o->tilec && !compile_ptx(o, c, ptx_path, r))
     return (tilert_status){.code = TILERT_ERROR_NOT_FOUND, .message = "no PTX"};
-  if (tilert_device_backend(dev) == TILERT_BACKEND_CPU)
-    return exec_cpu_kernel(dev, a, f, k);
   char *ptx = read_file(ptx_path);
+  tilert_kernel_info info;
+  if (ptx && tilert_parse_kernel_info(ptx, &info).code == TILERT_OK)
+    r->threads = info.threads, r->smem = info.smem_bytes;
+  if (tilert_device_backend(dev) == TILERT_BACKEND_CPU) {
+    free(ptx);
+    return exec_cpu_kernel(dev, a, f, k);
+  }
   if (!ptx) {
     tilert_status st = {.code = TILERT_ERROR_NOT_FOUND};
     snprintf(st.message, sizeof st.message, "cannot read %.400s", ptx_path);
@@ -333,8 +344,14 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
   memset(r, 0, sizeof *r);
   r->c = c;
   r->backend = tilert_device_backend(dev) == TILERT_BACKEND_GPU ? "gpu" : "cpu";
+  r->threads = r->smem = -1;
   Arena *a = arena_new();
   TirFunc *f = front_end(a, c, r);
+  for (int i = 0; f && i < f->nparams; i++) {
+    size_t used = strlen(r->params);
+    snprintf(r->params + used, sizeof r->params - used, "%s%s=%g", used ? " " : "",
+             f->params[i].name, f->params[i].value);
+  }
   tilert_module *mod = NULL;
   tilert_kernel *k = NULL;
   HostTensor t[TILERT_MAX_ARGS] = {0};
@@ -348,7 +365,9 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
       fail(r, "load", st);
     goto done;
   }
-  uint64_t seed = 0x2545F4914F6CDD1Dull ^ (uint64_t)(uintptr_t)c ^ (uint64_t)time(NULL);
+  uint64_t seed = 0x2545F4914F6CDD1Dull ^ o->seed;
+  for (const char *p = c->id; *p; p++) /* per-case stream, independent of the table order */
+    seed = (seed ^ (unsigned char)*p) * 0x100000001B3ull;
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *arg = &f->args[i];
     if (arg->kind == ARG_SCALAR) {
@@ -388,6 +407,8 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     snprintf(r->note, sizeof r->note, "no reference for %s", c->example);
     goto done;
   }
+  int64_t dims[2 * TILERT_MAX_ARGS];
+  tilert_bind(tilert_kernel_get_info(k), args, f->nargs, dims, r->grid);
   double t0 = now_ms();
   st = tilert_launch(k, args, f->nargs, NULL);
   if (st.code == TILERT_OK)
@@ -447,13 +468,18 @@ done:
 
 static void print_table(const Result *res, int n, const char *device) {
   printf("\n%s\n", device);
-  printf("%-22s %-15s %-20s %-4s %10s %10s %10s  %s\n", "case", "example", "shape", "on",
-         "compile ms", "run ms", "rel err", "result");
+  printf("%-20s %-40s %-22s %-20s %7s %-4s %8s %8s %9s  %s\n", "example/case", "parameters",
+         "shape", "launch (grid x thr)", "smem B", "on", "tilec ms", "run ms", "rel err",
+         "status");
   for (int i = 0; i < n; i++) {
     const Result *r = &res[i];
-    printf("%-22s %-15s %-20s %-4s %10.1f %10.2f %10.2e  %s%s%s\n", r->c->id, r->c->example,
-           r->c->shape, r->backend, r->compile_ms, r->run_ms, r->rel_err, r->ok ? "ok" : "FAIL",
-           r->note[0] ? ": " : "", r->note);
+    char launch[48], smem[16];
+    snprintf(launch, sizeof launch, "(%lld,%lld,%lld) x %d", (long long)r->grid[0],
+             (long long)r->grid[1], (long long)r->grid[2], r->threads);
+    snprintf(smem, sizeof smem, r->smem < 0 ? "-" : "%d", r->smem);
+    printf("%-20s %-40s %-22s %-20s %7s %-4s %8.1f %8.2f %9.2e  %s%s%s\n", r->c->id, r->params,
+           r->c->shape, launch, smem, r->backend, r->compile_ms, r->run_ms, r->rel_err,
+           r->ok ? "ok" : "FAIL", r->note[0] ? ": " : "", r->note);
   }
 }
 
@@ -496,6 +522,10 @@ int main(int argc, char **argv) {
         printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, cases[i].defines);
     return 0;
   }
+  if (!o.seed)
+    o.seed = (uint64_t)time(NULL);
+  printf("inputs: fresh random values, seed %llu (repeat with --seed %llu)\n",
+         (unsigned long long)o.seed, (unsigned long long)o.seed);
   tilert_device *dev = NULL;
   tilert_status st = tilert_device_open(o.backend, 0, &dev);
   if (st.code != TILERT_OK) {

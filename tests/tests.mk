@@ -19,7 +19,7 @@ $(B)/tests/unit_tests: $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(B)/libtile
 .PHONY: test test-run unit
 test:
 	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory all $(B)/tests/unit_tests
+	@$(MAKE) --no-print-directory all $(B)/tests/unit_tests $(B)/example_runner
 	@$(MAKE) --no-print-directory test-run
 
 unit: $(B)/tests/unit_tests

@@ -46,6 +46,18 @@ Test(mma, warp_tiling_choice) {
   cr_assert_not(layout_mma_warps(16, 16, 4, &wm, &wn)); /* 4 warps cannot tile 16 x 16 */
   cr_assert_not(layout_mma_warps(8, 64, 1, &wm, &wn));
   cr_assert_not(layout_mma_warps(64, 4, 1, &wm, &wn));
+  /* 2-D warp tiles (GEMM): the fewest ldmatrix per k16 step, ties to more warps along M. */
+  cr_assert(layout_mma_warps_2d(128, 128, 8, &wm, &wn));
+  cr_assert(wm == 4 && wn == 2, "%d x %d", wm, wn);
+  cr_assert(layout_mma_warps_2d(64, 64, 4, &wm, &wn));
+  cr_assert(wm == 2 && wn == 2, "%d x %d", wm, wn);
+  cr_assert(layout_mma_warps_2d(16, 64, 4, &wm, &wn));
+  cr_assert(wm == 1 && wn == 4, "%d x %d", wm, wn);
+  cr_assert(layout_mma_warps_2d(32, 64, 8, &wm, &wn));
+  cr_assert(wm == 2 && wn == 4, "%d x %d", wm, wn);
+  cr_assert(layout_mma_warps_2d(256, 128, 8, &wm, &wn));
+  cr_assert(wm == 4 && wn == 2, "%d x %d", wm, wn);
+  cr_assert_not(layout_mma_warps_2d(16, 16, 4, &wm, &wn));
 }
 
 /* The whole-tile layouts hold, for (register, lane, warp), exactly the element the register
@@ -304,9 +316,71 @@ static void check_example(const char *example, const char **defs, int want_mma, 
 }
 
 Test(mma, gemm_ptx_uses_tensor_cores) {
-  /* 64 x 64 x 32 per block, 4 warps of 16 x 64: per k16 step one A ldmatrix.x4, four for B
-   * (.trans, [K, N] row-major), eight mma; two steps. */
+  /* 64 x 64 x 32 per block, 2 x 2 warps of 32 x 32 (no reduction: 2-D warp tiles): per k16 step
+   * two A ldmatrix.x4, two for B (.trans, [K, N] row-major), eight mma; two steps. */
+  check_example("gemm", NULL, 16, 8);
+  /* 128 x 128 x 32 over 8 warps of 32 x 64: per k16 step 2 + 4 ldmatrix.x4, 16 mma. */
+  const char *big[] = {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=3", NULL};
+  check_example("gemm", big, 32, 12);
+  /* TILEC_MMA_2D=0: warps along M only (16 x 64 each: 1 + 4 ldmatrix per k16 step). */
+  setenv("TILEC_MMA_2D", "0", 1);
   check_example("gemm", NULL, 16, 10);
+  unsetenv("TILEC_MMA_2D");
+}
+
+/* `for ... pipeline P`: the shared-tile loads of the body become cp.async copies P - 1 iterations
+ * ahead into P stages; one wait_group P-2 and one barrier per iteration; TILEC_PIPELINE=0 keeps
+ * the synchronous loads. */
+Test(mma, pipelined_loads_use_cp_async) {
+  struct {
+    const char *example;
+    const char *defs[8];
+    int stages, copies; /* copies per issue: 16-byte chunks per thread over the loop's loads */
+  } cases[] = {
+      {"gemm", {NULL}, 2, 2 + 2},                                                  /* 64x32 + 32x64 f16, 128 threads */
+      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=3", NULL}, 3, 2 + 2}, /* 256 threads */
+      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=4", NULL}, 4, 2 + 2},
+      {"attention", {NULL}, 2, 4 + 4},                                             /* K, V 64x64 */
+      {"attention", {"D=128", "CAUSAL=1", "BM=128", "WARPS=8", NULL}, 2, 4 + 4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    Arena *a = arena_new();
+    char *ptx = example_ptx(a, cases[i].example, cases[i].defs, ARCH_SM90A);
+    char wait[64];
+    snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[i].stages - 2);
+    cr_assert_geq(count(ptx, wait), 1, "%s case %zu", cases[i].example, i);
+    /* prologue: P - 1 commits; the body: one (the optimizer may duplicate one into two paths) */
+    cr_assert_geq(count(ptx, "cp.async.commit_group;"), cases[i].stages, "%s case %zu", cases[i].example, i);
+    cr_assert_eq(count(ptx, "cp.async.wait_group"), count(ptx, wait), "%s case %zu", cases[i].example, i);
+    /* the fast path of every issue (P - 1 in the prologue, one in the body) at least */
+    cr_assert_geq(count(ptx, "cp.async.cg.shared.global ["), cases[i].stages * cases[i].copies, "case %zu", i);
+    cr_assert_not(strstr(ptx, ".local"));
+    ptxas_no_spills(ptx, ARCH_SM90A);
+    arena_free(a);
+  }
+  setenv("TILEC_PIPELINE", "0", 1);
+  Arena *a = arena_new();
+  char *ptx = example_ptx(a, "gemm", NULL, ARCH_SM90A);
+  unsetenv("TILEC_PIPELINE");
+  cr_assert_eq(count(ptx, "cp.async"), 0);
+  cr_assert_eq(count(ptx, "mma.sync"), 16);
+  arena_free(a);
+}
+
+/* Stages that do not fit in shared memory are dropped one by one (the depth is a request); the
+ * kernel still compiles when one stage fits. 8 stages of [128, 128] + [128, 128] f16 tiles need
+ * 8 x 69632 bytes; sm_90a has 227 KB. */
+Test(mma, pipeline_stages_fit_shared_memory) {
+  const char *defs[] = {"BM=128", "BN=128", "BK=128", "WARPS=8", "STAGES=8", NULL};
+  Arena *a = arena_new();
+  char *ptx = example_ptx(a, "gemm", defs, ARCH_SM90A);
+  const char *sm = strstr(ptx, "// tilec: smem ");
+  cr_assert(sm);
+  int bytes = atoi(sm + strlen("// tilec: smem "));
+  cr_assert_leq(bytes, arch_smem_limit(ARCH_SM90A));
+  cr_assert_geq(bytes, 2 * 69632);
+  cr_assert_geq(count(ptx, "cp.async.wait_group 1;"), 1); /* 3 stages fit (208896 bytes + slots) */
+  arena_free(a);
 }
 
 Test(mma, attention_ptx_uses_tensor_cores) {
