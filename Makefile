@@ -62,6 +62,8 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "deps: missing$$missing; run as root:"; \
 	  echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; exit 1; fi
+	@[ -f $(CUDA)/include/cuda.h ] || { echo "deps: $(CUDA)/include/cuda.h not found: the runtime needs the CUDA toolkit's headers (types only; set CUDA=/path/to/cuda)"; exit 1; }
+	@[ -x $(CUDA)/bin/ptxas ] || echo "deps: note: $(CUDA)/bin/ptxas not found: the ptxas checks of make test will be skipped"
 
 # ---------------------------------------------------------------- compiler
 $(B)/compiler/parser.c $(B)/compiler/parser.h: compiler/parser.y
