@@ -12,7 +12,11 @@
  *  - layout conversions (BCAST, TRANS, mismatched layouts) are register moves when the layouts
  *    allow, else a round trip through a scratch slot of shared memory;
  *  - LOAD/STORE: per-thread masked accesses, 16-byte vectors when the run is in bounds and aligned
- *    (checked at run time per run), scalar masked accesses otherwise;
+ *    (checked at run time per run), scalar masked accesses otherwise; the paths of a register
+ *    load meet in memory words, unpacked after the join;
+ *  - after O3, cheap integer values (columns, bounds tests) are recomputed in the blocks that use
+ *    them rather than kept alive (remat_remote_uses); memory-bound kernels ask ptxas for an
+ *    occupancy (.minnctapersm, occupancy_blocks);
  *  - DOT: tensor cores (lower_nvptx_mma.c) or FMA over K from operands in shared memory;
  *  - `for ... pipeline P`: shared-tile loads as cp.async copies P-1 iterations ahead (plan_pipes).
  */
@@ -1987,27 +1991,33 @@ static void annotate(Cg *g) {
  * to the next occupancy step (a 512-thread row kernel at 74 registers: one block per SM, nothing
  * to overlap its barriers with); these kernels want bytes in flight per SM, i.e. resident blocks.
  * The register budget per thread is 1.5 values per element of the largest register tile (a row
- * and values derived from it are live together for part of the kernel) plus 16 for addresses and
- * indices; blocks = the SM's 64K registers over that budget, at most 1024 threads per SM (at most
+ * and values derived from it are live together for part of the kernel), or the words of all
+ * loads if more (vadd: both inputs in flight), plus 16 for addresses and indices; blocks = the SM's 64K registers over that budget, at most 1024 threads per SM (at most
  * 64 registers per thread are asked for: above that, 1024 threads per SM already carry the ~40 KB
  * in flight a memory-bound kernel needs (measured), and a tighter cap makes ALU-heavy element-wise
  * kernels spill). */
 static int occupancy_blocks(Cg *g) {
   const TirFunc *f = g->f;
-  int maxn = 0;
-  for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].op == TIR_DOT)
+  int maxn = 0, loaded = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->op == TIR_DOT)
       return 0;
+    if (in->op == TIR_LOAD) /* words in flight: every load's fast path issues them all at once */
+      loaded += (g->tiles[in->dst].n * elem_bytes(f->regs[in->dst].type.elem) + 3) / 4;
+  }
   for (int r = 0; r < f->nregs; r++) {
     if (g->tiles[r].shared)
       return 0;
     if (g->tiles[r].view_of < 0 && g->tiles[r].n > maxn)
       maxn = g->tiles[r].n;
   }
-  int budget = 3 * maxn / 2 + 16, threads = f->threads;
+  int budget = (3 * maxn / 2 > loaded ? 3 * maxn / 2 : loaded) + 16, threads = f->threads;
   int blocks = 65536 / (budget * threads), cap = 1024 / threads;
   blocks = blocks > cap ? cap : blocks;
-  return blocks >= 2 ? blocks : 0;
+  /* Small tiles (budget <= 32): ptxas's own choice already fits 2048 threads, or the kernel is
+   * ALU-bound; a bound there only costs it scheduling freedom. */
+  return blocks >= 2 && budget > 32 ? blocks : 0;
 }
 
 static void annotate_occupancy(Cg *g) {
@@ -2258,7 +2268,8 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
     LLVMDisposeErrorMessage(m);
     return NULL;
   }
-  if (!getenv("TILEC_NOSINK"))
+  const char *rm = getenv("TILEC_REMAT"); /* TILEC_REMAT=0: off, to compare */
+  if (!rm || strcmp(rm, "0") != 0)
     remat_remote_uses(g);
   if (g->o->dump_llvm) {
     char *s = LLVMPrintModuleToString(g->mod);

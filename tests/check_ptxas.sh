@@ -32,6 +32,10 @@ variants+=("attention_d128_causal|dsl/examples/attention.tile|-D D=128 -D CAUSAL
 variants+=("softmax_r8w8|dsl/examples/softmax.tile|-D ROWS=8 -D WARPS=8")
 variants+=("add_rmsnorm_r8w8|dsl/examples/add_rmsnorm.tile|-D ROWS=8 -D WARPS=8")
 variants+=("rmsnorm_n16k|dsl/examples/rmsnorm.tile|-D BLOCK=16384 -D WARPS=16")
+# Runtime-N layernorm (its `col < N` mask and ragged paths) at the bench's long-row shapes: must fit
+# the 64 registers of 2 blocks per SM (.minnctapersm) without a spill.
+variants+=("layernorm_n16k|dsl/examples/layernorm.tile|-D BLOCK=16384 -D WARPS=16")
+variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D ROWS=2 -D WARPS=8")
 
 fail=0
 printf '%-24s %-7s %5s %7s  %s\n' kernel arch regs smem "ptxas"
