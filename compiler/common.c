@@ -20,12 +20,16 @@ struct Arena {
   ArenaChunk *head;
 };
 
+/* Running out of memory ends the compilation like any other error: exit status 1 (main.c). */
+static _Noreturn void arena_out_of_memory(void) {
+  fputs("tilec: error: out of memory\n", stderr);
+  exit(1);
+}
+
 Arena *arena_new(void) {
   Arena *a = calloc(1, sizeof *a);
-  if (!a) {
-    fputs("tilec: out of memory\n", stderr);
-    exit(2);
-  }
+  if (!a)
+    arena_out_of_memory();
   return a;
 }
 
@@ -40,15 +44,15 @@ void arena_free(Arena *a) {
 }
 
 void *arena_alloc(Arena *a, size_t n) {
+  if (n > SIZE_MAX / 2) /* the rounding and the chunk header below must not wrap around */
+    arena_out_of_memory();
   n = (n + 15) & ~(size_t)15;
   ArenaChunk *c = a->head;
   if (!c || c->cap - c->used < n) {
     size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
     c = malloc(sizeof *c + cap);
-    if (!c) {
-      fputs("tilec: out of memory\n", stderr);
-      exit(2);
-    }
+    if (!c)
+      arena_out_of_memory();
     c->used = 0;
     c->cap = cap;
     c->next = a->head;

@@ -12,6 +12,7 @@
  * once and everything after it (errors, warnings, notes) is dropped. */
 #include "tilec.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* ANSI colors, used only when d->color. */
@@ -57,9 +58,12 @@ static const char *find_line(const SourceFile *f, int line, size_t *len) {
   return p;
 }
 
-/* Prints the source line and the caret line under loc. Lines longer than this are cut so a
- * 1 MB single-line file does not print 1 MB per diagnostic. */
-enum { DIAG_MAX_LINE = 400 };
+/* Prints the source line and the caret line under loc. A line longer than DIAG_MAX_LINE bytes
+ * is cut to a window of that many around the column, with "..." where text was cut, so a 1 MB
+ * single-line file does not print 1 MB per diagnostic; the caret keeps pointing at the column. */
+enum { DIAG_MAX_LINE = 200 };
+
+static bool utf8_continuation(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
 
 static void print_caret(const Diag *d, SrcLoc loc) {
   size_t len;
@@ -68,24 +72,29 @@ static void print_caret(const Diag *d, SrcLoc loc) {
     return;
   FILE *o = diag_out(d);
   size_t col = loc.col >= 1 ? (size_t)loc.col - 1 : 0;
-  size_t start = 0;
-  if (len > DIAG_MAX_LINE) { /* show a window around the column */
+  if (col > len)
+    col = len;
+  size_t start = 0, end = len;
+  if (len > DIAG_MAX_LINE) {
     start = col > DIAG_MAX_LINE / 2 ? col - DIAG_MAX_LINE / 2 : 0;
     if (start + DIAG_MAX_LINE > len)
       start = len - DIAG_MAX_LINE;
-    len = start + DIAG_MAX_LINE;
+    end = start + DIAG_MAX_LINE;
+    while (start < col && utf8_continuation(line[start])) /* never cut a character in two */
+      start++;
+    while (end < len && end > col + 1 && utf8_continuation(line[end]))
+      end--;
   }
-  fwrite(line + start, 1, len - start, o);
-  fputc('\n', o);
-  if (col > len)
-    col = len;
+  const char *pre = start > 0 ? "..." : "", *post = end < len ? "..." : "";
+  fprintf(o, "%s%.*s%s\n", pre, (int)(end - start), line + start, post);
   size_t endcol = col + 1;
   if (loc.end_line == loc.line && loc.end_col - 1 > loc.col)
     endcol = (size_t)loc.end_col - 1;
-  if (endcol > len && len > col)
-    endcol = len;
+  if (endcol > end && end > col)
+    endcol = end;
   if (endcol <= col)
     endcol = col + 1;
+  fputs(pre[0] ? "   " : "", o);
   for (size_t i = start; i < col; i++)
     fputc(line[i] == '\t' ? '\t' : ' ', o);
   if (d->color)

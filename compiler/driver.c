@@ -109,7 +109,8 @@ typedef struct RunBindings {
 } RunBindings;
 
 /* A file of several kernels shares one --shape: each kernel takes the names it has (lenient);
- * driver_backend checks that every name belongs to some kernel. */
+ * driver_backend checks that every name belongs to some kernel. Scalar arguments not named
+ * are 1.0 (documented in tilec --help and docs/language.md); a name given twice is an error. */
 static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b, bool lenient,
                              Diag *d) {
   for (int i = 0; i < f->nargs; i++)
@@ -117,6 +118,7 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
   for (int i = 0; i < f->ndims; i++)
     if (f->dims[i].pinned)
       b->dims[i] = f->dims[i].value, b->dim_set[i] = true;
+  bool dim_given[2 * TILERT_MAX_ARGS] = {0}, scalar_given[TILERT_MAX_ARGS] = {0};
   const char *p = spec ? spec : "";
   while (*p) {
     const char *eq = strchr(p, '='), *comma = strchr(p, ',');
@@ -149,11 +151,20 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
                      name, (long long)f->dims[i].value);
           return false;
         }
-        b->dims[i] = (int64_t)v, b->dim_set[i] = found = true;
+        if (dim_given[i]) {
+          diag_plain(d, DIAG_ERROR, "--shape: '%s' is given more than once", name);
+          return false;
+        }
+        b->dims[i] = (int64_t)v, b->dim_set[i] = dim_given[i] = found = true;
       }
     for (int i = 0; i < f->nargs && !found; i++)
-      if (f->args[i].kind == ARG_SCALAR && !strcmp(f->args[i].name, name))
-        b->scalars[i] = v, found = true;
+      if (f->args[i].kind == ARG_SCALAR && !strcmp(f->args[i].name, name)) {
+        if (scalar_given[i]) {
+          diag_plain(d, DIAG_ERROR, "--shape: '%s' is given more than once", name);
+          return false;
+        }
+        b->scalars[i] = v, scalar_given[i] = found = true;
+      }
     if (!found && !lenient) {
       diag_plain(d, DIAG_ERROR, "--shape: kernel '%s' has no dim or scalar argument named '%s'",
                  f->name, name);

@@ -335,6 +335,257 @@ void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_
   }
 }
 
+/* ------------------------------------------------------------ wgmma */
+
+bool layout_wgmma_warpgroups(int32_t M, int32_t N, int warpgroups, bool rows_whole, int *wgm, int *wgn) {
+  if (M < 64 || N < 8 || warpgroups < 1)
+    return false;
+  int m = 1;
+  while (m < warpgroups && M / (m * 2) >= 64)
+    m *= 2;
+  int n = warpgroups / m;
+  if ((rows_whole && n != 1) || N / n < 8 || N / n > 256)
+    return false;
+  *wgm = m;
+  *wgn = n;
+  return true;
+}
+
+/* Warp bases of a warpgroup tiling: the 2 bits of the warp in its warpgroup walk rows 16, 32;
+ * then log2(wgm) bits along M by M/wgm, log2(wgn) along N by `nstep` (0: replicas). */
+static void set_warpgroups(Layout *l, int wgm, int32_t mstep, int wgn, int32_t nstep) {
+  int k = 0;
+  l->basis[LAY_WARP][k++] = rc(l, 16, 0);
+  l->basis[LAY_WARP][k++] = rc(l, 32, 0);
+  for (int v = 1; v < wgm; v *= 2)
+    l->basis[LAY_WARP][k++] = rc(l, mstep * v, 0);
+  for (int v = 1; v < wgn; v *= 2)
+    l->basis[LAY_WARP][k++] = nstep ? rc(l, 0, nstep * v) : 0;
+}
+
+static void set_frag_lanes(Layout *l) {
+  uint32_t lanes[5] = {rc(l, 0, 2), rc(l, 0, 4), rc(l, 1, 0), rc(l, 2, 0), rc(l, 4, 0)};
+  memcpy(l->basis[LAY_LANE], lanes, sizeof lanes);
+}
+
+Layout layout_wgmma_acc(int32_t M, int32_t N, int wgm, int wgn) {
+  int32_t shape[2] = {M, N};
+  Layout l = empty_layout(2, shape, 128 * wgm * wgn);
+  l.nbits[LAY_REG] = 2;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  add_reg_run(&l, 1, 8, N / wgn);
+  add_reg_run(&l, 0, 64, M / wgm);
+  set_frag_lanes(&l);
+  set_warpgroups(&l, wgm, M / wgm, wgn, N / wgn);
+  return l;
+}
+
+Layout layout_wgmma_operand_a(int32_t M, int32_t K, int wgm, int wgn) {
+  int32_t shape[2] = {M, K};
+  Layout l = empty_layout(2, shape, 128 * wgm * wgn);
+  l.nbits[LAY_REG] = 3;
+  l.basis[LAY_REG][0] = rc(&l, 0, 1);
+  l.basis[LAY_REG][1] = rc(&l, 8, 0);
+  l.basis[LAY_REG][2] = rc(&l, 0, 8);
+  add_reg_run(&l, 1, 16, K);
+  add_reg_run(&l, 0, 64, M / wgm);
+  set_frag_lanes(&l);
+  set_warpgroups(&l, wgm, M / wgm, wgn, 0);
+  return l;
+}
+
+uint32_t layout_swizzle(uint32_t off, int swizzle) {
+  uint32_t mask = (uint32_t)swizzle / 16 - 1;
+  return off ^ (((off >> 7) & mask) << 4);
+}
+
+bool layout_smem_wgmma(int32_t rows, int32_t cols, int elem_bytes, SmemLayout *out) {
+  int32_t row_bytes = cols * elem_bytes;
+  if (row_bytes < 32 || rows < 8)
+    return false;
+  memset(out, 0, sizeof *out);
+  out->rows = rows;
+  out->cols = cols;
+  out->elem_bytes = elem_bytes;
+  out->swizzle = row_bytes < 128 ? (int)row_bytes : 128;
+  int lc = layout_log2((uint32_t)cols);
+  out->nbits = lc + layout_log2((uint32_t)rows);
+  uint32_t W = (uint32_t)out->swizzle, T = W / (uint32_t)elem_bytes;
+  for (int b = 0; b < out->nbits; b++) {
+    uint32_t f = 1u << b, col = f & ((uint32_t)cols - 1), row = f >> lc;
+    /* Linear: the three terms occupy disjoint bits, and the swizzle is an XOR of bits. */
+    uint32_t plain = col / T * (uint32_t)rows * W + row * W + col % T * (uint32_t)elem_bytes;
+    out->basis[b] = layout_swizzle(plain, out->swizzle);
+  }
+  return true;
+}
+
+uint32_t layout_smem_offset(const SmemLayout *s, uint32_t flat) {
+  uint32_t off = 0;
+  for (int b = 0; b < s->nbits; b++)
+    if (flat >> b & 1)
+      off ^= s->basis[b];
+  return off;
+}
+
+WgmmaDesc layout_wgmma_desc(const SmemLayout *s, bool k_major, int32_t mn0, int32_t k0) {
+  int32_t row = k_major ? mn0 : k0, col = k_major ? k0 : mn0;
+  uint32_t flat = (uint32_t)row << layout_log2((uint32_t)s->cols) | (uint32_t)col;
+  WgmmaDesc w;
+  w.start = layout_smem_offset(s, flat);
+  /* Core matrices (8 rows of 16 bytes) 8 rows apart along the stored rows. */
+  w.sbo = 8u * (uint32_t)s->swizzle;
+  /* MN-major: the next block of T columns; K-major with a swizzle: not used (16, i.e. 1). */
+  w.lbo = k_major ? 16u : (uint32_t)s->rows * (uint32_t)s->swizzle;
+  w.mode = s->swizzle == 128 ? 1 : s->swizzle == 64 ? 2 : 3;
+  return w;
+}
+
+uint64_t layout_wgmma_desc_bits(const WgmmaDesc *w, uint32_t addr) {
+  return (uint64_t)((addr >> 4) & 0x3fff) | (uint64_t)((w->lbo >> 4) & 0x3fff) << 16 |
+         (uint64_t)((w->sbo >> 4) & 0x3fff) << 32 | (uint64_t)w->mode << 62;
+}
+
+/* The K of a DOT that tensor cores can run (f16/bf16 operands of one type, f32 register result,
+ * rank 2, K a multiple of 16), else 0. */
+static int32_t dot_tensor_k(const TirFunc *f, const TirInst *in) {
+  const TileType *a = &f->regs[in->args[0]].type, *b = &f->regs[in->args[1]].type;
+  const TileType *d = &f->regs[in->dst].type;
+  if (a->rank != 2 || b->rank != 2 || d->rank != 2 || d->place != PLACE_REG || d->elem != TY_F32)
+    return 0;
+  if ((a->elem != TY_F16 && a->elem != TY_BF16) || b->elem != a->elem)
+    return 0;
+  int32_t K = a->dims[1];
+  if (K < 16 || K % 16 || b->dims[0] != K)
+    return 0;
+  return K;
+}
+
+static bool rows_in_warps(const TirFunc *f);
+static bool env_off(const char *name);
+static bool mma_disabled(void);
+
+bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int *wgn) {
+  if (in->op != TIR_DOT || !dot_tensor_k(f, in) || f->threads % 128)
+    return false;
+  const TileType *d = &f->regs[in->dst].type;
+  int32_t M = layout_pow2_ceil(d->dims[0]), N = layout_pow2_ceil(d->dims[1]);
+  return layout_wgmma_warpgroups(M, N, f->threads / 128, rows_in_warps(f), wgm, wgn);
+}
+
+/* The one instruction writing r, or -1. */
+static int sole_def(const TirFunc *f, int r) {
+  int def = -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].dst == r) {
+      if (def >= 0)
+        return -1;
+      def = i;
+    }
+  return def;
+}
+
+static bool reads_reg(const TirInst *in, int r) {
+  for (int i = 0; i < 3; i++)
+    if (in->args[i] == r)
+      return true;
+  if (in->op == TIR_LOAD || in->op == TIR_STORE)
+    for (int d = 0; d < TILE_MAX_RANK; d++)
+      if (in->index[d].start == r)
+        return true;
+  return false;
+}
+
+/* Every read of t is as operand B of a DOT (a TRANS result wgmma reads in place). */
+static bool only_dot_b(const TirFunc *f, int t) {
+  bool any = false;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (!reads_reg(in, t))
+      continue;
+    if (in->op != TIR_DOT || in->args[0] == t || in->args[2] == t)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+bool layout_is_wgmma_operand_tile(const TirFunc *f, int r) {
+  if (f->regs[r].type.place != PLACE_SHARED)
+    return false;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->op == TIR_DOT && (in->args[0] == r || in->args[1] == r))
+      return true;
+    if (in->op == TIR_TRANS && in->args[0] == r && only_dot_b(f, in->dst))
+      return true;
+  }
+  return false;
+}
+
+/* A shared operand tile: written by LOADs only, read only by DOTs (A or B) and by TRANSes whose
+ * results are read only as a DOT's B. */
+static bool operand_tile_exclusive(const TirFunc *f, int r) {
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->dst == r && in->op != TIR_LOAD)
+      return false;
+    if (!reads_reg(in, r))
+      continue;
+    if (in->op == TIR_DOT && in->args[2] != r)
+      continue;
+    if (in->op == TIR_TRANS && f->regs[in->dst].type.place != PLACE_SHARED && sole_def(f, in->dst) == i &&
+        only_dot_b(f, in->dst))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+static bool smem_ok(const TileType *t, int32_t *T) {
+  SmemLayout s;
+  if (!layout_smem_wgmma(layout_pow2_ceil(t->dims[0]), layout_pow2_ceil(t->dims[1]), elem_bytes(t->elem), &s))
+    return false;
+  *T = s.swizzle / s.elem_bytes;
+  return true;
+}
+
+static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
+  int wgm, wgn;
+  int32_t T;
+  if (!layout_dot_wgmma_tiling(f, in, &wgm, &wgn))
+    return false;
+  const TileType *a = &f->regs[in->args[0]].type, *b = &f->regs[in->args[1]].type;
+  if (a->place == PLACE_SHARED && !smem_ok(a, &T))
+    return false;
+  int32_t Nw = layout_pow2_ceil(f->regs[in->dst].type.dims[1]) / wgn;
+  if (b->place == PLACE_SHARED) /* [K, N], MN-major: a warpgroup starts at a block of T columns */
+    return smem_ok(b, &T) && (wgn == 1 || Nw % T == 0);
+  int def = sole_def(f, in->args[1]);
+  if (def < 0 || f->insts[def].op != TIR_TRANS)
+    return false;
+  const TileType *s = &f->regs[f->insts[def].args[0]].type;
+  return s->place == PLACE_SHARED && smem_ok(s, &T);
+}
+
+bool layout_kernel_uses_wgmma(const TirFunc *f) {
+  if (env_off("TILEC_WGMMA") || mma_disabled())
+    return false;
+  int ndots = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    if (f->insts[i].op != TIR_DOT)
+      continue;
+    if (!dot_wgmma_ok(f, &f->insts[i]))
+      return false;
+    ndots++;
+  }
+  for (int r = 0; r < f->nregs; r++)
+    if (layout_is_wgmma_operand_tile(f, r) && !operand_tile_exclusive(f, r))
+      return false;
+  return ndots > 0;
+}
+
 /* A linear map of flat coordinates from one padded shape to another, given per destination
  * dim the source dim it copies (or -1 for "always 0"). Linear because dims are powers of two. */
 static uint32_t map_flat(const Layout *src, uint32_t f, int rank, const int32_t *shape,
@@ -516,6 +767,7 @@ typedef struct ShapeInfo {
   int parent;                   /* shape index it takes its layout from, or itself */
   bool split;                   /* shared tiles of an mma result shape: their own (blocked) group */
   int mma_wm, mma_wn;           /* a DOT result on tensor cores: its warp tiling (0: none) */
+  bool wgmma;                   /* that tiling is in warpgroups (layout_wgmma_acc) */
   Layout *layout;
 } ShapeInfo;
 
@@ -547,14 +799,14 @@ static int find_shape(ShapeInfo *v, int n, int rank, const int32_t *shape, bool 
 /* The padded [M, N] of every DOT lowered to tensor cores, with its warp tiling. */
 typedef struct MmaShape {
   int32_t shape[2];
-  int wm, wn;
+  int wm, wn;                   /* warps, or warpgroups (wgmma) */
 } MmaShape;
 
-static int collect_mma_shapes(const TirFunc *f, MmaShape *out) {
+static int collect_mma_shapes(const TirFunc *f, bool wgmma, MmaShape *out) {
   int n = 0;
   for (int i = 0; i < f->ninsts; i++) {
     int wm, wn;
-    if (!layout_dot_uses_mma(f, &f->insts[i], &wm, &wn))
+    if (wgmma ? !layout_dot_wgmma_tiling(f, &f->insts[i], &wm, &wn) : !layout_dot_uses_mma(f, &f->insts[i], &wm, &wn))
       continue;
     const TileType *d = &f->regs[f->insts[i].dst].type;
     int32_t s[2];
@@ -575,7 +827,9 @@ static const MmaShape *find_mma(const MmaShape *m, int n, int rank, const int32_
   return NULL;
 }
 
-bool layout_assign(TirFunc *f, Diag *d) {
+bool layout_assign(TirFunc *f, Diag *d) { return layout_assign_wgmma(f, d, false); }
+
+bool layout_assign_wgmma(TirFunc *f, Diag *d, bool wgmma) {
   int t = f->threads;
   if (t < 32 || t > 1024 || (t & (t - 1))) {
     diag_report(d, DIAG_ERROR, f->loc,
@@ -587,7 +841,7 @@ bool layout_assign(TirFunc *f, Diag *d) {
   int n = 0;
   int *of_reg = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
   MmaShape *mma = arena_alloc(f->arena, sizeof *mma * (size_t)(f->ninsts + 1));
-  int nmma = collect_mma_shapes(f, mma);
+  int nmma = collect_mma_shapes(f, wgmma, mma);
   for (int r = 0; r < f->nregs; r++) {
     TileType *ty = &f->regs[r].type;
     int32_t padded[TILE_MAX_RANK] = {0};
@@ -595,7 +849,7 @@ bool layout_assign(TirFunc *f, Diag *d) {
     int64_t numel = 1;
     for (int k = 0; k < ty->rank; k++)
       numel *= padded[k];
-    if (numel > (1 << 22)) {
+    if (numel > TILE_MAX_ELEMS) {
       diag_report(d, DIAG_ERROR, f->loc,
                   "tile of %" PRId64 " elements is too large for the GPU backend", tile_numel(ty));
       return false;
@@ -613,6 +867,7 @@ bool layout_assign(TirFunc *f, Diag *d) {
       v[i].split = split;
       v[i].mma_wm = ms && !split ? ms->wm : 0;
       v[i].mma_wn = ms && !split ? ms->wn : 0;
+      v[i].wgmma = wgmma;
     }
     if (ty->elem != TY_BOOL && elem_bytes(ty->elem) < v[i].min_bytes)
       v[i].min_bytes = elem_bytes(ty->elem);
@@ -646,7 +901,9 @@ bool layout_assign(TirFunc *f, Diag *d) {
     if (v[i].parent == i) {
       int bytes = v[i].min_bytes > 4 ? 4 : v[i].min_bytes;
       v[i].layout = arena_alloc(f->arena, sizeof(Layout));
-      if (v[i].mma_wm)
+      if (v[i].mma_wm && v[i].wgmma)
+        *v[i].layout = layout_wgmma_acc(v[i].shape[0], v[i].shape[1], v[i].mma_wm, v[i].mma_wn);
+      else if (v[i].mma_wm)
         *v[i].layout = layout_mma_acc(v[i].shape[0], v[i].shape[1], v[i].mma_wm, v[i].mma_wn);
       else
         *v[i].layout = (reduced[i] == 1 ? layout_blocked_rows : layout_blocked)(v[i].rank, v[i].shape, t,

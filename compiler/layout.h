@@ -95,6 +95,72 @@ bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn);
  * stored rows advance (0 when the operand is stored row-major, 1 when transposed). */
 void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_BITS][2]);
 
+/* ---- Hopper wgmma (sm_90a; docs/architecture.md, "DOT on wgmma").
+ * A warpgroup is 4 consecutive warps (128 threads). wgm x wgn warpgroups tile the [M, N] result,
+ * each a block of M/wgm rows (a multiple of 64) and N/wgn columns (a multiple of 8, at most 256),
+ * computed by one wgmma.m64nNk16 per 64 rows (mt) and k16 step. */
+bool layout_wgmma_warpgroups(int32_t M, int32_t N, int warpgroups, bool rows_whole, int *wgm, int *wgn);
+/* The accumulator D of the warpgroups (PTX ISA "Register fragment of wgmma .m64nNk16", f32):
+ * d_i of warp w (in its warpgroup) at row 16 w + groupID + 8 * ((i >> 1) & 1), column
+ * 8 * (i >> 2) + 2 * tig + (i & 1) -- the mma.m16n8 C fragment repeated over N/8 -- then the m64
+ * tiles: register r = i + (N/wgn / 2) * mt. With M/wgm == 64 this is layout_mma_acc(M, N,
+ * 4 wgm, wgn). */
+Layout layout_wgmma_acc(int32_t M, int32_t N, int wgm, int wgn);
+/* Operand A from registers (f16/bf16 [M, K]): per warp the mma.m16n8k16 A fragment over rows
+ * 16 w .. 16 w + 15 of each m64 tile; register r = i + 8 * (kt + K/16 * mt); warpgroups along N
+ * hold replicas. Equal to layout_wgmma_acc(M, K, wgm, 1) on the non-replica bits (the
+ * accumulator of one dot is operand A of the next for free). */
+Layout layout_wgmma_operand_a(int32_t M, int32_t K, int wgm, int wgn);
+
+/* A shared-memory layout: the byte offset of each element of a tile of padded shape [rows, cols]
+ * (cols contiguous) as a GF(2)-linear map of its flat coordinate: basis[b] = offset of the
+ * element whose flat coordinate is 1 << b, the offset of any element the XOR over its set bits.
+ * The wgmma operand layout ("canonical" layouts of the PTX ISA, CuTe's GMMA Layout_*_SW*_Atom):
+ * the columns cut in blocks of T = swizzle / elem_bytes elements; block j holds rows 0..rows-1
+ * at a pitch of `swizzle` bytes from j * rows * swizzle; then the hardware's swizzle on the
+ * offset (CuTe Swizzle<log2(swizzle/16), 4, 3>): bits [4, 4 + log2(swizzle/16)) ^= the same
+ * number of bits from bit 7. The tile base must be aligned to 8 * swizzle bytes (the repeat). */
+typedef struct SmemLayout {
+  int32_t rows, cols;                 /* padded, powers of two */
+  int elem_bytes;                     /* 2 */
+  int swizzle;                        /* bytes: 32, 64 or 128 */
+  int nbits;                          /* log2(rows * cols) */
+  uint32_t basis[LAYOUT_MAX_BITS];
+} SmemLayout;
+
+/* False when the tile cannot be a wgmma operand (cols * elem_bytes < 32 or rows < 8). */
+bool layout_smem_wgmma(int32_t rows, int32_t cols, int elem_bytes, SmemLayout *out);
+uint32_t layout_smem_offset(const SmemLayout *s, uint32_t flat);
+/* The hardware's swizzle of a byte offset (from an 8 * swizzle aligned base). */
+uint32_t layout_swizzle(uint32_t off, int swizzle);
+
+/* The matrix descriptor fields of one wgmma operand slice read from a tile of layout s:
+ * k_major: the stored rows run along M (operand A) or N (operand B) and K along the columns;
+ * else K runs along the rows (an MN-major operand, "transposed" for wgmma). (mn0, k0): the
+ * slice's origin in operand coordinates, mn0 a multiple of 8 (k_major) or of the block width T
+ * (else), k0 a multiple of 16. start: its byte offset in the tile (before the base is added);
+ * lbo / sbo: leading / stride byte offsets; mode: 1 (128B), 2 (64B), 3 (32B). */
+typedef struct WgmmaDesc {
+  uint32_t start, lbo, sbo;
+  int mode;
+} WgmmaDesc;
+WgmmaDesc layout_wgmma_desc(const SmemLayout *s, bool k_major, int32_t mn0, int32_t k0);
+/* The 64-bit descriptor for a shared-window byte address of the slice. */
+uint64_t layout_wgmma_desc_bits(const WgmmaDesc *w, uint32_t addr);
+
+/* Whether every DOT of f runs on wgmma (kernel-wide: the shared operand tiles then take the
+ * swizzled layout): arch sm_90a is the caller's test; TILEC_WGMMA=0 or TILEC_MMA=0 in the
+ * environment turn it off; threads a multiple of 128; each DOT f16/bf16 with an f32 register
+ * result, logical K a multiple of 16, a warpgroup tiling (rows whole in a warpgroup when f
+ * reduces or feeds a register operand A), operand B a shared tile ([K, N], N >= 16) or TRANS
+ * of one ([N, K]); every shared tile a DOT reads is written only by LOADs and read only by
+ * DOTs (as A or B) or by TRANSes read only as a DOT's B. */
+bool layout_kernel_uses_wgmma(const TirFunc *f);
+/* A DOT's warpgroup tiling in a kernel that uses wgmma. */
+bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int *wgn);
+/* Whether register r is a shared tile read by the DOTs of a wgmma kernel (swizzled layout). */
+bool layout_is_wgmma_operand_tile(const TirFunc *f, int r);
+
 /* The layout of a tile of `shape` that broadcasts into the parent's tile (numpy rules: trailing
  * alignment, dims 1 or equal): each basis projected, register bits that become zero dropped.
  * With shape = parent's shape with one axis set to 1 this is the slice (reduction result). */
@@ -121,5 +187,8 @@ char *layout_str(Arena *a, const Layout *l);
  * shape share one layout; a tile whose shape broadcasts into a larger tile of the kernel takes
  * that tile's layout projected, so BCAST and REDUCE results need no data movement. */
 bool layout_assign(TirFunc *f, Diag *d);
+/* The same; wgmma: f's DOTs run on wgmma (layout_kernel_uses_wgmma, sm_90a), their results and
+ * the shapes tied to them take layout_wgmma_acc. */
+bool layout_assign_wgmma(TirFunc *f, Diag *d, bool wgmma);
 
 #endif

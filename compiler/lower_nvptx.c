@@ -46,6 +46,7 @@ typedef struct Tile {
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
   int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
+  const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -107,6 +108,8 @@ typedef struct Cg {
   int stages_used;                   /* the most stages any loop got */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
+  bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
+  bool *block_dep;                   /* per register: follows the block index (block_dependent) */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
@@ -151,9 +154,20 @@ static LLVMValueRef ovl2(Cg *g, const char *name, LLVMValueRef x, LLVMValueRef y
   return call_intrin(g, name, &t, 1, a, 2);
 }
 
+static void inline_asm0(Cg *g, const char *text);
 static void barrier(Cg *g) {
+  /* wgmma reads shared memory through the async proxy: every thread's shared writes (st.shared,
+   * cp.async landed) are made visible to it before the barrier that publishes them. */
+  if (g->wgmma)
+    inline_asm0(g, "fence.proxy.async.shared::cta;");
   intrin0(g, "llvm.nvvm.barrier0");
   g->dirty = false;
+}
+
+static void inline_asm0(Cg *g, const char *text) {
+  LLVMTypeRef ft = LLVMFunctionType(g->vd, NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "~{memory}", 9, 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(g->b, ft, fn, NULL, 0, "");
 }
 
 static LLVMValueRef entry_alloca(Cg *g, LLVMTypeRef t, int n) {
@@ -341,6 +355,26 @@ static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, in
     return col;
   LLVMValueRef row = elem_bits(g, l, lw, r, sh, 0xffffffffu);
   return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), col, "");
+}
+
+/* Byte offset of register r's element in a shared tile's buffer (lw: layout_lw of its layout):
+ * row * pitch + column, or the swizzled layout's linear map (layout_smem_offset) of the element's
+ * flat coordinate, split like the coordinate into a lane/warp part and a constant. */
+static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
+  const Layout *L = t->lay;
+  ElemType e = g->f->regs[t - g->tiles].type.elem;
+  if (!t->swz)
+    return LLVMBuildMul(g->b, buf_index(g, L, lw, r, t->pitch), ci32(g, elem_bytes(e)), "");
+  uint32_t lb[LAYOUT_LANE_BITS], wb[LAYOUT_MAX_BITS], reach = 0;
+  for (int k = 0; k < LAYOUT_LANE_BITS; k++)
+    reach |= lb[k] = layout_smem_offset(t->swz, L->basis[LAY_LANE][k]);
+  for (int k = 0; k < L->nbits[LAY_WARP]; k++)
+    reach |= wb[k] = layout_smem_offset(t->swz, L->basis[LAY_WARP][k]);
+  LLVMValueRef v = lw_value(g, lb, wb, L->nbits[LAY_WARP]);
+  uint32_t c = layout_smem_offset(t->swz, layout_apply_kind(L, LAY_REG, (uint32_t)r));
+  if (!c)
+    return v;
+  return (c & reach) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
 }
 
 static int vec_chunk(const Layout *l, ElemType e) {
@@ -954,8 +988,47 @@ static bool lower_dot_mma(Cg *g, const TirInst *in) {
   return true;
 }
 
+/* wgmma (lower_nvptx_wgmma.c) in a kernel whose DOTs all qualify (layout_kernel_uses_wgmma). */
+static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
+  int wgm, wgn;
+  if (!g->wgmma)
+    return false;
+  Tile *d = &g->tiles[in->dst];
+  const TileType *ta = rtype(g, in->args[0]);
+  Layout acc = layout_wgmma_acc(d->lay->shape[0], d->lay->shape[1], 1, 1);
+  if (layout_dot_wgmma_tiling(g->f, in, &wgm, &wgn))
+    acc = layout_wgmma_acc(d->lay->shape[0], d->lay->shape[1], wgm, wgn);
+  Tile *a = &g->tiles[in->args[0]], *b = &g->tiles[in->args[1]];
+  Tile *bs = b->view_of >= 0 ? &g->tiles[b->view_of] : b;
+  if (!layout_equal(d->lay, &acc) || !bs->swz || (a->shared && !a->swz)) {
+    cg_error(g, "internal error: wgmma operands or accumulator layout");
+    return true;
+  }
+  NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
+                   .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
+                   .wgm = wgm, .wgn = wgn};
+  wd.c = vals_new(g, d->n);
+  get_tile_as(g, in->args[2], d->lay, wd.c);
+  if (a->shared) {
+    wd.a = (NvWgmmaOperand){tile_base(g, a), a->swz, true, NULL};
+  } else {
+    Layout la = layout_wgmma_operand_a(wd.M, wd.Kpad, wgm, wgn);
+    wd.a.regs = vals_new(g, layout_nregs(&la));
+    get_tile_as(g, in->args[0], &la, wd.a.regs);
+  }
+  wd.bop = (NvWgmmaOperand){tile_base(g, bs), bs->swz, b->view_of >= 0, NULL};
+  const char *err = nvwgmma_emit_dot(&wd);
+  if (err) {
+    cg_error(g, "internal error: wgmma lowering: %s", err);
+    return true;
+  }
+  g->dirty = true;
+  put_tile(g, in->dst, wd.c);
+  return true;
+}
+
 static void lower_dot(Cg *g, const TirInst *in) {
-  if (lower_dot_mma(g, in))
+  if (lower_dot_wgmma(g, in) || lower_dot_mma(g, in))
     return;
   int dst = in->dst;
   Tile *d = &g->tiles[dst];
@@ -1105,11 +1178,11 @@ static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
  * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
-static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
-  char regs[48], text[96];
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, const char *hint, LLVMValueRef *out) {
+  char regs[48], text[112];
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
+  snprintf(text, sizeof text, "ld.global%s%s.b32 %s, [$%d];", hint, vec_suffix(words), regs, words);
   LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
   LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
@@ -1219,7 +1292,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
   LLVMValueRef *sp = vals_new(g, nch);
   for (int k = 0; k < nch; k++)
-    sp[k] = smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), ""));
+    sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
   if (ch == 1) {
     for (int k = 0; k < nch; k++)
       load_shared_scalars(g, in, &ac, tt, L, lw, k, 1, sp[k], fill);
@@ -1229,7 +1302,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, w + k * words);
+      vec_load_words(g, c.p[k], words, "", w + k * words);
     for (int k = 0; k < nch; k++)
       store_words_shared(g, w + k * words, words, sp[k]);
     LLVMBuildBr(g->b, bb[2]);
@@ -1237,7 +1310,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, w);
+      vec_load_words(g, c.p[k], words, "", w);
       store_words_shared(g, w, words, sp[k]);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
@@ -1292,7 +1365,7 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot) {
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
   LLVMValueRef *sp = vals_new(g, nch);
   for (int k = 0; k < nch; k++)
-    sp[k] = smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), ""));
+    sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
   Chunks c = chunks_plan(g, in, &ac, tt, L, lw, t->n, ch);
   LLVMBasicBlockRef bb[3];
   split3(g, c.all, bb);
@@ -1454,6 +1527,59 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
   }
 }
 
+/* Registers whose value follows the block index: written by BLOCK_ID or from such a register
+ * (a fixed point over every write, loops included). */
+static const bool *block_dependent(Cg *g) {
+  const TirFunc *f = g->f;
+  if (g->block_dep)
+    return g->block_dep;
+  bool *dep = arena_alloc(f->arena, sizeof *dep * (size_t)(f->nregs + 1));
+  memset(dep, 0, sizeof *dep * (size_t)(f->nregs + 1));
+  for (bool again = true; again;) {
+    again = false;
+    for (int i = 0; i < f->ninsts; i++) {
+      const TirInst *in = &f->insts[i];
+      if (in->dst < 0 || dep[in->dst])
+        continue;
+      bool d = in->op == TIR_BLOCK_ID;
+      for (int k = 0; k < 3 && !d; k++)
+        d = in->args[k] >= 0 && dep[in->args[k]];
+      if (d)
+        dep[in->dst] = again = true;
+    }
+  }
+  return g->block_dep = dep;
+}
+
+/* The cache hint of a register load or store: ".cs" (streaming, evict first, what the baseline's
+ * __ldcs / __stcs emit) for data the grid touches once: an index follows the block index (blocks
+ * take disjoint tiles, unlike a weight vector every block reads), the access is the only one of
+ * its kind to its tensor and sits outside any loop (softmax_online reads its row twice; a loop may
+ * come back to a tile). Not in kernels with a DOT: their operands go through shared memory and
+ * are re-read from L2 by other blocks. TILEC_CACHE_HINTS=0 turns them off, to compare. */
+static const char *stream_hint(Cg *g, const TirInst *in) {
+  const char *env = getenv("TILEC_CACHE_HINTS");
+  if (env && !strcmp(env, "0"))
+    return "";
+  const TirFunc *f = g->f;
+  int self = (int)(in - f->insts), depth = 0, same = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *o = &f->insts[i];
+    if (o->op == TIR_DOT)
+      return "";
+    if (i < self)
+      depth += o->op == TIR_FOR ? 1 : o->op == TIR_ENDFOR ? -1 : 0;
+    same += o->op == in->op && o->arg_index == in->arg_index;
+  }
+  if (depth > 0 || same != 1)
+    return "";
+  const bool *dep = block_dependent(g);
+  for (int d = 0; d < f->args[in->arg_index].rank; d++)
+    if (dep[in->index[d].start])
+      return ".cs";
+  return "";
+}
+
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
   if (g->tiles[dst].pipe >= 0)
@@ -1484,19 +1610,20 @@ static void lower_load(Cg *g, const TirInst *in) {
      * element (half the registers for f16), and the unpacking is left next to its uses, where
      * the rematerialization after O3 can repeat it instead of keeping a row of f32 alive. */
     LLVMValueRef wtmp = entry_alloca(g, g->i32, nch * words), fill = const_mem(g, e, in->imm);
+    const char *hint = stream_hint(g, in);
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
     LLVMBasicBlockRef bb[3];
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, w + k * words);
+      vec_load_words(g, c.p[k], words, hint, w + k * words);
     words_store(g, w, nch * words, wtmp, 0);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, w);
+      vec_load_words(g, c.p[k], words, hint, w);
       words_store(g, w, words, wtmp, k * words);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
@@ -1516,12 +1643,38 @@ static void lower_load(Cg *g, const TirInst *in) {
   store_regs(g, dst, out);
 }
 
-/* One chunk of ch values as a vector store (LLVM keeps st.global.v4 for stores). */
-static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch) {
+/* A 4/8/16-byte global store of words with a cache hint, as inline PTX (LLVM has no way to say
+ * .cs). Side effects on: ordered with the kernel's other accesses. */
+static void vec_store_words(Cg *g, LLVMValueRef p, int words, const char *hint, LLVMValueRef *w) {
+  char regs[48], text[112];
+  static const char *cons[5] = {NULL, "l,r", "l,r,r", NULL, "l,r,r,r,r"};
+  asm_regs(regs, sizeof regs, 1, words);
+  snprintf(text, sizeof text, "st.global%s%s.b32 [$0], %s;", hint, vec_suffix(words), regs);
+  LLVMTypeRef at[5] = {g->i64, g->i32, g->i32, g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), at, (unsigned)words + 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons[words], strlen(cons[words]), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[5] = {LLVMBuildPtrToInt(g->b, p, g->i64, "")};
+  for (int i = 0; i < words; i++)
+    args[i + 1] = w[i];
+  LLVMBuildCall2(g->b, ft, fn, args, (unsigned)words + 1, "");
+}
+
+/* One chunk of ch values as a vector store (LLVM keeps st.global.v4 for stores); with a hint, as
+ * words through vec_store_words. */
+static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch, const char *hint) {
   LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(mem_type(g, e), (unsigned)ch));
   for (int j = 0; j < ch; j++)
     vec = LLVMBuildInsertElement(g->b, vec, to_mem(g, e, v[j]), ci32(g, j), "");
-  LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * elem_bytes(e)));
+  int words = ch * elem_bytes(e) / 4;
+  if (!*hint || words < 1 || e == TY_BOOL) {
+    LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * elem_bytes(e)));
+    return;
+  }
+  LLVMValueRef wv = LLVMBuildBitCast(g->b, vec, LLVMVectorType(g->i32, (unsigned)words), ""), w[4];
+  for (int i = 0; i < words; i++)
+    w[i] = LLVMBuildExtractElement(g->b, wv, ci32(g, i), "");
+  vec_store_words(g, p, words, hint, w);
 }
 
 static void store_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
@@ -1556,16 +1709,17 @@ static void lower_store(Cg *g, const TirInst *in) {
     store_scalars(g, in, &ac, tt, L, lw, 0, n, v);
   } else {
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+    const char *hint = stream_hint(g, in);
     LLVMBasicBlockRef bb[3];
     split3(g, c.all, bb);
     for (int k = 0; k < c.count; k++)
-      store_chunk(g, e, c.p[k], v + k * ch, ch);
+      store_chunk(g, e, c.p[k], v + k * ch, ch, hint);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < c.count; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      store_chunk(g, e, c.p[k], v + k * ch, ch);
+      store_chunk(g, e, c.p[k], v + k * ch, ch, hint);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
       store_scalars(g, in, &ac, tt, L, lw, k * ch, ch, v);
@@ -1861,6 +2015,21 @@ static void plan_pipes(Cg *g) {
   }
 }
 
+/* A wgmma operand tile: the swizzled layout, no row padding; each stage aligned to 1024 bytes
+ * (the swizzle pattern repeats every 8 rows of 128 bytes and is applied to address bits). */
+static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
+  SmemLayout *s = arena_alloc(g->f->arena, sizeof *s);
+  if (t->lay->rank != 2 || !layout_smem_wgmma(t->lay->shape[0], t->lay->shape[1], elem_bytes(ty->elem), s)) {
+    cg_error(g, "internal error: wgmma operand tile layout");
+    return;
+  }
+  t->swz = s;
+  t->pitch = 0;
+  g->smem_tiles = (g->smem_tiles + 1023) & ~1023;
+  t->smem_off = g->smem_tiles;
+  t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
+}
+
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
@@ -1876,6 +2045,8 @@ static bool plan(Cg *g) {
       t->pitch = padded_pitch(t->lay, ty->elem);
       t->smem_off = g->smem_tiles;
       t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
+      if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
+        plan_swizzled(g, t, ty);
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].stages : 1);
     }
   }
@@ -2092,6 +2263,153 @@ static bool targets_ready(void) {
 
 static const char *TRIPLE = "nvptx64-nvidia-cuda";
 
+/* ---------------------------------------- arithmetic peepholes (after O3) */
+
+/* How many instructions of block bb with opcode op use v as their operand idx. */
+static int uses_as(LLVMValueRef v, LLVMOpcode op, unsigned idx, LLVMBasicBlockRef bb) {
+  int n = 0;
+  for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
+    LLVMValueRef user = LLVMGetUser(u);
+    if (LLVMIsAInstruction(user) && LLVMGetInstructionOpcode(user) == op && LLVMGetOperand(user, idx) == v &&
+        LLVMGetInstructionParent(user) == bb)
+      n++;
+  }
+  return n;
+}
+
+static bool single_use(LLVMValueRef v) {
+  LLVMUseRef u = LLVMGetFirstUse(v);
+  return u && !LLVMGetNextUse(u);
+}
+
+/* Values made once per key and block (the reciprocal of a divisor, minus a subtrahend times a
+ * constant), at the first use in the block: they dominate the later ones there and live no
+ * longer than needed (made at the definition, 1 / N lived through layernorm and spilled). */
+typedef struct PeepMap {
+  LLVMValueRef key[64], key2[64], val[64];
+  int n;
+} PeepMap;
+
+static LLVMValueRef peep_find(const PeepMap *m, LLVMValueRef k, LLVMValueRef k2) {
+  for (int i = 0; i < m->n; i++)
+    if (m->key[i] == k && m->key2[i] == k2)
+      return m->val[i];
+  return NULL;
+}
+
+/* The scalar that vector v repeats (the SLP vectorizer's splat: a shufflevector with an all-zero
+ * mask of an insertelement at 0), or NULL. */
+static LLVMValueRef splat_of(LLVMValueRef v) {
+  if (!LLVMIsAInstruction(v) || LLVMGetInstructionOpcode(v) != LLVMShuffleVector)
+    return NULL;
+  for (unsigned i = 0; i < LLVMGetNumMaskElements(v); i++)
+    if (LLVMGetMaskValue(v, i) != 0)
+      return NULL;
+  LLVMValueRef ins = LLVMGetOperand(v, 0), at = NULL;
+  if (!LLVMIsAInstruction(ins) || LLVMGetInstructionOpcode(ins) != LLVMInsertElement)
+    return NULL;
+  at = LLVMGetOperand(ins, 2);
+  return LLVMIsAConstantInt(at) && LLVMConstIntGetZExtValue(at) == 0 ? LLVMGetOperand(ins, 1) : NULL;
+}
+
+/* x / d for a d shared by several divisions (a row's sum broadcast along the row, also as the
+ * splat of a vectorized division): one correctly rounded reciprocal per d, then a multiply per
+ * element, at most 1.5 ulp from the quotient instead of 0.5. A div.rn.f32 is a dozen instructions
+ * with a slow-path branch per element, which made softmax at 16384 columns compute-bound behind
+ * the baseline (which does 1 / sum, then multiplies). */
+static bool peep_div(Cg *g, LLVMValueRef in, PeepMap *m) {
+  LLVMValueRef x = LLVMGetOperand(in, 0), d = LLVMGetOperand(in, 1);
+  LLVMTypeRef t = LLVMTypeOf(in);
+  bool vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  if (vec && !(d = splat_of(d)))
+    return false;
+  if (LLVMIsConstant(d) || LLVMTypeOf(d) != g->f32)
+    return false;
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(in);
+  LLVMPositionBuilderBefore(g->b, in);
+  LLVMValueRef r = peep_find(m, d, (LLVMValueRef)bb); /* the divisions rewritten before no longer count */
+  if (!r) {
+    /* Shared: four scalar divisions by d in this block, or a splat of it (a vector division is
+     * several). Fewer stay divisions: the reciprocal costs about one and keeps a register alive
+     * from the first to the last (layernorm's two per-row `/ N` spilled). */
+    if (m->n == 64 || (!vec && uses_as(d, LLVMFDiv, 1, bb) + uses_as(d, LLVMInsertElement, 1, bb) < 4))
+      return false;
+    r = LLVMBuildFDiv(g->b, cf32(g, 1.0), d, "");
+    m->key[m->n] = d, m->key2[m->n] = (LLVMValueRef)bb, m->val[m->n++] = r;
+  }
+  if (vec) {
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef one = LLVMBuildInsertElement(g->b, LLVMGetPoison(t), r, ci32(g, 0), "");
+    r = LLVMBuildShuffleVector(g->b, one, LLVMGetPoison(t), LLVMConstNull(LLVMVectorType(g->i32, n)), "");
+  }
+  LLVMReplaceAllUsesWith(in, LLVMBuildFMul(g->b, x, r, ""));
+  return true;
+}
+
+/* exp(a - b) = ex2((a - b) * log2 e) with b shared by several subtractions (a row's max): one fma
+ * per element, ex2(fma(a, log2 e, -(b log2 e))), with -(b log2 e) computed once per b. The
+ * exponent loses up to half an ulp of b log2 e (relative error 4e-8 |b| in the result; ex2.approx
+ * itself is 2 ulp), and the subtraction's instruction goes. */
+static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m) {
+  LLVMValueRef fn = LLVMGetCalledValue(call);
+  size_t len = 0;
+  const char *name = fn ? LLVMGetValueName2(fn, &len) : "";
+  if (strcmp(name, "llvm.nvvm.ex2.approx.ftz.f") != 0)
+    return false;
+  LLVMValueRef mul = LLVMGetOperand(call, 0);
+  if (!LLVMIsAInstruction(mul) || LLVMGetInstructionOpcode(mul) != LLVMFMul || !single_use(mul))
+    return false;
+  int ci = LLVMIsAConstantFP(LLVMGetOperand(mul, 1)) ? 1 : LLVMIsAConstantFP(LLVMGetOperand(mul, 0)) ? 0 : -1;
+  if (ci < 0)
+    return false;
+  LLVMValueRef c = LLVMGetOperand(mul, (unsigned)ci), s = LLVMGetOperand(mul, (unsigned)(1 - ci));
+  if (!LLVMIsAInstruction(s) || LLVMGetInstructionOpcode(s) != LLVMFSub || !single_use(s))
+    return false;
+  LLVMValueRef a = LLVMGetOperand(s, 0), b = LLVMGetOperand(s, 1);
+  if (LLVMIsConstant(b))
+    return false;
+  LLVMBasicBlockRef bb = LLVMGetInstructionParent(s);
+  if (LLVMGetInstructionParent(mul) != bb)
+    return false;
+  LLVMPositionBuilderBefore(g->b, s);
+  LLVMValueRef nb = NULL;
+  for (int i = 0; i < m->n && !nb; i++) /* keyed by b, c and the block */
+    if (m->key[i] == b && m->key2[i] == c && LLVMGetInstructionParent(m->val[i]) == bb)
+      nb = m->val[i];
+  if (!nb) {
+    if (m->n == 64 || uses_as(b, LLVMFSub, 1, bb) < 2)
+      return false;
+    nb = LLVMBuildFNeg(g->b, LLVMBuildFMul(g->b, b, c, ""), "");
+    m->key[m->n] = b, m->key2[m->n] = c, m->val[m->n++] = nb;
+  }
+  LLVMPositionBuilderBefore(g->b, mul);
+  LLVMValueRef args[3] = {a, c, nb};
+  LLVMTypeRef t = g->f32;
+  LLVMReplaceAllUsesWith(mul, call_intrin(g, "llvm.fma", &t, 1, args, 3));
+  LLVMInstructionEraseFromParent(mul);
+  LLVMInstructionEraseFromParent(s);
+  return true;
+}
+
+/* TILEC_PEEP=0 turns these off, to compare. */
+static void arith_peepholes(Cg *g) {
+  const char *env = getenv("TILEC_PEEP");
+  if (env && !strcmp(env, "0"))
+    return;
+  PeepMap m = {.n = 0};
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef next;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+      next = LLVMGetNextInstruction(in);
+      LLVMOpcode op = LLVMGetInstructionOpcode(in);
+      if (op == LLVMFDiv && peep_div(g, in, &m))
+        LLVMInstructionEraseFromParent(in);
+      else if (op == LLVMCall)
+        peep_exp(g, in, &m);
+    }
+  }
+}
+
 /* ------------------------------------------ rematerialization (after O3) */
 
 enum { REMAT_DEPTH = 3 };
@@ -2268,6 +2586,7 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
     LLVMDisposeErrorMessage(m);
     return NULL;
   }
+  arith_peepholes(g);
   const char *rm = getenv("TILEC_REMAT"); /* TILEC_REMAT=0: off, to compare */
   if (!rm || strcmp(rm, "0") != 0)
     remat_remote_uses(g);
@@ -2299,7 +2618,8 @@ static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_
                           int *retry_cap) {
   Cg cg = {.f = f, .d = d, .o = o, .loc = f->loc, .stage_cap = stage_cap, .retry_cap = retry_cap};
   Cg *g = &cg;
-  if (!check_func(g) || !layout_assign(f, d))
+  g->wgmma = o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f);
+  if (!check_func(g) || !layout_assign_wgmma(f, d, g->wgmma))
     return NULL;
   targets_ready();
   LLVMTargetRef target;
@@ -2333,6 +2653,8 @@ static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_
   g->p1 = LLVMPointerTypeInContext(g->ctx, 1);
   g->p3 = LLVMPointerTypeInContext(g->ctx, 3);
   g->smem = new_smem_global(g, "tilec_smem");
+  if (g->wgmma)
+    LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
   g->slot_ph[SLOT_A] = new_smem_global(g, "tilec_slot_a");
   g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
   build_signature(g);

@@ -34,4 +34,30 @@ typedef struct NvMmaDot {
  * error the caller reports). */
 const char *nvmma_emit_dot(NvMmaDot *d);
 
+/* ---- wgmma (sm_90a, lower_nvptx_wgmma.c). An operand in shared memory is a tile stored in
+ * layout_smem_wgmma's swizzled layout, read through matrix descriptors; operand A may instead be
+ * register values in layout_wgmma_operand_a. */
+typedef struct NvWgmmaOperand {
+  LLVMValueRef base;       /* shared: i8 addrspace(3) pointer to the tile, 8 * swizzle aligned */
+  const SmemLayout *smem;  /* shared: the stored tile's layout */
+  bool k_major;            /* shared: stored [M, K] (A) or [N, K] (B); else [K, M] / [K, N] */
+  LLVMValueRef *regs;      /* A only: NULL, or the register values (f32, rounded) */
+} NvWgmmaOperand;
+
+typedef struct NvWgmmaDot {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMValueRef tid;
+  bool bf16;
+  int32_t M, N, Kpad, K; /* padded result dims, padded and logical K (k16 steps: K / 16) */
+  int wgm, wgn;          /* layout_wgmma_warpgroups */
+  NvWgmmaOperand a, bop;
+  LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
+} NvWgmmaDot;
+
+/* wgmma.fence, per k16 step and m64 tile one wgmma.mma_async (inline PTX: LLVM 19 has no
+ * intrinsic), commit_group, wait_group 0. Returns NULL or an internal error message. */
+const char *nvwgmma_emit_dot(NvWgmmaDot *d);
+
 #endif

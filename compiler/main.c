@@ -40,8 +40,11 @@ static const char usage_text[] =
     "  --help              print this help and exit\n"
     "  --version           print the version and exit\n"
     "\n"
-    "tilec run options:\n"
-    "  --shape D=N,...     sizes of the shape dimensions (e.g. M=4,N=1000)\n"
+    "tilec run options (runs the kernel in the CPU interpreter on random inputs and prints\n"
+    "statistics of its outputs; --emit, -o and --cubin do not apply):\n"
+    "  --shape NAME=V,...  sizes of the shape dimensions (e.g. M=4,N=1000), and values of the\n"
+    "                      scalar arguments (e.g. eps=1e-5); a scalar not given is 1.0;\n"
+    "                      repeatable, each NAME at most once\n"
     "  --seed N            random seed for the inputs (default 1)\n"
     "\n"
     "exit status: 0 on success, 1 on any error.\n";
@@ -50,6 +53,7 @@ typedef struct Cli {
   TilecOptions o;
   bool werror;
   bool run_only_flags;     /* --shape/--seed seen (valid only with `run`) */
+  const char *output_flags; /* the first of --emit / -o / --cubin seen (not for `run`) */
 } Cli;
 
 static int usage_error(Diag *d, const char *fmt, const char *arg) {
@@ -100,6 +104,30 @@ static int add_define(Cli *c, Arena *a, Diag *d, const char *v) {
   return 0;
 }
 
+/* Appends one --shape value to the list (several --shape options add up) and refuses a NAME
+ * given twice: `--shape M=4,M=5` is a typo, not a choice. The values themselves are checked
+ * against the kernel later (driver.c). */
+static int add_shapes(Cli *c, Arena *a, Diag *d, const char *v) {
+  const char *all = c->o.shapes ? arena_printf(a, "%s,%s", c->o.shapes, v) : v;
+  for (const char *p = all; *p;) {
+    size_t len = strcspn(p, "=,");
+    for (const char *q = all; len && q < p;) { /* an empty NAME is driver.c's to report */
+      size_t qlen = strcspn(q, "=,");
+      if (qlen == len && !strncmp(p, q, len)) {
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), p);
+        return usage_error(d, "--shape: '%s' is given more than once", name);
+      }
+      q += strcspn(q, ",");
+      q += *q == ',';
+    }
+    p += strcspn(p, ",");
+    p += *p == ',';
+  }
+  c->o.shapes = all;
+  return 0;
+}
+
 static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *exit_now) {
   TilecOptions *o = &c->o;
   o->emit = EMIT_PTX;
@@ -127,6 +155,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
       check = true;
     } else if (!strcmp(arg, "--cubin")) {
       o->cubin = true;
+      c->output_flags = c->output_flags ? c->output_flags : "--cubin";
     } else if (!strcmp(arg, "-Werror")) {
       c->werror = true;
     } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '3' && !arg[3]) {
@@ -135,6 +164,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
       if (!(v = opt_value(argc, argv, &i, "-o", &missing)) || !*v)
         return usage_error(d, "'%s' needs a file name", "-o");
       o->output = v;
+      c->output_flags = c->output_flags ? c->output_flags : "-o";
     } else if (matches(arg, "-D")) {
       if (!(v = opt_value(argc, argv, &i, "-D", &missing)))
         return usage_error(d, "'%s' needs NAME=VALUE", "-D");
@@ -166,10 +196,12 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
       if (!found)
         return usage_error(d, "unknown emit kind '%s' (expected ast, tir, llvm, ptx or c)", v);
       emit_set = true;
+      c->output_flags = c->output_flags ? c->output_flags : "--emit";
     } else if (matches(arg, "--shape")) {
       if (!(v = opt_value(argc, argv, &i, "--shape", &missing)))
         return usage_error(d, "'%s' needs a value such as M=4,N=1000", "--shape");
-      o->shapes = v;
+      if (add_shapes(c, a, d, v))
+        return 1;
       c->run_only_flags = true;
     } else if (matches(arg, "--seed")) {
       if (!(v = opt_value(argc, argv, &i, "--seed", &missing)))
@@ -195,6 +227,10 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
     return usage_error(d, "%s", "--check and --emit cannot be used together");
   if (check)
     o->emit = EMIT_CHECK;
+  if (o->run && c->output_flags)
+    return usage_error(d, "'tilec run' writes no output file, so '%s' does not apply (it runs the "
+                       "kernel in the interpreter; compile without 'run' to get PTX)",
+                       c->output_flags);
   if (c->run_only_flags && !o->run)
     return usage_error(d, "%s", "--shape and --seed are only for 'tilec run'");
   if (o->narchs > 1 && o->emit != EMIT_C && o->emit != EMIT_CHECK)

@@ -1,10 +1,10 @@
 /* sema.c — semantic checks and specialization of the AST (contract in ast.h).
  *
  * One pass per kernel: parameters (defaults, then -D), arguments and dims, launch expressions,
- * the body (names, types, shapes, placement, constant folding), then the shared-memory budget and
- * the unused-variable warnings. Every check reports through Diag with the node's location and
- * keeps going (a failed expression returns false; its parents stay silent), until the error
- * limit is passed. */
+ * the body (names, types, shapes, placement, constant folding, the per-tile element limit), then
+ * the shared-memory budget, the register estimate and the unused-variable warnings. Every check
+ * reports through Diag with the node's location and keeps going (a failed expression returns
+ * false; its parents stay silent), until the error limit is passed. */
 #include "ast.h"
 
 #include <errno.h>
@@ -14,11 +14,27 @@
 
 /* ------------------------------------------------------------------ state */
 
+/* A block's declarations, in order (popped together; also walked for "did you mean"). */
 typedef struct Scope {
   struct Scope *parent;
   AstDecl **v;
   int n, cap;
 } Scope;
+
+/* Every visible name, hashed: kernels may declare tens of thousands of lets, and a linear walk
+ * of the scopes per lookup made checking quadratic. A name declared twice (after the
+ * redeclaration error) has two entries; lookup takes the latest (highest id), as the scopes
+ * would. */
+typedef struct NameEntry {
+  AstDecl *decl;
+  struct NameEntry *next;  /* same bucket */
+} NameEntry;
+
+typedef struct NameTable {
+  NameEntry **buckets;     /* nbuckets, a power of two */
+  int nbuckets, count;
+  NameEntry *free_list;    /* entries of popped scopes, reused */
+} NameTable;
 
 /* A shared tile, for the budget message. */
 typedef struct SharedTile {
@@ -37,6 +53,7 @@ typedef struct Sema {
   int ndefs;
   bool *def_used;          /* per define: matched a param or dim in some kernel */
   Scope *scope;
+  NameTable names;         /* the visible declarations of scope and its parents */
   AstDecl **decls;         /* every decl of the kernel, by id */
   int ndecls, cap_decls;
   SharedTile *shared;
@@ -68,20 +85,81 @@ static TileType scalar_ty(ElemType e) { return (TileType){.elem = e}; }
 
 /* ------------------------------------------------------------------ scopes */
 
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+static NameEntry **name_bucket(NameTable *t, const char *name) {
+  return &t->buckets[name_hash(name) & (uint32_t)(t->nbuckets - 1)];
+}
+
+static void names_reset(Sema *S) { S->names = (NameTable){0}; }
+
+static void names_add(Sema *S, AstDecl *d) {
+  NameTable *t = &S->names;
+  if (t->count >= t->nbuckets) { /* keep chains short: rehash into twice the buckets */
+    int nb = t->nbuckets ? t->nbuckets * 2 : 64;
+    NameEntry **old = t->buckets;
+    int oldn = t->nbuckets;
+    t->buckets = arena_alloc(S->a, (size_t)nb * sizeof *t->buckets);
+    t->nbuckets = nb;
+    for (int i = 0; i < oldn; i++)
+      for (NameEntry *e = old[i], *next; e; e = next) {
+        next = e->next;
+        NameEntry **b = name_bucket(t, e->decl->name);
+        e->next = *b;
+        *b = e;
+      }
+  }
+  NameEntry *e = t->free_list;
+  if (e)
+    t->free_list = e->next;
+  else
+    e = arena_alloc(S->a, sizeof *e);
+  NameEntry **b = name_bucket(t, d->name);
+  e->decl = d;
+  e->next = *b;
+  *b = e;
+  t->count++;
+}
+
+static void names_remove(Sema *S, AstDecl *d) {
+  NameTable *t = &S->names;
+  for (NameEntry **p = name_bucket(t, d->name); *p; p = &(*p)->next)
+    if ((*p)->decl == d) {
+      NameEntry *e = *p;
+      *p = e->next;
+      e->next = t->free_list;
+      t->free_list = e;
+      t->count--;
+      return;
+    }
+}
+
 static void scope_push(Sema *S) {
   Scope *s = arena_alloc(S->a, sizeof *s);
   s->parent = S->scope;
   S->scope = s;
 }
 
-static void scope_pop(Sema *S) { S->scope = S->scope->parent; }
+static void scope_pop(Sema *S) {
+  Scope *s = S->scope;
+  for (int i = s->n - 1; i >= 0; i--)
+    names_remove(S, s->v[i]);
+  S->scope = s->parent;
+}
 
 static AstDecl *lookup(Sema *S, const char *name) {
-  for (Scope *s = S->scope; s; s = s->parent)
-    for (int i = s->n - 1; i >= 0; i--)
-      if (!strcmp(s->v[i]->name, name))
-        return s->v[i];
-  return NULL;
+  if (!S->names.nbuckets)
+    return NULL;
+  AstDecl *best = NULL;
+  for (NameEntry *e = *name_bucket(&S->names, name); e; e = e->next)
+    if ((!best || e->decl->id > best->id) && !strcmp(e->decl->name, name))
+      best = e->decl;
+  return best;
 }
 
 static const char *decl_what(const AstDecl *d) {
@@ -104,6 +182,7 @@ static AstDecl *declare(Sema *S, AstDeclKind kind, const char *name, SrcLoc loc,
   if (prev) {
     ERR(S, loc, "redeclaration of '%s'", name);
     NOTE(S, prev->loc, "previous declaration of '%s' (a %s) is here", name, decl_what(prev));
+    prev->nuses++; /* later uses find the new one: no "unused" warning on top of the error */
   }
   AstDecl *d = arena_alloc(S->a, sizeof *d);
   d->kind = kind, d->name = name, d->loc = loc, d->ty = ty;
@@ -113,6 +192,7 @@ static AstDecl *declare(Sema *S, AstDeclKind kind, const char *name, SrcLoc loc,
   Scope *sc = S->scope;
   sc->v = grow(S->a, sc->v, sc->n, &sc->cap, sizeof *sc->v);
   sc->v[sc->n++] = d;
+  names_add(S, d);
   return d;
 }
 
@@ -199,6 +279,40 @@ static bool broadcasts_to(const TileType *v, const TileType *t) {
       return false;
   }
   return true;
+}
+
+/* Elements of t with every dim rounded up to a power of two, as the GPU backend's layouts pad
+ * it; saturates just above TILE_MAX_ELEMS (dims are at most 2^24, so no overflow). */
+static int64_t padded_numel(const TileType *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank && n <= TILE_MAX_ELEMS; i++) {
+    int64_t p = 1;
+    while (p < t->dims[i])
+      p *= 2;
+    n *= p;
+  }
+  return n;
+}
+
+/* The per-tile element limit (TILE_MAX_ELEMS), reported at the expression or type that makes
+ * the tile. */
+static bool check_tile_size(Sema *S, const TileType *t, SrcLoc loc) {
+  if (t->rank == 0 || padded_numel(t) <= TILE_MAX_ELEMS)
+    return true;
+  double n = 1, p = 1; /* exact enough for a message; int64 could overflow at rank 4 */
+  for (int i = 0; i < t->rank; i++) {
+    double pd = 1;
+    while (pd < t->dims[i])
+      pd *= 2;
+    n *= t->dims[i];
+    p *= pd;
+  }
+  char padded[96] = "";
+  if (p != n)
+    snprintf(padded, sizeof padded, " (%.0f with each dimension rounded up to a power of two)", p);
+  ERR(S, loc, "tile %s is too large: %.0f elements%s, and a tile may have at most %d; use "
+      "smaller tiles", tstr(S, t), n, padded, TILE_MAX_ELEMS);
+  return false;
 }
 
 /* ------------------------------------------------------------------ constants */
@@ -912,7 +1026,7 @@ static bool check_call(Sema *S, AstExpr *e) {
   }
 }
 
-static bool check_expr(Sema *S, AstExpr *e) {
+static bool check_expr_kind(Sema *S, AstExpr *e) {
   switch (e->kind) {
   case AST_INT:
     e->ty = scalar_ty(TY_I32);
@@ -937,6 +1051,14 @@ static bool check_expr(Sema *S, AstExpr *e) {
   case AST_METHOD: return check_member(S, e);
   }
   return false;
+}
+
+static bool check_expr(Sema *S, AstExpr *e) {
+  if (!check_expr_kind(S, e))
+    return false;
+  /* The operands' common shape (opnd_ty) is a tile too, and may be larger than either one. */
+  return check_tile_size(S, &e->ty, e->loc) &&
+         (e->opnd_ty.rank == 0 || check_tile_size(S, &e->opnd_ty, e->loc));
 }
 
 /* ------------------------------------------------------------------ statements */
@@ -976,6 +1098,8 @@ static bool resolve_var_type(Sema *S, AstTypeSpec *ts, TileType *out) {
     }
     t.dims[t.rank++] = (int32_t)n;
   }
+  if (!check_tile_size(S, &t, ts->loc))
+    return false;
   *out = t;
   return true;
 }
@@ -1121,6 +1245,9 @@ static void check_softmax(Sema *S, AstStmt *s) {
     ERR(S, s->rows->loc, "'rows' must be between 1 and 16777216, found %lld", (long long)rows);
     ok = false;
   }
+  TileType row_ty = {.elem = TY_F32, .rank = 2, .dims = {(int32_t)rows, 1}};
+  if (ok && !check_tile_size(S, &row_ty, s->rows->loc))
+    ok = false;
   s->rows_value = (int)rows;
   s->rescale = arena_alloc(S->a, (size_t)(s->nrescale + 1) * sizeof *s->rescale);
   for (int i = 0; i < s->nrescale; i++) {
@@ -1210,30 +1337,34 @@ static void check_stmts(Sema *S, AstStmt *s) {
 
 /* ------------------------------------------------------------------ kernel header */
 
-/* Parses a -D value: integer, number (with '.', exponent or inf), true/false. */
-static bool parse_define_value(const char *s, double *v, bool *is_float) {
+typedef enum { DEFVAL_OK, DEFVAL_BAD, DEFVAL_TOO_LARGE } DefineValue;
+
+/* Parses a -D value: integer, number (with '.', exponent or inf), true/false. An integer written
+ * as one (digits only) that does not fit in i32 is too large, not a float. */
+static DefineValue parse_define_value(const char *s, double *v, bool *is_float) {
   if (!strcmp(s, "true") || !strcmp(s, "false")) {
     *v = s[0] == 't';
     *is_float = false;
-    return true;
+    return DEFVAL_OK;
   }
   if (!*s)
-    return false;
-  char *end;
-  errno = 0;
-  long long iv = strtoll(s, &end, 10);
-  if (!*end && errno == 0) {
+    return DEFVAL_BAD;
+  const char *digits = s + (*s == '-' || *s == '+');
+  if (*digits && strspn(digits, "0123456789") == strlen(digits)) {
+    errno = 0;
+    long long iv = strtoll(s, NULL, 10);
     *v = (double)iv;
     *is_float = false;
-    return int_fits(*v);
+    return errno == 0 && int_fits(*v) ? DEFVAL_OK : DEFVAL_TOO_LARGE;
   }
+  char *end;
   errno = 0;
   double dv = strtod(s, &end);
-  if (*end || errno == ERANGE || isnan(dv))
-    return false;
+  if (*end || isnan(dv))
+    return DEFVAL_BAD;
   *v = dv;
   *is_float = true;
-  return true;
+  return errno == ERANGE && isinf(dv) ? DEFVAL_TOO_LARGE : DEFVAL_OK; /* underflow is fine */
 }
 
 static const Define *find_define(Sema *S, const char *name) {
@@ -1265,9 +1396,13 @@ static void check_params(Sema *S) {
     if (def) {
       double v;
       bool isf;
-      if (!parse_define_value(def->value, &v, &isf)) {
+      DefineValue pv = parse_define_value(def->value, &v, &isf);
+      if (pv == DEFVAL_BAD) {
         diag_plain(S->d, DIAG_ERROR, "invalid value '%s' for -D %s (expected a number)", def->value,
                    def->name);
+      } else if (pv == DEFVAL_TOO_LARGE) {
+        diag_plain(S->d, DIAG_ERROR, "-D %s=%s: the value is too large%s", def->name, def->value,
+                   isf ? "" : " (integers are i32: -2147483648 to 2147483647)");
       } else if (isf && ok && !p->is_float) {
         diag_plain(S->d, DIAG_ERROR, "-D %s=%s: parameter '%s' of kernel '%s' is an integer", def->name,
                    def->value, p->name, k->name);
@@ -1326,7 +1461,11 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
   if (def) {
     double v;
     bool isf;
-    if (!parse_define_value(def->value, &v, &isf) || isf || v < 1)
+    DefineValue pv = parse_define_value(def->value, &v, &isf);
+    if (pv == DEFVAL_TOO_LARGE && def->value[0] != '-')
+      diag_plain(S->d, DIAG_ERROR, "-D %s=%s: the value is too large (a dimension is at most "
+                 "2147483647)", def->name, def->value);
+    else if (pv != DEFVAL_OK || isf || v < 1)
       diag_plain(S->d, DIAG_ERROR, "-D %s=%s: a dimension must be a positive integer", def->name,
                  def->value);
     else {
@@ -1429,9 +1568,43 @@ static void warn_unused(Sema *S) {
   }
 }
 
+/* Registers a thread has at most (PTX: 255 per thread). */
+enum { MAX_REGS_PER_THREAD = 255 };
+
+/* An early warning for tiles that cannot stay in registers. The estimate is deliberately simple
+ * and a lower bound: the largest single 'reg' or 'let' tile, spread over the block's threads
+ * (32-bit registers: f16/bf16 pack two per register), ignoring every other live tile. Above the
+ * hardware limit ptxas spills to local memory, which is slow and easy to miss. */
+static void warn_registers(Sema *S) {
+  int threads = S->k->threads_value;
+  if (threads <= 0)
+    return;
+  const AstDecl *big = NULL;
+  int64_t big_regs = 0;
+  for (int i = 0; i < S->ndecls; i++) {
+    const AstDecl *d = S->decls[i];
+    if (d->kind != DECL_VAR || d->place == VAR_SHARED || d->error || d->ty.rank == 0)
+      continue;
+    int64_t words = padded_numel(&d->ty);
+    if (elem_bytes(d->ty.elem) == 2)
+      words = (words + 1) / 2;
+    int64_t regs = (words + threads - 1) / threads;
+    if (regs > big_regs)
+      big = d, big_regs = regs;
+  }
+  if (!big || big_regs <= MAX_REGS_PER_THREAD)
+    return;
+  WARN(S, big->loc, "%s tile '%s' (%s) alone needs about %lld registers per thread (%lld elements "
+       "over %d threads), more than the %d a thread can have, so it will spill to local memory; "
+       "use more threads per block (e.g. a larger WARPS) or smaller tiles",
+       big->place == VAR_REG ? "'reg'" : "'let'", big->name, tstr(S, &big->ty),
+       (long long)big_regs, (long long)tile_numel(&big->ty), threads, MAX_REGS_PER_THREAD);
+}
+
 static void check_kernel(Sema *S, AstKernel *k) {
   S->k = k;
   S->scope = NULL;
+  names_reset(S);
   S->ndecls = 0, S->cap_decls = 0, S->decls = NULL;
   S->nshared = 0, S->cap_shared = 0, S->shared = NULL;
   S->depth = 0;
@@ -1445,6 +1618,7 @@ static void check_kernel(Sema *S, AstKernel *k) {
   k->ndecls = S->ndecls;
   if (!diag_too_many(S->d)) {
     check_smem(S);
+    warn_registers(S);
     warn_unused(S);
   }
   S->scope = NULL;

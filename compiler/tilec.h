@@ -122,6 +122,10 @@ double round_to_elem(ElemType t, double v); /* value as stored in a tile of type
  */
 
 #define TILE_MAX_RANK 4
+/* The most elements one tile may have, counted with every dimension rounded up to a power of
+ * two (the GPU backend's layouts pad so; 22 bits of flat coordinate). Sema rejects larger tiles
+ * where they are written; the layout pass keeps the same check as a safety net. */
+#define TILE_MAX_ELEMS (1 << 22)
 
 typedef enum { PLACE_REG, PLACE_SHARED } Placement;
 

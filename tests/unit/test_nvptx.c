@@ -199,7 +199,9 @@ Test(nvptx, vadd_abi_meta_and_vectors) {
   int sz[1] = {1024}, st[1] = {i0};
   int x = load(&k, v, X, 0, st, sz), y = load(&k, v, Y, 0, st, sz);
   store(&k, op(&k, TIR_ADD, v, x, y, -1), Z, st, sz);
-  const char *must[] = {"ld.global.v4.b32", "st.global.v4", ".param .u64 vadd_param_0", ".param .u32 vadd_param_3"};
+  /* X, Y and Z are touched once (indexed by the block): streaming .cs loads and stores. */
+  const char *must[] = {"ld.global.cs.v4.b32", "st.global.cs.v4.b32", ".param .u64 vadd_param_0",
+                        ".param .u32 vadd_param_3"};
   both_arches(&k, must, 4);
   int smem = -1;
   char *ptx = compile(&k, ARCH_SM90A, false, &smem, true);
@@ -231,8 +233,14 @@ Test(nvptx, softmax_rows_reduce_bcast) {
   int s = reduce(&k, TIR_REDUCE_SUM, e, 1);
   int y = op(&k, TIR_DIV, t32, e, op(&k, TIR_BCAST, t32, s, -1, -1), -1);
   store(&k, op(&k, TIR_CVT, t16, y, -1, -1), Y, st, sz);
-  const char *must[] = {"shfl.sync.bfly", "ex2.approx.ftz.f32", "bar.sync", "ld.global.v4.b32", "cvt.rn.bf16.f32"};
-  both_arches(&k, must, 5);
+  /* exp(x - max) as one fma into ex2; / sum as one reciprocal per row and a multiply each. */
+  const char *must[] = {"shfl.sync.bfly", "ex2.approx.ftz.f32", "bar.sync", "ld.global.cs.v4.b32", "cvt.rn.bf16.f32",
+                        "fma.rn.f32", "rcp.rn.f32"};
+  both_arches(&k, must, 7);
+  int smem = -1;
+  char *ptx = compile(&k, ARCH_SM90A, false, &smem, true);
+  cr_assert_not(strstr(ptx, "div.rn.f32"), "a division per element");
+  cr_assert_not(strstr(ptx, "sub.rn.f32"), "x - max not folded into the fma");
   arena_free(k.a);
 }
 
@@ -313,9 +321,11 @@ Test(nvptx, gemm_shared_dot_loop) {
   store(&k, op(&k, TIR_CVT, ty(TY_F16, 2, 64, 32), y, -1, -1), C, (int[]){m0, n0}, (int[]){64, 32});
   const char *must[] = {"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned.m8n8.x4.trans", "bar.sync",
                         ".extern .shared .align 16 .b8 tilec_smem[]", "st.shared"};
+  setenv("TILEC_WGMMA", "0", 1); /* the mma.sync path on sm_90a too (wgmma: test_mma.c) */
   both_arches(&k, must, 5);
   int smem = 0;
   compile(&k, ARCH_SM90A, false, &smem, true);
+  unsetenv("TILEC_WGMMA");
   /* a: 64 rows of (16 + 8) halves; b: 16 rows of (32 + 8) halves. */
   cr_assert_eq(smem, 64 * 24 * 2 + 16 * 40 * 2);
   arena_free(k.a);

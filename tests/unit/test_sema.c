@@ -2,7 +2,9 @@
  * Each rule is exercised by a program that must pass and one that must fail with its message. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ast.h"
 
@@ -423,4 +425,133 @@ Test(sema, error_limit) {
     n++;
   cr_assert_eq(n, DIAG_MAX_ERRORS);
   done(&c);
+}
+
+/* ---- review fixes: tile-size limit, register warning, redeclaration, -D range, scopes ---- */
+
+Test(sema, tile_size_limit_matches_the_backend) {
+  /* exactly TILE_MAX_ELEMS is fine; one more row pads to twice as many */
+  Checked c;
+  check(&c, K("  reg a: f32[2048, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
+  cr_assert(c.ok, "%s", c.out); /* with a register warning, tested below */
+  done(&c);
+  check(&c, K("  reg a: f32[2049, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "t.tile:4:10: error: tile f32[2049, 2048] is too large: 4196352 elements "
+                          "(8388608 with each dimension rounded up to a power of two), and a tile "
+                          "may have at most 4194304"), "%s", c.out);
+  cr_assert_eq(c.d.nerrors, 1, "%s", c.out); /* the uses of 'a' stay silent */
+  done(&c);
+  /* at the slice that makes the tile, not at the kernel */
+  check(&c, K("  let t = H[0 : +4096, 0 : +2048];\n  Z[0 : +1, 0 : +1] = to_f32(sum(sum(t, 1), 0));\n"));
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "t.tile:4:11: error: tile f16[4096, 2048] is too large"), "%s", c.out);
+  cr_assert_eq(c.d.nerrors, 1, "%s", c.out);
+  done(&c);
+  expect_error(K("  let r = to_f32(row_index(0, 4096)) + to_f32(col_index(0, 2048));\n"),
+               "tile f32[4096, 2048] is too large");
+  expect_error(K("  online_softmax st(rows = 4194305);\n"), "tile f32[4194305, 1] is too large");
+}
+
+Test(sema, register_estimate_warns_once_at_the_largest_tile) {
+  /* 128 threads: 255 f32 registers per thread is 32640 elements; f32[128, 256] is 256 each */
+  Checked c;
+  check(&c, K("  reg a: f32[128, 128] = 0;\n  reg b: f32[128, 256] = 0;\n"
+              "  Z[0 : +128, 0 : +128] = a + sum(b, 1);\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.d.nwarnings, 1, "%s", c.out);
+  cr_assert(strstr(c.out, "t.tile:5:7: warning: 'reg' tile 'b' (f32[128, 256]) alone needs about "
+                          "256 registers per thread (32768 elements over 128 threads)"), "%s", c.out);
+  cr_assert(strstr(c.out, "use more threads per block (e.g. a larger WARPS) or smaller tiles"));
+  done(&c);
+  /* f16 packs two per register: the same shape in f16 is 128 registers, no warning */
+  check(&c, K("  reg b: f16[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = to_f32(sum(b, 1));\n"));
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.d.nwarnings, 0, "%s", c.out);
+  done(&c);
+  /* shared tiles do not count */
+  check(&c, K("  shared b: f32[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = sum(b, 1);\n"));
+  cr_assert_eq(c.d.nwarnings, 0, "%s", c.out);
+  done(&c);
+  /* the examples with their defaults are warning-free (the -D variants: tests/diag, bench) */
+  static const char *examples[] = {"vadd", "softmax", "softmax_online", "rmsnorm", "add_rmsnorm",
+                                   "layernorm", "gemm", "attention", "cross_entropy"};
+  for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "dsl/examples/%s.tile", examples[i]);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    check(&c, text);
+    cr_assert(c.ok && c.d.nwarnings == 0, "%s:\n%s", path, c.out);
+    done(&c);
+  }
+}
+
+Test(sema, redeclaration_gives_no_unused_warning) {
+  Checked c;
+  check(&c, K("  let a = 1;\n  let a = 2;\n  Y[a : +1] = 1.0;\n"));
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "redeclaration of 'a'"), "%s", c.out);
+  cr_assert(!strstr(c.out, "unused variable"), "%s", c.out);
+  cr_assert_eq(c.d.nwarnings, 0);
+  /* later uses resolve to the latest declaration */
+  cr_assert_eq(stmt_n(&c, 2)->target->items[0].start->decl, stmt_n(&c, 1)->decl);
+  done(&c);
+}
+
+Test(sema, define_values_out_of_range) {
+  Checked c;
+  Define big[] = {{"B", "99999999999999999999", {0}}};
+  check_defs(&c, K(""), big, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "tilec: error: -D B=99999999999999999999: the value is too large (integers are i32"), "%s", c.out);
+  cr_assert(!strstr(c.out, "is an integer"), "%s", c.out);
+  done(&c);
+  Define big32[] = {{"B", "2147483648", {0}}};
+  check_defs(&c, K(""), big32, 1, ARCH_SM90A);
+  cr_assert(strstr(c.out, "the value is too large"), "%s", c.out);
+  done(&c);
+  Define bigf[] = {{"F", "1e999", {0}}};
+  check_defs(&c, K(""), bigf, 1, ARCH_SM90A);
+  cr_assert(strstr(c.out, "-D F=1e999: the value is too large\n"), "%s", c.out);
+  done(&c);
+  Define bigdim[] = {{"M", "3000000000", {0}}};
+  check_defs(&c, K(""), bigdim, 1, ARCH_SM90A);
+  cr_assert(strstr(c.out, "-D M=3000000000: the value is too large (a dimension is at most 2147483647)"), "%s", c.out);
+  done(&c);
+  Define edge[] = {{"B", "2147483647", {0}}, {"M", "2147483647", {0}}};
+  check_defs(&c, K("  let a = B;\n  Y[a : +1] = 1.0;\n"), edge, 2, ARCH_SM90A);
+  cr_assert(c.ok, "%s", c.out);
+  done(&c);
+}
+
+/* Scopes are hashed: names leave with their block, siblings reuse names, and a kernel of many
+ * thousands of declarations checks in linear time. */
+Test(sema, scopes_at_scale) {
+  expect_error(K("  if ON { let t = 1; }\n  let u = t;\n"), "undeclared name 't'");
+  expect_ok(K("  if ON { let t = 1; Y[t : +1] = 1.0; }\n  let t = 2.0;\n  Y[0 : +1] = t;\n"));
+  expect_error(K("  for i in 0 .. n { let t = i; Y[t : +1] = 1.0; for j in 0 .. n { let t = j; } }\n"),
+               "redeclaration of 't'");
+  enum { NLETS = 60000 };
+  size_t cap = (size_t)NLETS * 32 + 512;
+  char *text = malloc(cap);
+  size_t len = (size_t)snprintf(text, cap, "kernel k(Y: out f32[N]) grid (1) threads (32) {\n  let v0 = 1;\n");
+  for (int i = 1; i < NLETS; i++)
+    len += (size_t)snprintf(text + len, cap - len, "  let v%d = v%d + 1;\n", i, i - 1);
+  len += (size_t)snprintf(text + len, cap - len, "  Y[v%d : +1] = 1.0;\n}\n", NLETS - 1);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  Checked c;
+  check(&c, text);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  cr_assert(c.ok, "%.300s", c.out);
+  cr_assert_eq(stmt_n(&c, NLETS - 1)->decl->cval, NLETS); /* v0 = 1 */
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  cr_assert_lt(secs, 3.0, "%d lets took %.2f s (quadratic name lookup?)", NLETS, secs); /* was ~9 s */
+  done(&c);
+  free(text);
 }

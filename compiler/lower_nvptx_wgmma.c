@@ -1,0 +1,213 @@
+/* lower_nvptx_wgmma.c — DOT on Hopper warpgroup MMA: wgmma.mma_async.m64nNk16 (sm_90a).
+ *
+ * wgm x wgn warpgroups tile the [M, N] result (layout_wgmma_warpgroups); warpgroup g owns rows
+ * (g % wgm) * M/wgm and columns (g / wgm) * N/wgn, as M/wgm/64 tiles of 64 x N/wgn. Per k16
+ * step and m64 tile one wgmma reads A (a shared-memory descriptor, or 4 registers of f16 pairs)
+ * and B (a descriptor) and accumulates into that tile's N/wgn/2 registers of the accumulator
+ * (layout_wgmma_acc). The descriptors describe slices of tiles stored in layout_smem_wgmma's
+ * swizzled layout (layout_wgmma_desc: start, leading / stride byte offsets, swizzle mode); only
+ * the start address is a run-time value (the stage of a pipelined tile, the warpgroup's rows).
+ * The protocol (correct first): wgmma.fence, the wgmmas, commit_group, wait_group 0; the
+ * accumulator values pass through empty asm statements before the fence and after the wait, so
+ * that no other instruction touches them while the wgmmas are in flight. The caller made the
+ * tiles' shared-memory writes visible to the async proxy (fence.proxy.async before the barrier).
+ */
+#include "lower_nvptx_mma.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct Wg {
+  NvWgmmaDot *d;
+  LLVMBuilderRef b;
+  LLVMTypeRef i32, i64, f32, half, bfl, h2, bf2, vd;
+  LLVMValueRef wg_m, wg_n; /* i32: this warpgroup's index along M and along N */
+} Wg;
+
+static LLVMValueRef ci(Wg *w, int64_t v) { return LLVMConstInt(w->i32, (unsigned long long)v, 1); }
+
+static LLVMValueRef asm_call(Wg *w, LLVMTypeRef ret, LLVMTypeRef *params, int np, const char *text,
+                             const char *cons, LLVMValueRef *args) {
+  LLVMTypeRef ft = LLVMFunctionType(ret, params, (unsigned)np, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(w->b, ft, fn, args, (unsigned)np, "");
+}
+
+static void asm0(Wg *w, const char *text) { asm_call(w, w->vd, NULL, 0, text, "~{memory}", NULL); }
+
+/* The value through an empty side-effect asm: ordered with the wgmma protocol's statements. */
+static LLVMValueRef pin(Wg *w, LLVMValueRef v) {
+  LLVMTypeRef t = w->f32;
+  return asm_call(w, t, &t, 1, "", "=f,0", &v);
+}
+
+static LLVMValueRef pack2(Wg *w, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMTypeRef et = w->d->bf16 ? w->bfl : w->half, vt = w->d->bf16 ? w->bf2 : w->h2;
+  LLVMValueRef v = LLVMGetUndef(vt);
+  v = LLVMBuildInsertElement(w->b, v, LLVMBuildFPTrunc(w->b, lo, et, ""), ci(w, 0), "");
+  v = LLVMBuildInsertElement(w->b, v, LLVMBuildFPTrunc(w->b, hi, et, ""), ci(w, 1), "");
+  return LLVMBuildBitCast(w->b, v, w->i32, "");
+}
+
+/* XOR over the set bits of idx (an i32 below 1 << nbits) of off[bit]. */
+static LLVMValueRef lin_bits(Wg *w, LLVMValueRef idx, int nbits, const uint32_t *off) {
+  LLVMValueRef acc = ci(w, 0);
+  for (int b = 0; b < nbits; b++) {
+    LLVMValueRef bit = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, idx, ci(w, b), ""), ci(w, 1), "");
+    acc = LLVMBuildXor(w->b, acc, LLVMBuildAnd(w->b, LLVMBuildNeg(w->b, bit, ""), ci(w, off[b]), ""), "");
+  }
+  return acc;
+}
+
+/* Per shared operand: the tile's shared-window address plus this warpgroup's part of the slice
+ * origin (i32); slices add a constant (their origins' bits are disjoint from the warpgroup's). */
+typedef struct SmemOperand {
+  const NvWgmmaOperand *op;
+  LLVMValueRef addr;
+} SmemOperand;
+
+/* wg_idx walks operand dim mn (rows of A, columns of B) by `step` per warpgroup. */
+static SmemOperand smem_operand(Wg *w, const NvWgmmaOperand *op, LLVMValueRef wg_idx, int nwg, int32_t step) {
+  SmemOperand s = {op, NULL};
+  uint32_t off[8] = {0};
+  int nb = 0;
+  for (int v = 1; v < nwg && nb < 8; v *= 2)
+    off[nb++] = layout_wgmma_desc(op->smem, op->k_major, step * v, 0).start;
+  LLVMValueRef base = LLVMBuildPtrToInt(w->b, op->base, w->i32, "");
+  s.addr = LLVMBuildAdd(w->b, base, lin_bits(w, wg_idx, nb, off), "");
+  return s;
+}
+
+static LLVMValueRef desc(Wg *w, const SmemOperand *s, int32_t mn0, int32_t k0) {
+  WgmmaDesc dd = layout_wgmma_desc(s->op->smem, s->op->k_major, mn0, k0);
+  LLVMValueRef a = LLVMBuildAdd(w->b, s->addr, ci(w, dd.start), "");
+  LLVMValueRef lo = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, a, ci(w, 4), ""), ci(w, 0x3fff), "");
+  uint64_t hi = layout_wgmma_desc_bits(&dd, 0);
+  return LLVMBuildOr(w->b, LLVMBuildZExt(w->b, lo, w->i64, ""), LLVMConstInt(w->i64, hi, 0), "");
+}
+
+static int put(char *buf, size_t cap, size_t *k, const char *fmt, int v) {
+  int n = snprintf(buf + *k, cap - *k, fmt, v);
+  if (n < 0 || (size_t)n >= cap - *k)
+    return -1;
+  *k += (size_t)n;
+  return 0;
+}
+
+/* One wgmma over acc[0 .. N/wgn/2) (in place). a_regs: 4 i32 values, or NULL with da. */
+static const char *wgmma(Wg *w, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef *a_regs, LLVMValueRef db,
+                         bool trans_a, bool trans_b) {
+  int nacc = w->d->N / w->d->wgn / 2, nin = a_regs ? 4 : 1;
+  const char *ty = w->d->bf16 ? "bf16" : "f16";
+  char text[4096], cons[4096];
+  size_t k = 0, c = 0;
+  int err = 0;
+  err |= put(text, sizeof text, &k, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", nacc + nin + 1);
+  err |= put(text, sizeof text, &k, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.", w->d->N / w->d->wgn);
+  err |= put(text, sizeof text, &k, ty[0] == 'b' ? "bf16.bf16 {" : "f16.f16 {", 0);
+  for (int i = 0; i < nacc; i++) {
+    err |= put(text, sizeof text, &k, i ? ", $%d" : "$%d", i);
+    err |= put(cons, sizeof cons, &c, "=f,", 0);
+  }
+  if (a_regs) {
+    err |= put(text, sizeof text, &k, "}, {$%d, ", nacc);
+    err |= put(text, sizeof text, &k, "$%d, ", nacc + 1);
+    err |= put(text, sizeof text, &k, "$%d, ", nacc + 2);
+    err |= put(text, sizeof text, &k, "$%d}, ", nacc + 3);
+    err |= put(cons, sizeof cons, &c, "r,r,r,r,", 0);
+  } else {
+    err |= put(text, sizeof text, &k, "}, $%d, ", nacc);
+    err |= put(cons, sizeof cons, &c, "l,", 0);
+  }
+  err |= put(text, sizeof text, &k, "$%d, p, 1, 1", nacc + nin);
+  if (!a_regs)
+    err |= put(text, sizeof text, &k, ", %d", trans_a);
+  err |= put(text, sizeof text, &k, ", %d;\n}", trans_b);
+  err |= put(cons, sizeof cons, &c, "l,r", 0);
+  for (int i = 0; i < nacc; i++)
+    err |= put(cons, sizeof cons, &c, ",%d", i);
+  if (err)
+    return "wgmma asm text too long";
+  LLVMTypeRef fts[128], params[128 + 6];
+  LLVMValueRef args[128 + 6];
+  int np = 0;
+  for (int i = 0; i < nacc; i++)
+    fts[i] = w->f32;
+  for (int i = 0; i < nin; i++) {
+    params[np] = a_regs ? w->i32 : w->i64;
+    args[np++] = a_regs ? a_regs[i] : da;
+  }
+  params[np] = w->i64;
+  args[np++] = db;
+  params[np] = w->i32;
+  args[np++] = ci(w, 1); /* scale-d: D += A B */
+  for (int i = 0; i < nacc; i++) {
+    params[np] = w->f32;
+    args[np++] = acc[i];
+  }
+  LLVMTypeRef rt = LLVMStructTypeInContext(w->d->ctx, fts, (unsigned)nacc, 0);
+  LLVMValueRef r = asm_call(w, rt, params, np, text, cons, args);
+  for (int i = 0; i < nacc; i++)
+    acc[i] = LLVMBuildExtractValue(w->b, r, (unsigned)i, "");
+  return NULL;
+}
+
+static void wg_init(Wg *w, NvWgmmaDot *d) {
+  memset(w, 0, sizeof *w);
+  w->d = d;
+  w->b = d->b;
+  w->i32 = LLVMInt32TypeInContext(d->ctx);
+  w->i64 = LLVMInt64TypeInContext(d->ctx);
+  w->f32 = LLVMFloatTypeInContext(d->ctx);
+  w->half = LLVMHalfTypeInContext(d->ctx);
+  w->bfl = LLVMBFloatTypeInContext(d->ctx);
+  w->h2 = LLVMVectorType(w->half, 2);
+  w->bf2 = LLVMVectorType(w->bfl, 2);
+  w->vd = LLVMVoidTypeInContext(d->ctx);
+  LLVMValueRef wg = LLVMBuildLShr(w->b, d->tid, ci(w, 7), "");
+  w->wg_m = LLVMBuildAnd(w->b, wg, ci(w, d->wgm - 1), "");
+  w->wg_n = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, wg, ci(w, layout_log2((uint32_t)d->wgm)), ""), ci(w, d->wgn - 1), "");
+}
+
+const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
+  Wg wg, *w = &wg;
+  wg_init(w, d);
+  int32_t Mw = d->M / d->wgm, Nw = d->N / d->wgn;
+  int MT = Mw / 64, KT = d->K / 16, KTpad = d->Kpad / 16, nacc = Nw / 2;
+  if (Mw % 64 || Nw % 8 || Nw > 256 || !d->bop.smem || (!d->a.regs && !d->a.smem))
+    return "wgmma tiling";
+  SmemOperand sa = {0}, sb;
+  if (!d->a.regs)
+    sa = smem_operand(w, &d->a, w->wg_m, d->wgm, Mw);
+  sb = smem_operand(w, &d->bop, w->wg_n, d->wgn, Nw);
+  /* Operand A from registers: packed before the fence (ptxas would otherwise insert a
+   * warpgroup.arrive of its own before each wgmma that reads freshly written registers). */
+  LLVMValueRef a4[4 * 16 * 16];
+  if (d->a.regs && MT * KT > 16 * 16)
+    return "wgmma tiling (too many A fragments)";
+  for (int mt = 0; d->a.regs && mt < MT; mt++)
+    for (int kt = 0; kt < KT; kt++)
+      for (int q = 0; q < 4; q++) {
+        LLVMValueRef *v = &d->a.regs[8 * (kt + KTpad * mt)];
+        a4[4 * (kt + KT * mt) + q] = pack2(w, v[2 * q], v[2 * q + 1]);
+      }
+  for (int i = 0; i < nacc * MT; i++)
+    d->c[i] = pin(w, d->c[i]);
+  asm0(w, "wgmma.fence.sync.aligned;");
+  for (int kt = 0; kt < KT; kt++) {
+    LLVMValueRef db = desc(w, &sb, 0, 16 * kt);
+    for (int mt = 0; mt < MT; mt++) {
+      LLVMValueRef da = d->a.regs ? NULL : desc(w, &sa, 64 * mt, 16 * kt);
+      const char *err = wgmma(w, &d->c[nacc * mt], da, d->a.regs ? &a4[4 * (kt + KT * mt)] : NULL, db,
+                              d->a.regs ? false : !d->a.k_major, !d->bop.k_major);
+      if (err)
+        return err;
+    }
+  }
+  asm0(w, "wgmma.commit_group.sync.aligned;");
+  asm0(w, "wgmma.wait_group.sync.aligned 0;");
+  for (int i = 0; i < nacc * MT; i++)
+    d->c[i] = pin(w, d->c[i]);
+  return NULL;
+}
