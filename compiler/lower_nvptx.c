@@ -109,7 +109,6 @@ typedef struct Cg {
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
-  bool *block_dep;                   /* per register: follows the block index (block_dependent) */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
@@ -1178,11 +1177,11 @@ static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
  * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
-static void vec_load_words(Cg *g, LLVMValueRef p, int words, const char *hint, LLVMValueRef *out) {
-  char regs[48], text[112];
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
+  char regs[48], text[96];
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.global%s%s.b32 %s, [$%d];", hint, vec_suffix(words), regs, words);
+  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
   LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
   LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
@@ -1302,7 +1301,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, "", w + k * words);
+      vec_load_words(g, c.p[k], words, w + k * words);
     for (int k = 0; k < nch; k++)
       store_words_shared(g, w + k * words, words, sp[k]);
     LLVMBuildBr(g->b, bb[2]);
@@ -1310,7 +1309,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, "", w);
+      vec_load_words(g, c.p[k], words, w);
       store_words_shared(g, w, words, sp[k]);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
@@ -1527,59 +1526,6 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
   }
 }
 
-/* Registers whose value follows the block index: written by BLOCK_ID or from such a register
- * (a fixed point over every write, loops included). */
-static const bool *block_dependent(Cg *g) {
-  const TirFunc *f = g->f;
-  if (g->block_dep)
-    return g->block_dep;
-  bool *dep = arena_alloc(f->arena, sizeof *dep * (size_t)(f->nregs + 1));
-  memset(dep, 0, sizeof *dep * (size_t)(f->nregs + 1));
-  for (bool again = true; again;) {
-    again = false;
-    for (int i = 0; i < f->ninsts; i++) {
-      const TirInst *in = &f->insts[i];
-      if (in->dst < 0 || dep[in->dst])
-        continue;
-      bool d = in->op == TIR_BLOCK_ID;
-      for (int k = 0; k < 3 && !d; k++)
-        d = in->args[k] >= 0 && dep[in->args[k]];
-      if (d)
-        dep[in->dst] = again = true;
-    }
-  }
-  return g->block_dep = dep;
-}
-
-/* The cache hint of a register load or store: ".cs" (streaming, evict first, what the baseline's
- * __ldcs / __stcs emit) for data the grid touches once: an index follows the block index (blocks
- * take disjoint tiles, unlike a weight vector every block reads), the access is the only one of
- * its kind to its tensor and sits outside any loop (softmax_online reads its row twice; a loop may
- * come back to a tile). Not in kernels with a DOT: their operands go through shared memory and
- * are re-read from L2 by other blocks. TILEC_CACHE_HINTS=0 turns them off, to compare. */
-static const char *stream_hint(Cg *g, const TirInst *in) {
-  const char *env = getenv("TILEC_CACHE_HINTS");
-  if (env && !strcmp(env, "0"))
-    return "";
-  const TirFunc *f = g->f;
-  int self = (int)(in - f->insts), depth = 0, same = 0;
-  for (int i = 0; i < f->ninsts; i++) {
-    const TirInst *o = &f->insts[i];
-    if (o->op == TIR_DOT)
-      return "";
-    if (i < self)
-      depth += o->op == TIR_FOR ? 1 : o->op == TIR_ENDFOR ? -1 : 0;
-    same += o->op == in->op && o->arg_index == in->arg_index;
-  }
-  if (depth > 0 || same != 1)
-    return "";
-  const bool *dep = block_dependent(g);
-  for (int d = 0; d < f->args[in->arg_index].rank; d++)
-    if (dep[in->index[d].start])
-      return ".cs";
-  return "";
-}
-
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
   if (g->tiles[dst].pipe >= 0)
@@ -1610,20 +1556,19 @@ static void lower_load(Cg *g, const TirInst *in) {
      * element (half the registers for f16), and the unpacking is left next to its uses, where
      * the rematerialization after O3 can repeat it instead of keeping a row of f32 alive. */
     LLVMValueRef wtmp = entry_alloca(g, g->i32, nch * words), fill = const_mem(g, e, in->imm);
-    const char *hint = stream_hint(g, in);
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
     LLVMBasicBlockRef bb[3];
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, hint, w + k * words);
+      vec_load_words(g, c.p[k], words, w + k * words);
     words_store(g, w, nch * words, wtmp, 0);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, hint, w);
+      vec_load_words(g, c.p[k], words, w);
       words_store(g, w, words, wtmp, k * words);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
@@ -1643,38 +1588,12 @@ static void lower_load(Cg *g, const TirInst *in) {
   store_regs(g, dst, out);
 }
 
-/* A 4/8/16-byte global store of words with a cache hint, as inline PTX (LLVM has no way to say
- * .cs). Side effects on: ordered with the kernel's other accesses. */
-static void vec_store_words(Cg *g, LLVMValueRef p, int words, const char *hint, LLVMValueRef *w) {
-  char regs[48], text[112];
-  static const char *cons[5] = {NULL, "l,r", "l,r,r", NULL, "l,r,r,r,r"};
-  asm_regs(regs, sizeof regs, 1, words);
-  snprintf(text, sizeof text, "st.global%s%s.b32 [$0], %s;", hint, vec_suffix(words), regs);
-  LLVMTypeRef at[5] = {g->i64, g->i32, g->i32, g->i32, g->i32};
-  LLVMTypeRef ft = LLVMFunctionType(LLVMVoidTypeInContext(g->ctx), at, (unsigned)words + 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons[words], strlen(cons[words]), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef args[5] = {LLVMBuildPtrToInt(g->b, p, g->i64, "")};
-  for (int i = 0; i < words; i++)
-    args[i + 1] = w[i];
-  LLVMBuildCall2(g->b, ft, fn, args, (unsigned)words + 1, "");
-}
-
-/* One chunk of ch values as a vector store (LLVM keeps st.global.v4 for stores); with a hint, as
- * words through vec_store_words. */
-static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch, const char *hint) {
+/* One chunk of ch values as a vector store (LLVM keeps st.global.v4 for stores). */
+static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch) {
   LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(mem_type(g, e), (unsigned)ch));
   for (int j = 0; j < ch; j++)
     vec = LLVMBuildInsertElement(g->b, vec, to_mem(g, e, v[j]), ci32(g, j), "");
-  int words = ch * elem_bytes(e) / 4;
-  if (!*hint || words < 1 || e == TY_BOOL) {
-    LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * elem_bytes(e)));
-    return;
-  }
-  LLVMValueRef wv = LLVMBuildBitCast(g->b, vec, LLVMVectorType(g->i32, (unsigned)words), ""), w[4];
-  for (int i = 0; i < words; i++)
-    w[i] = LLVMBuildExtractElement(g->b, wv, ci32(g, i), "");
-  vec_store_words(g, p, words, hint, w);
+  LLVMSetAlignment(LLVMBuildStore(g->b, vec, p), (unsigned)(ch * elem_bytes(e)));
 }
 
 static void store_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
@@ -1709,17 +1628,16 @@ static void lower_store(Cg *g, const TirInst *in) {
     store_scalars(g, in, &ac, tt, L, lw, 0, n, v);
   } else {
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
-    const char *hint = stream_hint(g, in);
     LLVMBasicBlockRef bb[3];
     split3(g, c.all, bb);
     for (int k = 0; k < c.count; k++)
-      store_chunk(g, e, c.p[k], v + k * ch, ch, hint);
+      store_chunk(g, e, c.p[k], v + k * ch, ch);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < c.count; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      store_chunk(g, e, c.p[k], v + k * ch, ch, hint);
+      store_chunk(g, e, c.p[k], v + k * ch, ch);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
       store_scalars(g, in, &ac, tt, L, lw, k * ch, ch, v);
@@ -2243,7 +2161,8 @@ static void report_smem(Cg *g, int total) {
       const TileType *t = &g->f->regs[r].type;
       diag_report(g->d, DIAG_NOTE, g->f->loc, "shared tile %s: %s[%s], %d bytes",
                   g->f->regs[r].name ? g->f->regs[r].name : "(temporary)", elem_name(t->elem),
-                  layout_str(g->f->arena, g->tiles[r].lay), buf_bytes(g->tiles[r].lay, t->elem, g->tiles[r].pitch));
+                  layout_str(g->f->arena, g->tiles[r].lay),
+                  g->tiles[r].swz ? g->tiles[r].stage_bytes : buf_bytes(g->tiles[r].lay, t->elem, g->tiles[r].pitch));
     }
 }
 

@@ -443,3 +443,89 @@ Test(mma, bf16_and_single_n8_tile) {
     arena_free(a);
   }
 }
+
+/* ------------------------------------------------------------------ wgmma (sm_90a) */
+
+/* On sm_90a the examples' dots run on wgmma (one per m64 tile and k16 step, shared operands by
+ * descriptor), none on sm_80 or with TILEC_WGMMA=0; ptxas assembles them without spills. */
+static void check_wgmma(const char *example, const char **defs, int want_desc, int want_rega) {
+  Arena *a = arena_new();
+  char *ptx = example_ptx(a, example, defs, ARCH_SM90A);
+  cr_assert_eq(count(ptx, "wgmma.mma_async.sync.aligned"), want_desc + want_rega, "%s", example);
+  cr_assert_eq(count(ptx, "}, {%r"), want_rega, "%s: wgmmas with A from registers", example);
+  cr_assert_eq(count(ptx, "wgmma.fence.sync.aligned;"), count(ptx, "wgmma.wait_group.sync.aligned 0;"));
+  cr_assert_geq(count(ptx, "fence.proxy.async.shared::cta;"), 1);
+  cr_assert(strstr(ptx, ".extern .shared .align 1024 .b8 tilec_smem[]"));
+  cr_assert_eq(count(ptx, "mma.sync"), 0);
+  cr_assert_eq(count(ptx, "ldmatrix"), 0);
+  cr_assert_not(strstr(ptx, ".local"));
+  ptxas_no_spills(ptx, ARCH_SM90A);
+  char *p80 = example_ptx(a, example, defs, ARCH_SM80);
+  cr_assert_eq(count(p80, "wgmma"), 0);
+  cr_assert_gt(count(p80, "mma.sync"), 0);
+  setenv("TILEC_WGMMA", "0", 1);
+  char *off = example_ptx(a, example, defs, ARCH_SM90A);
+  unsetenv("TILEC_WGMMA");
+  cr_assert_eq(count(off, "wgmma"), 0);
+  cr_assert_gt(count(off, "mma.sync"), 0);
+  arena_free(a);
+}
+
+Test(mma, wgmma_on_sm90a) {
+  check_wgmma("gemm", NULL, 2, 0); /* 64x64x32: one warpgroup, m64n64k16, 2 k16 steps */
+  const char *w8[] = {"BM=128", "BN=128", "BK=64", "WARPS=8", "STAGES=3", NULL};
+  check_wgmma("gemm", w8, 4, 0); /* 2 warpgroups of 64x128: 4 k16 steps of m64n128k16 */
+  const char *w4[] = {"BM=128", "BN=128", "BK=32", "WARPS=4", "STAGES=3", NULL};
+  check_wgmma("gemm", w4, 4, 0); /* one warpgroup, two m64 tiles, 2 k16 steps */
+  const char *n256[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", NULL};
+  check_wgmma("gemm", n256, 4, 0); /* m64n256k16, 128 accumulator registers */
+  check_wgmma("attention", NULL, 4, 4); /* S = Q K^T: 4 steps; O += P V: P from registers */
+  const char *d128[] = {"D=128", "CAUSAL=1", "BM=128", "WARPS=8", NULL};
+  check_wgmma("attention", d128, 8, 4);
+  const char *w4a[] = {"BM=128", "BN=64", "WARPS=4", NULL};
+  check_wgmma("attention", w4a, 8, 8); /* one warpgroup, two m64 tiles */
+  /* BN = 8: B rows of 16 bytes cannot be a wgmma operand: the kernel keeps mma.sync. */
+  const char *thin[] = {"BM=64", "BN=8", "BK=32", "WARPS=4", NULL};
+  Arena *a = arena_new();
+  char *ptx = example_ptx(a, "gemm", thin, ARCH_SM90A);
+  cr_assert_eq(count(ptx, "wgmma"), 0);
+  cr_assert_gt(count(ptx, "mma.sync"), 0);
+  arena_free(a);
+}
+
+Test(mma, layout_pass_gives_wgmma_results_the_warpgroup_accumulator) {
+  Arena *ar = arena_new();
+  TirFunc *f = tir_func_new(ar, "k", at(1));
+  f->threads = 256;
+  TileType sa = {.elem = TY_F16, .rank = 2, .dims = {128, 32}, .place = PLACE_SHARED};
+  TileType sb = {.elem = TY_F16, .rank = 2, .dims = {32, 128}, .place = PLACE_SHARED};
+  TileType acc = {.elem = TY_F32, .rank = 2, .dims = {128, 128}};
+  int a = tir_new_reg(f, sa, "a"), b = tir_new_reg(f, sb, "b");
+  TirInst *la = tir_emit(f, TIR_LOAD, at(2));
+  la->dst = a, la->args[0] = la->args[1] = la->args[2] = -1;
+  TirInst *lb = tir_emit(f, TIR_LOAD, at(2));
+  lb->dst = b, lb->args[0] = lb->args[1] = lb->args[2] = -1;
+  for (int d = 0; d < TILE_MAX_RANK; d++)
+    la->index[d].start = lb->index[d].start = -1;
+  int c = emit(f, TIR_CONST, acc, -1, -1, -1);
+  int d = emit(f, TIR_DOT, acc, a, b, c);
+  cr_assert(layout_kernel_uses_wgmma(f));
+  cr_assert(layout_is_wgmma_operand_tile(f, a) && layout_is_wgmma_operand_tile(f, b));
+  Diag dg = {0};
+  dg.out = fopen("/dev/null", "w");
+  cr_assert(layout_assign_wgmma(f, &dg, true));
+  Layout want = layout_wgmma_acc(128, 128, 2, 1);
+  cr_assert(layout_equal(f->regs[d].type.layout, &want));
+  cr_assert(layout_equal(f->regs[c].type.layout, &want));
+  /* Without wgmma (another arch): the mma.sync 2-D warp tiles. */
+  cr_assert(layout_assign(f, &dg));
+  cr_assert_not(layout_equal(f->regs[d].type.layout, &want));
+  setenv("TILEC_WGMMA", "0", 1);
+  cr_assert_not(layout_kernel_uses_wgmma(f));
+  unsetenv("TILEC_WGMMA");
+  /* A shared operand read by anything but a DOT keeps the kernel on mma.sync. */
+  emit(f, TIR_CVT, (TileType){.elem = TY_F32, .rank = 2, .dims = {128, 32}}, a, -1, -1);
+  cr_assert_not(layout_kernel_uses_wgmma(f));
+  fclose(dg.out);
+  arena_free(ar);
+}

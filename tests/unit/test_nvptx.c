@@ -199,9 +199,7 @@ Test(nvptx, vadd_abi_meta_and_vectors) {
   int sz[1] = {1024}, st[1] = {i0};
   int x = load(&k, v, X, 0, st, sz), y = load(&k, v, Y, 0, st, sz);
   store(&k, op(&k, TIR_ADD, v, x, y, -1), Z, st, sz);
-  /* X, Y and Z are touched once (indexed by the block): streaming .cs loads and stores. */
-  const char *must[] = {"ld.global.cs.v4.b32", "st.global.cs.v4.b32", ".param .u64 vadd_param_0",
-                        ".param .u32 vadd_param_3"};
+  const char *must[] = {"ld.global.v4.b32", "st.global.v4", ".param .u64 vadd_param_0", ".param .u32 vadd_param_3"};
   both_arches(&k, must, 4);
   int smem = -1;
   char *ptx = compile(&k, ARCH_SM90A, false, &smem, true);
@@ -234,7 +232,7 @@ Test(nvptx, softmax_rows_reduce_bcast) {
   int y = op(&k, TIR_DIV, t32, e, op(&k, TIR_BCAST, t32, s, -1, -1), -1);
   store(&k, op(&k, TIR_CVT, t16, y, -1, -1), Y, st, sz);
   /* exp(x - max) as one fma into ex2; / sum as one reciprocal per row and a multiply each. */
-  const char *must[] = {"shfl.sync.bfly", "ex2.approx.ftz.f32", "bar.sync", "ld.global.cs.v4.b32", "cvt.rn.bf16.f32",
+  const char *must[] = {"shfl.sync.bfly", "ex2.approx.ftz.f32", "bar.sync", "ld.global.v4.b32", "cvt.rn.bf16.f32",
                         "fma.rn.f32", "rcp.rn.f32"};
   both_arches(&k, must, 7);
   int smem = -1;
