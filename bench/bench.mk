@@ -7,6 +7,11 @@
 #   make bench        ON THE GPU MACHINE, from a carried build/: runs bench/run_gpu.sh; builds nothing
 #
 # The GPU machine has no LLVM, flex or bison: everything of ours it needs is built here.
+#
+# Element types: a variant's PARAM=VALUE list becomes -D flags, so `T=bf16` compiles the example's
+# type parameter (`T: type = f16`) for bf16; bench/run.py gives that variant only the bf16 cases
+# (variant_dtype: T, else the example's default) and `make bench-dry-run` warns about a PTX whose
+# tensors are not of its variant's dtype.
 
 NVCC ?= $(CUDA)/bin/nvcc
 BENCH_B := $(B)/bench

@@ -120,7 +120,8 @@ def read_configs(path=CONFIGS):
                     k, _, v = kv.partition("=")
                     match[k.strip()] = v.strip()
             params = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-            out.append({"name": parts[0], "example": parts[1], "match": match, "params": params})
+            out.append({"name": parts[0], "example": parts[1], "match": match, "params": params,
+                        "dtype": variant_dtype(parts[1], params)})
     return out
 
 
@@ -131,12 +132,20 @@ def case_matches(c, match):
     return all(str(keys.get(k)) == v for k, v in match.items())
 
 
-# Element type of each example's tensors: a -D cannot change it.
+# Element type of each example's tensors at its defaults (f16 unless listed). The row kernels,
+# gemm and attention take a type parameter `T` (dsl/examples: `T: type = f16`): a variant compiled
+# with T=bf16 serves the bf16 cases, and only those; without T it serves the default dtype.
 EXAMPLE_DTYPE = {"vadd": "f32"}
 
 
+def variant_dtype(example, params):
+    return params.get("T", EXAMPLE_DTYPE.get(example, "f16"))
+
+
 def tilec_variants(c, configs):
-    return [v for v in configs if v["example"] == c["kernel"] and case_matches(c, v["match"])]
+    """The variants that serve case c: same example, MATCH agrees, compiled for c's dtype."""
+    return [v for v in configs if v["example"] == c["kernel"] and case_matches(c, v["match"])
+            and v.get("dtype", variant_dtype(v["example"], v["params"])) == c["dtype"]]
 
 
 def impls_for(c, configs):
@@ -144,10 +153,11 @@ def impls_for(c, configs):
     k, dt = c["kernel"], c["dtype"]
     out, absent = [], []
     vs = tilec_variants(c, configs)
-    if dt != EXAMPLE_DTYPE.get(k, "f16"):
-        absent.append(("tilec", f"dsl/examples/{k}.tile is {EXAMPLE_DTYPE.get(k, 'f16')} only"))
-    elif not vs:
-        absent.append(("tilec", "no variant in bench/configs.txt matches"))
+    if not vs:
+        if any(v["example"] == k and case_matches(c, v["match"]) for v in configs):
+            absent.append(("tilec", f"no {dt} variant of dsl/examples/{k}.tile in bench/configs.txt (add one with T={dt})"))
+        else:
+            absent.append(("tilec", "no variant in bench/configs.txt matches"))
     else:
         out += [("tilec", v["name"]) for v in vs]
     out.append(("baseline", None))
@@ -999,6 +1009,19 @@ def main():
     return parent_main(a, plan, configs)
 
 
+def ptx_dtype(variant):
+    """Element type of the first tensor argument in a variant's PTX metadata (None: no PTX)."""
+    try:
+        with open(os.path.join(PTX_DIR, variant + ".ptx")) as f:
+            for ln in f:
+                m = re.match(r"// tilec: arg \S+ tensor (\S+) ", ln)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
 def dry_run(plan, configs):
     nrows = nabsent = 0
     log(f"plan: {len(plan)} cases")
@@ -1017,6 +1040,10 @@ def dry_run(plan, configs):
         names += [f"{i}:absent" for i, _ in ab]
         log(f"  {case_key(c):60s} {f / 1e9:10.2f} GFLOP {b / 1e6:10.1f} MB  {' '.join(names)}")
     missing = [v["name"] for v in configs if not os.path.exists(os.path.join(PTX_DIR, v["name"] + ".ptx"))]
+    for v in configs:  # a stale PTX (made before T= was added) would be fed the wrong dtype
+        got = ptx_dtype(v["name"])
+        if got and got != v["dtype"]:
+            log(f"WARNING: {v['name']}: bench/configs.txt makes it {v['dtype']} but its PTX is {got} (make bench-prep)")
     log(f"rows: {nrows} to check and time, {nabsent} absent (no such variant)")
     log(f"tilec variants in bench/configs.txt: {len(configs)}; PTX missing for {len(missing)}")
     for p, what in ((LIBTILERT, "our runtime"), (LIBBASELINES, "baselines")):

@@ -87,6 +87,7 @@ static void print_num(FILE *o, double v) {
 static const char *decl_kind_name(const AstDecl *d) {
   switch (d->kind) {
   case DECL_PARAM: return "param";
+  case DECL_TYPE_PARAM: return "type param";
   case DECL_DIM: return "dim";
   case DECL_SCALAR_ARG: return "arg";
   case DECL_TENSOR_ARG: return "tensor";
@@ -258,6 +259,11 @@ static void print_kernel(FILE *o, const AstKernel *k) {
   char buf[128];
   fprintf(o, "kernel %s\n", k->name);
   for (int i = 0; i < k->nparams; i++) {
+    if (k->params[i].is_type) {
+      fprintf(o, "  param %s: type = %s%s\n", k->params[i].name, elem_name(k->params[i].elem),
+              k->params[i].overridden ? " (-D)" : "");
+      continue;
+    }
     fprintf(o, "  param %s = ", k->params[i].name);
     print_num(o, k->params[i].value);
     fprintf(o, "%s%s\n", k->params[i].is_float ? " (float)" : "",

@@ -6,7 +6,9 @@
  * ============================ THE CONTRACT (after sema_check returned true) =====================
  *
  * Kernels. sema_check specializes every kernel: AstKernel.params[i].value holds the final value
- * (default, or the -D override), AstKernel.dims lists every symbolic dimension in order of first
+ * (default, or the -D override); a type parameter (is_type) holds its element type in `elem`
+ * instead, and every type written with its name (T[M, N], reg x: T[...]) is resolved to that
+ * element type: AstArg.elem, AstDecl.ty and AstExpr.ty are always concrete, AstKernel.dims lists every symbolic dimension in order of first
  * appearance in the argument list, with `pinned`/`value` set when the dim is a parameter name (D in
  * attention) or named by a -D. AstArg.dims[] index AstKernel.dims. grid[0..ngrid-1] and the
  * `require` conditions are expressions over dims and params only (params already folded: such a
@@ -28,7 +30,9 @@
  *     adopted type into ty.
  *   - No other implicit element conversion exists: operands of AST_BINARY (and where/maximum/
  *     minimum) have the same element type after constants adapted; explicit casts are
- *     AST_CALL with BI_TO_F32/BI_TO_F16/BI_TO_BF16/BI_TO_I32.
+ *     AST_CALL with BI_TO_F32/BI_TO_F16/BI_TO_BF16/BI_TO_I32. The generic cast `to(T, x)` (BI_TO)
+ *     never survives sema: it is rewritten in place into the concrete one (builtin, name, and
+ *     args = {x}, nargs = 1), so nothing after sema sees BI_TO.
  *   - Broadcasting (numpy: align trailing dims, a dim of 1 or a missing leading dim stretches) is
  *     implicit and resolved by sema: for AST_BINARY, AST_TERNARY (where / ?: share this), and
  *     the element-wise builtins of two or three operands, `opnd_ty` holds the common type every
@@ -68,6 +72,8 @@
 
 typedef enum {
   DECL_PARAM,      /* compile-time parameter <BM = 64>; index = position in kernel params */
+  DECL_TYPE_PARAM, /* compile-time element type <T: type = f16>; ty.elem = its value; index = as
+                      DECL_PARAM. It names an element type (T[M, N], to(T, x)), never a value */
   DECL_DIM,        /* symbolic shape dim; index = position in kernel dims */
   DECL_SCALAR_ARG, /* scalar kernel argument (eps: f32); index = position in kernel args */
   DECL_TENSOR_ARG, /* tensor kernel argument; index = position in kernel args */
@@ -130,6 +136,7 @@ typedef enum {
   X(BI_WHERE, "where", 3, 3)                                                        \
   X(BI_TO_F32, "to_f32", 1, 1) X(BI_TO_F16, "to_f16", 1, 1)                         \
   X(BI_TO_BF16, "to_bf16", 1, 1) X(BI_TO_I32, "to_i32", 1, 1)                       \
+  X(BI_TO, "to", 2, 2)                                                              \
   X(BI_CDIV, "cdiv", 2, 2)                                                          \
   X(BI_ROW_INDEX, "row_index", 2, 2) X(BI_COL_INDEX, "col_index", 2, 2)             \
   X(BI_SUM, "sum", 2, 2) X(BI_MAX, "max", 2, 2) X(BI_MIN, "min", 2, 2)              \
@@ -243,7 +250,11 @@ typedef struct AstStmt {
 typedef struct AstParam {
   const char *name;
   SrcLoc loc;
-  AstExpr *init;           /* default as written */
+  AstExpr *init;           /* default as written (a type parameter's: an AST_NAME, the type) */
+  const char *kind_name;   /* `T: type = f16`: "type" as written (sema checks it); NULL for values */
+  SrcLoc kind_loc;
+  bool is_type;            /* sema: a type parameter; its value is `elem`, `value` is unused */
+  ElemType elem;           /* sema: a type parameter's final element type (default or -D) */
   bool is_float;           /* sema: float-valued (default or -D written with '.', 'e', inf) */
   double value;            /* sema: final value (default or -D) */
   bool overridden;         /* sema: set by -D */

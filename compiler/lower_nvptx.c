@@ -62,6 +62,9 @@ typedef struct SmemView {
 typedef struct Pipe {
   int first, last;       /* the FOR and ENDFOR instruction indices */
   int stages;            /* P >= 2 */
+  int ahead;             /* iterations the copies run ahead: P - 1, or P - 2 with overlap_dot */
+  int overlap_dot;       /* the DOT whose wgmma group stays in flight into the next iteration
+                            (plan_overlap), else -1 */
   int *loads, nloads;    /* the pipelined LOAD instructions, in order */
   int *chain, nchain;    /* pure scalar body instructions their index starts depend on, in order:
                             replayed for a future iteration */
@@ -1016,6 +1019,11 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
     get_tile_as(g, in->args[0], &la, wd.a.regs);
   }
   wd.bop = (NvWgmmaOperand){tile_base(g, bs), bs->swz, b->view_of >= 0, NULL};
+  /* The overlapped DOT of the innermost loop (plan_overlap): its group stays in flight; the
+   * loop's exit drains it (lower_marker, ENDFOR). */
+  const Nest *ns = g->depth > 0 ? &g->nest[g->depth - 1] : NULL;
+  if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->overlap_dot == (int)(in - g->f->insts))
+    wd.in_flight = 1;
   const char *err = nvwgmma_emit_dot(&wd);
   if (err) {
     cg_error(g, "internal error: wgmma lowering: %s", err);
@@ -1333,6 +1341,8 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
  *     used, which the prefetch below refills), copies of iteration + P-1, commit, then the body
  *     reading stage `rslot`;
  *   exit: cp.async.wait_all.
+ * With a wgmma overlap (plan_overlap) everything runs Pipe.ahead = P - 2 iterations ahead instead
+ * of P - 1 (wait_group P-3), so the stage refilled is never the one the group still in flight reads.
  * A prefetch past the loop end copies nothing (its group is empty). Copies are 16-byte
  * cp.async.cg; a chunk wholly out of bounds with fill 0 is a zero-size copy (zero-filled); a
  * partly masked or unaligned chunk falls back to masked scalar loads and st.shared. */
@@ -1432,20 +1442,23 @@ static void pipe_issue(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, 
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
   if (g->dirty)
     barrier(g); /* the stages may still be read from a previous run of the loop */
-  for (int s = 0; s + 1 < p->stages; s++) {
+  for (int s = 0; s < p->ahead; s++) {
     LLVMValueRef ctr = LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, s), ""), "");
     pipe_issue(g, p, ctr, hi, ci32(g, s));
     cp_async_commit(g);
   }
   LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
-  LLVMBuildStore(g->b, ci32(g, p->stages - 1), p->wslot);
+  LLVMBuildStore(g->b, ci32(g, p->ahead), p->wslot);
 }
 
-/* At the top of the body (counter ctr): wait for this iteration's stage, prefetch P - 1 ahead. */
+/* At the top of the body (counter ctr): wait for this iteration's stage, prefetch p->ahead
+ * iterations ahead. Committed before this point: the groups of iterations 0 .. i + ahead - 1 (the
+ * prologue's `ahead` and one per earlier iteration), so waiting until at most ahead - 1 are
+ * pending means iteration i's copies landed (this thread's; the barrier: everyone's). */
 static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef step) {
-  cp_async_wait(g, p->stages - 2);
+  cp_async_wait(g, p->ahead - 1);
   barrier(g);
-  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->stages - 1), ""), "");
+  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->ahead), ""), "");
   pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
   cp_async_commit(g);
 }
@@ -1703,6 +1716,15 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMPositionBuilderAtEnd(g->b, ns->exit);
     if (ns->pipe)
       intrin0(g, "llvm.nvvm.cp.async.wait.all"); /* nothing is left in flight; kept for clarity of the protocol */
+    if (ns->pipe && ns->pipe->overlap_dot >= 0) {
+      /* The last iteration's wgmma group (none if the loop did not run: the wait is then a
+       * no-op) retires before anything reads the accumulator or writes shared memory. */
+      int acc = g->f->insts[ns->pipe->overlap_dot].dst;
+      LLVMValueRef *v = vals_new(g, g->tiles[acc].n);
+      get_tile(g, acc, v);
+      nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
+      store_regs(g, acc, v);
+    }
     return;
   }
   case TIR_IF: {
@@ -1894,6 +1916,84 @@ static bool pipeline_enabled(void) {
   return !(e && !strcmp(e, "0"));
 }
 
+/* ---------------------------------------------- wgmma overlap (GEMM main loop)
+ *
+ * In a pipelined loop of P >= 3 stages whose body holds one DOT of the form acc = dot(a, b, acc),
+ * that DOT ends with wgmma.wait_group 1 instead of 0: iteration i's wgmmas keep running while the
+ * loop goes round (barrier, copies, address arithmetic) and iteration i+1 issues its own behind
+ * them; the wait in iteration i+1 retires iteration i's group. The exit drains (wait_group 0, the
+ * accumulator pinned after it, nvwgmma_drain). What makes it race-free:
+ *  - shared operands: a stage of a pipelined tile is read by the wgmmas of iteration j until the
+ *    wait_group 1 of iteration j+1 (every warpgroup's own). The copies run P - 2 iterations ahead
+ *    instead of P - 1 (Pipe.ahead), so the prefetch issued at the top of iteration i fills stage
+ *    (i + P - 2) % P = (i - 2) % P, last read by iteration i-2's group: every thread executed the
+ *    wait_group 1 of iteration i-1 (which retires i-2's group of its warpgroup) before the
+ *    bar.sync at the top of iteration i, and the prefetch follows that bar.sync. So the copy
+ *    overwrites a stage only after every warpgroup's wgmmas on it completed; the copies of
+ *    iteration i (issued at i - P + 2 <= i - 1, waited with wait_group P - 3) landed for every
+ *    thread at that same bar.sync (with fence.proxy.async before it) before iteration i's
+ *    wgmmas read them. Operands not filled by this loop's copies must not be written anywhere in
+ *    the loop (a synchronous write would not wait for the group in flight);
+ *  - registers: acc is read and written by this DOT only, in the whole loop body; the next
+ *    iteration's wgmmas on the same accumulator are ordered by the hardware (same shape, same
+ *    registers: no wait needed between them). Operand A must be in shared memory (a register A
+ *    would be rewritten by the next iteration's code while the group reads it);
+ *  - exactly one DOT in the body (wait_group 1 counts groups: a second dot's group would make
+ *    "the previous one" ambiguous), at its top level (runs every iteration).
+ * TILEC_WGMMA_OVERLAP=0 keeps wait_group 0 and the P - 1 lookahead everywhere. */
+
+static bool overlap_enabled(void) {
+  const char *e = getenv("TILEC_WGMMA_OVERLAP");
+  return !(e && !strcmp(e, "0"));
+}
+
+/* The shared tile a wgmma operand register reads (itself, or the source of its one TRANS), or -1. */
+static int operand_tile(const TirFunc *f, int r) {
+  if (f->regs[r].type.place == PLACE_SHARED)
+    return r;
+  int src = -1;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (!is_written(in, r))
+      continue;
+    if (src >= 0 || in->op != TIR_TRANS || f->regs[in->args[0]].type.place != PLACE_SHARED)
+      return -1;
+    src = in->args[0];
+  }
+  return src;
+}
+
+/* The DOT of pipe `pi` (its loads already marked in Tile.pipe) that may stay in flight, or -1. */
+static int plan_overlap(Cg *g, const Pipe *p, int pi) {
+  const TirFunc *f = g->f;
+  if (!g->wgmma || p->stages < 3 || !overlap_enabled())
+    return -1;
+  int dot = -1;
+  for (int j = p->first + 1; j < p->last; j++)
+    if (f->insts[j].op == TIR_DOT) {
+      if (dot >= 0)
+        return -1;
+      dot = j;
+    }
+  if (dot < 0 || !top_level(f, p->first, dot))
+    return -1;
+  const TirInst *d = &f->insts[dot];
+  int acc = d->dst;
+  if (d->args[2] != acc || f->regs[acc].type.place == PLACE_SHARED)
+    return -1;
+  for (int j = p->first + 1; j < p->last; j++)
+    if (j != dot && (is_written(&f->insts[j], acc) || reads(&f->insts[j], acc)))
+      return -1;
+  for (int o = 0; o < 2; o++) {
+    int t = operand_tile(f, d->args[o]);
+    if (t < 0)
+      return -1; /* a register operand (A from registers) */
+    if (g->tiles[t].pipe != pi && count_writes(f, t, p->first, p->last + 1) != 0)
+      return -1;
+  }
+  return dot;
+}
+
 /* Finds the pipelined loops and loads; sets Tile.pipe. */
 static void plan_pipes(Cg *g) {
   TirFunc *f = g->f;
@@ -1909,7 +2009,7 @@ static void plan_pipes(Cg *g) {
     if (fi->op != TIR_FOR || stages < 2)
       continue;
     Pipe *p = &g->pipes[g->npipes];
-    *p = (Pipe){.first = i, .last = match_endfor(f, i), .stages = stages};
+    *p = (Pipe){.first = i, .last = match_endfor(f, i), .stages = stages, .ahead = stages - 1, .overlap_dot = -1};
     if (p->last < 0)
       continue;
     memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
@@ -1927,6 +2027,8 @@ static void plan_pipes(Cg *g) {
     p->wslot = entry_alloca(g, g->i32, 1);
     for (int l = 0; l < p->nloads; l++)
       g->tiles[f->insts[p->loads[l]].dst].pipe = g->npipes;
+    p->overlap_dot = plan_overlap(g, p, g->npipes);
+    p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
     if (stages > g->stages_used)
       g->stages_used = stages;
     g->npipes++;

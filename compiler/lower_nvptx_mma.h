@@ -54,10 +54,18 @@ typedef struct NvWgmmaDot {
   int wgm, wgn;          /* layout_wgmma_warpgroups */
   NvWgmmaOperand a, bop;
   LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
+  int in_flight;         /* 0: wait_group 0, the result is ready. 1: wait_group 1: this dot's group
+                            stays in flight (the previous one retires); c are the asm's outputs, to be
+                            read only after nvwgmma_drain (the caller proved nothing else touches
+                            them or the dot's shared operands until then, see plan_overlap) */
 } NvWgmmaDot;
 
 /* wgmma.fence, per k16 step and m64 tile one wgmma.mma_async (inline PTX: LLVM 19 has no
- * intrinsic), commit_group, wait_group 0. Returns NULL or an internal error message. */
+ * intrinsic), commit_group, wait_group d->in_flight. Returns NULL or an internal error message. */
 const char *nvwgmma_emit_dot(NvWgmmaDot *d);
+
+/* wgmma.wait_group 0, then each of vals[0 .. n) (f32) through an empty asm statement ordered
+ * after it: the accumulators of dots left in flight, read only from here on. */
+void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n);
 
 #endif

@@ -7,10 +7,15 @@
  * (layout_wgmma_acc). The descriptors describe slices of tiles stored in layout_smem_wgmma's
  * swizzled layout (layout_wgmma_desc: start, leading / stride byte offsets, swizzle mode); only
  * the start address is a run-time value (the stage of a pipelined tile, the warpgroup's rows).
- * The protocol (correct first): wgmma.fence, the wgmmas, commit_group, wait_group 0; the
- * accumulator values pass through empty asm statements before the fence and after the wait, so
- * that no other instruction touches them while the wgmmas are in flight. The caller made the
- * tiles' shared-memory writes visible to the async proxy (fence.proxy.async before the barrier).
+ * The protocol: wgmma.fence, the wgmmas, commit_group, wait_group 0; the accumulator values pass
+ * through empty asm statements before the fence and after the wait, so that no other instruction
+ * touches them while the wgmmas are in flight. The caller made the tiles' shared-memory writes
+ * visible to the async proxy (fence.proxy.async before the barrier).
+ * Overlap (d->in_flight = 1, a GEMM main loop, lower_nvptx.c plan_overlap): wait_group 1 instead,
+ * so this dot's group runs on while the loop goes round (barrier, cp.async issue, the next
+ * iteration's fence and wgmmas, which accumulate into the same registers: the ISA orders
+ * wgmmas of one shape on the same accumulator without a wait). The wait retires the previous
+ * iteration's group; the caller drains the last one (nvwgmma_drain) at the loop exit.
  */
 #include "lower_nvptx_mma.h"
 
@@ -206,8 +211,24 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
     }
   }
   asm0(w, "wgmma.commit_group.sync.aligned;");
+  if (d->in_flight == 1) {
+    /* No pin: the values are the asm's outputs, still being written by the tensor cores; the
+     * only instructions that see them before nvwgmma_drain are the next iteration's pins (empty)
+     * and wgmmas on the same registers. */
+    asm0(w, "wgmma.wait_group.sync.aligned 1;");
+    return NULL;
+  }
+  if (d->in_flight != 0)
+    return "wgmma groups in flight";
   asm0(w, "wgmma.wait_group.sync.aligned 0;");
   for (int i = 0; i < nacc * MT; i++)
     d->c[i] = pin(w, d->c[i]);
   return NULL;
+}
+
+void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n) {
+  Wg w = {.b = b, .f32 = LLVMFloatTypeInContext(ctx), .vd = LLVMVoidTypeInContext(ctx)};
+  asm0(&w, "wgmma.wait_group.sync.aligned 0;");
+  for (int i = 0; i < n; i++)
+    vals[i] = pin(&w, vals[i]);
 }

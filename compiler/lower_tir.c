@@ -707,10 +707,10 @@ static void lower_header(Lower *L) {
   const AstKernel *k = L->k;
   TirFunc *f = L->f;
   f->threads = k->threads_value;
-  f->nparams = k->nparams;
   f->params = arena_alloc(L->a, sizeof *f->params * (size_t)(k->nparams + 1));
-  for (int i = 0; i < k->nparams; i++)
-    f->params[i] = (TirParamValue){k->params[i].name, k->params[i].is_float, k->params[i].value};
+  for (int i = 0; i < k->nparams; i++) /* type parameters live on in the args' element types */
+    if (!k->params[i].is_type)
+      f->params[f->nparams++] = (TirParamValue){k->params[i].name, k->params[i].is_float, k->params[i].value};
   f->ndims = k->ndims;
   f->dims = arena_alloc(L->a, sizeof *f->dims * (size_t)(k->ndims + 1));
   for (int i = 0; i < k->ndims; i++)

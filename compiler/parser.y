@@ -247,7 +247,8 @@ kernel
     }
   ;
 
-/* params: '<' NAME '=' value (',' NAME '=' value)* '>' */
+/* params: '<' param (',' param)* '>';  param: NAME '=' value | NAME ':' KIND '=' value
+ * (KIND is the contextual word `type`, checked by sema: `T: type = f16`) */
 params_opt
   : %empty                  { $$ = (ParamList){0}; }
   | '<' '>'                 { $$ = (ParamList){0}; }
@@ -259,6 +260,8 @@ param_list
   ;
 param
   : IDENT '=' param_value   { $$ = (AstParam){.name = $1, .loc = @1, .init = $3}; }
+  | IDENT ':' IDENT '=' param_value
+    { $$ = (AstParam){.name = $1, .loc = @1, .init = $5, .kind_name = $3, .kind_loc = @3}; }
   ;
 /* param value: a literal, a negated literal, or a parenthesized expression ('>' ends the list) */
 param_value

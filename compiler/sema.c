@@ -165,6 +165,7 @@ static AstDecl *lookup(Sema *S, const char *name) {
 static const char *decl_what(const AstDecl *d) {
   switch (d->kind) {
   case DECL_PARAM: return "parameter";
+  case DECL_TYPE_PARAM: return "type parameter";
   case DECL_DIM: return "dimension";
   case DECL_SCALAR_ARG: return "scalar argument";
   case DECL_TENSOR_ARG: return "tensor argument";
@@ -571,6 +572,11 @@ static bool check_name(Sema *S, AstExpr *e) {
   d->nuses++;
   if (d->error)
     return false;
+  if (d->kind == DECL_TYPE_PARAM) {
+    ERR(S, e->loc, "'%s' is a type parameter: it names an element type, not a value (use it in a "
+        "type, %s[N], or a conversion, to(%s, x))", e->name, e->name, e->name);
+    return false;
+  }
   if (S->launch_ctx && d->kind != DECL_PARAM && d->kind != DECL_DIM) {
     ERR(S, e->loc, "%s expressions may only use dimensions and parameters; '%s' is a %s",
         S->launch_ctx, e->name, decl_what(d));
@@ -956,6 +962,35 @@ static bool check_fill(Sema *S, AstExpr *e) {
   return true;
 }
 
+static bool resolve_elem(Sema *S, const char *name, SrcLoc loc, ElemType *out);
+
+/* `to(T, x)`: T is an element type name or a type parameter. The node becomes the concrete cast
+ * (to_f32, to_f16, to_bf16, to_i32) so nothing after sema sees a type name. */
+static bool check_to(Sema *S, AstExpr *e) {
+  AstExpr *t = e->args[0];
+  if (t->kind != AST_NAME) {
+    ERR(S, t->loc, "the first argument of 'to' must be an element type (f32, f16, bf16 or i32) or "
+        "a type parameter");
+    return false;
+  }
+  ElemType to;
+  if (!resolve_elem(S, t->name, t->loc, &to))
+    return false;
+  static const AstBuiltin cast[TY_COUNT] = {
+      [TY_BOOL] = BI_COUNT, [TY_I32] = BI_TO_I32, [TY_F16] = BI_TO_F16, [TY_BF16] = BI_TO_BF16,
+      [TY_F32] = BI_TO_F32};
+  if (cast[to] == BI_COUNT) {
+    ERR(S, t->loc, "'to' cannot convert to %s (compare with a value instead, e.g. x != 0)",
+        elem_name(to));
+    return false;
+  }
+  e->builtin = cast[to];
+  e->name = ast_builtin_name(cast[to]);
+  e->args = &e->args[1];
+  e->nargs = 1;
+  return true;
+}
+
 static bool check_call(Sema *S, AstExpr *e) {
   AstBuiltin b;
   if (!ast_builtin_from_name(e->name, &b)) {
@@ -984,6 +1019,11 @@ static bool check_call(Sema *S, AstExpr *e) {
   }
   if (b == BI_FILL)
     return check_fill(S, e);
+  if (b == BI_TO) {
+    if (!check_to(S, e))
+      return false;
+    b = e->builtin;
+  }
   bool ok = true;
   for (int i = 0; i < e->nargs; i++)
     ok &= check_expr(S, e->args[i]);
@@ -1064,8 +1104,19 @@ static bool check_expr(Sema *S, AstExpr *e) {
 /* ------------------------------------------------------------------ statements */
 
 static bool resolve_elem(Sema *S, const char *name, SrcLoc loc, ElemType *out) {
+  AstDecl *d = lookup(S, name);
+  if (d && d->kind == DECL_TYPE_PARAM) {
+    d->nuses++;
+    *out = d->ty.elem;
+    return !d->error;
+  }
   if (elem_from_name(name, out))
     return true;
+  if (d) {
+    ERR(S, loc, "'%s' is a %s, not an element type (expected f32, f16, bf16, i32, bool or a type "
+        "parameter)", name, decl_what(d));
+    return false;
+  }
   if (!strncmp(name, "fp8", 3) || !strncmp(name, "f8", 2) || !strcmp(name, "e4m3") ||
       !strcmp(name, "e5m2"))
     ERR(S, loc, "element type '%s' is reserved for fp8 and not supported yet", name);
@@ -1377,10 +1428,53 @@ static const Define *find_define(Sema *S, const char *name) {
   return found;
 }
 
+/* `T: type = f16`: the default names an element type (or an earlier type parameter); -D T=bf16
+ * overrides it with an element type name. */
+static void check_type_param(Sema *S, AstParam *p, int index) {
+  AstKernel *k = S->k;
+  bool ok = true;
+  if (strcmp(p->kind_name, "type") != 0) {
+    ERR(S, p->kind_loc, "unknown parameter kind '%s' (write '%s: type = f16' for an element type, "
+        "or '%s = 64' for a value)", p->kind_name, p->name, p->name);
+    ok = false;
+  } else if (elem_from_name(p->name, &p->elem)) {
+    ERR(S, p->loc, "a type parameter cannot be named like the element type '%s'", p->name);
+    ok = false;
+  } else if (p->init->kind != AST_NAME) {
+    ERR(S, p->init->loc, "the default of type parameter '%s' must be an element type (f32, f16, "
+        "bf16, i32 or bool)", p->name);
+    ok = false;
+  } else {
+    ok = resolve_elem(S, p->init->name, p->init->loc, &p->elem);
+  }
+  const Define *def = find_define(S, p->name);
+  if (def) {
+    ElemType e;
+    if (!elem_from_name(def->value, &e)) {
+      diag_plain(S->d, DIAG_ERROR, "-D %s=%s: '%s' is not an element type (type parameter '%s' of "
+                 "kernel '%s' takes f32, f16, bf16, i32 or bool)", def->name, def->value, def->value,
+                 p->name, k->name);
+    } else if (ok) {
+      p->elem = e;
+      p->overridden = true;
+    }
+  }
+  p->is_type = true;
+  AstDecl *d = declare(S, DECL_TYPE_PARAM, p->name, p->loc, scalar_ty(p->elem));
+  d->index = index;
+  d->nuses = 1;
+  d->error = !ok;
+  p->decl = d;
+}
+
 static void check_params(Sema *S) {
   AstKernel *k = S->k;
   for (int i = 0; i < k->nparams; i++) {
     AstParam *p = &k->params[i];
+    if (p->kind_name) {
+      check_type_param(S, p, i);
+      continue;
+    }
     S->launch_ctx = "parameter";
     bool ok = check_expr(S, p->init);
     S->launch_ctx = NULL;
@@ -1498,6 +1592,7 @@ static void check_args(Sema *S) {
     AstDecl *d = declare(S, DECL_TENSOR_ARG, a->name, a->loc, scalar_ty(a->elem));
     d->index = i;
     d->nuses = 1;
+    d->error = !ok; /* its type was reported: uses stay silent */
     a->decl = d;
     if (ts->ndims > TILE_MAX_RANK) {
       ERR(S, ts->loc, "a tensor has at most %d dimensions, '%s' has %d", TILE_MAX_RANK, a->name,

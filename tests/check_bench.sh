@@ -61,6 +61,25 @@ python3 bench/run.py --dry-run >"$tmp/plan.txt" || fail "run.py --dry-run"
 grep -q "^rows: " "$tmp/plan.txt" || fail "dry run printed no row count"
 grep -q "attention|B=1,H=16,N=16384,D=128|bf16|1" "$tmp/plan.txt" || fail "plan lacks the 16k causal hdim-128 bf16 attention case"
 echo "check_bench: dry run: $(grep '^rows: ' "$tmp/plan.txt")"
+# every bf16 and f16 case has tilec variants, each compiled for the case's dtype (T=... in configs)
+grep -Eq "^  softmax\|M=16384,N=1024\|bf16\|0 .* tilec:softmax_bf16_" "$tmp/plan.txt" || fail "plan lacks tilec for bf16 softmax"
+python3 - <<'PY' || fail "tilec variants and case dtypes disagree"
+import sys
+sys.path.insert(0, "bench")
+import run
+configs = run.read_configs()
+plan = run.make_plan()
+for c in plan:
+    impls, absent = run.impls_for(c, configs)
+    vs = [v for i, v in impls if i == "tilec"]
+    assert vs, f"no tilec variant for {run.case_key(c)}: {absent}"
+    for name in vs:
+        v = next(x for x in configs if x["name"] == name)
+        assert v["dtype"] == c["dtype"], f"{name} ({v['dtype']}) serves {run.case_key(c)}"
+assert run.variant_dtype("softmax", {"T": "bf16"}) == "bf16"
+assert run.variant_dtype("softmax", {}) == "f16" and run.variant_dtype("vadd", {}) == "f32"
+PY
+echo "check_bench: every f16/bf16 case has tilec variants of its dtype"
 
 # 5. charts and tables from a fixture
 python3 bench/chart.py bench/fixtures/sample_results.json --out "$tmp/charts" >/dev/null

@@ -69,6 +69,17 @@ static const Case cases[] = {
     {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL},
     {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
     {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU},
+    /* bf16 (the T type parameter): same references, inputs rounded to bf16 */
+    {"softmax_bf16", "softmax", "-D T=bf16", "M=7,N=1000", SUITE_SMALL | SUITE_GPU},
+    {"softmax_online_bf16", "softmax_online", "-D T=bf16 -D BN=256", "M=3,N=1000", SUITE_SMALL | SUITE_GPU},
+    {"rmsnorm_bf16", "rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU},
+    {"layernorm_bf16", "layernorm", "-D T=bf16 -D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
+    {"add_rmsnorm_bf16", "add_rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU},
+    {"gemm_bf16", "gemm", "-D T=bf16 -D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU},
+    {"gemm_bf16_big", "gemm", "-D T=bf16", "M=1000,N=1000,K=1000", SUITE_GPU},
+    {"attn_d64_bf16", "attention", "-D T=bf16", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU},
+    {"attn_d128_causal_bf16", "attention", "-D T=bf16 -D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU},
+    {"xent_bf16", "cross_entropy", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 

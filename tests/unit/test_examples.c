@@ -77,6 +77,10 @@ static Kernel compile(const char *example, const char **defs) {
   char *text = read_file(tmp, path, &len);
   Kernel k = compile_text(path, text, len, defs); /* copies the text into its own arena */
   arena_free(tmp);
+  /* -D T=bf16 must reach the tensors (the first argument is T[...] in every T example) */
+  for (int i = 0; defs && defs[i]; i++)
+    if (!strncmp(defs[i], "T=", 2))
+      cr_assert_str_eq(elem_name(k.f->args[0].elem), defs[i] + 2, "%s: -D %s", example, defs[i]);
   return k;
 }
 
@@ -299,7 +303,8 @@ Test(examples, vadd) {
 
 static void run_softmax(const char *example, int64_t M, int64_t N, const char **defs) {
   Kernel k = compile(example, defs);
-  Buf x = buf_random(TY_F16, M * N, -4, 4), y = buf_poisoned(TY_F16, M * N);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
+  Buf x = buf_random(et, M * N, -4, 4), y = buf_poisoned(et, M * N);
   Launch l = {.tensors = {&x, &y}, .shapes = {{M, N}, {M, N}}};
   launch(&k, &l);
   double *ref = malloc(sizeof(double) * (size_t)(M * N));
@@ -332,9 +337,10 @@ typedef enum { NORM_RMS, NORM_ADD_RMS, NORM_LAYER } NormKind;
 static void run_norm(NormKind kind, int64_t M, int64_t N, const char **defs) {
   static const char *names[] = {"rmsnorm", "add_rmsnorm", "layernorm"};
   Kernel k = compile(names[kind], defs);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
   double eps = 1e-5;
-  Buf x = buf_random(TY_F16, M * N, -2, 2), w = buf_random(TY_F16, N, 0.5, 1.5);
-  Buf y = buf_poisoned(TY_F16, M * N);
+  Buf x = buf_random(et, M * N, -2, 2), w = buf_random(et, N, 0.5, 1.5);
+  Buf y = buf_poisoned(et, M * N);
   double *ref = malloc(sizeof(double) * (size_t)(M * N));
   if (kind == NORM_RMS) {
     Launch l = {.tensors = {&x, &w, &y}, .shapes = {{M, N}, {N}, {M, N}}, .scalars = {eps}};
@@ -342,14 +348,14 @@ static void run_norm(NormKind kind, int64_t M, int64_t N, const char **defs) {
     ref_rmsnorm(M, N, x.val, w.val, eps, ref);
     check_close("rmsnorm", &y, ref);
   } else if (kind == NORM_LAYER) {
-    Buf bias = buf_random(TY_F16, N, -1, 1);
+    Buf bias = buf_random(et, N, -1, 1);
     Launch l = {.tensors = {&x, &w, &bias, &y}, .shapes = {{M, N}, {N}, {N}, {M, N}}, .scalars = {eps}};
     launch(&k, &l);
     ref_layernorm(M, N, x.val, w.val, bias.val, eps, ref);
     check_close("layernorm", &y, ref);
     buf_free(&bias);
   } else {
-    Buf r = buf_random(TY_F16, M * N, -2, 2);
+    Buf r = buf_random(et, M * N, -2, 2);
     double *rin = malloc(sizeof(double) * (size_t)(M * N)), *href = malloc(sizeof(double) * (size_t)(M * N));
     memcpy(rin, r.val, sizeof(double) * (size_t)(M * N));
     Launch l = {.tensors = {&x, &r, &w, &y}, .shapes = {{M, N}, {M, N}, {N}, {M, N}}, .scalars = {eps}};
@@ -384,13 +390,15 @@ Test(examples, layernorm) {
   run_norm(NORM_LAYER, 7, 100, rows);
 }
 
-static void run_gemm(int64_t M, int64_t N, int64_t K, int act) {
+/* type: "T=bf16" or NULL (the default, f16) */
+static void run_gemm_t(int64_t M, int64_t N, int64_t K, int act, const char *type) {
   char actdef[16];
   snprintf(actdef, sizeof actdef, "ACT=%d", act);
-  const char *defs[] = {actdef, NULL};
+  const char *defs[] = {actdef, type, NULL};
   Kernel k = compile("gemm", defs);
-  Buf a = buf_random(TY_F16, M * K, -1, 1), b = buf_random(TY_F16, K * N, -1, 1);
-  Buf bias = buf_random(TY_F16, N, -0.5, 0.5), c = buf_poisoned(TY_F16, M * N);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
+  Buf a = buf_random(et, M * K, -1, 1), b = buf_random(et, K * N, -1, 1);
+  Buf bias = buf_random(et, N, -0.5, 0.5), c = buf_poisoned(et, M * N);
   Launch l = {.tensors = {&a, &b, &bias, &c}, .shapes = {{M, K}, {K, N}, {N}, {M, N}}};
   launch(&k, &l);
   double *ref = malloc(sizeof(double) * (size_t)(M * N));
@@ -398,6 +406,8 @@ static void run_gemm(int64_t M, int64_t N, int64_t K, int act) {
   check_close("gemm", &c, ref);
   free(ref), buf_free(&a), buf_free(&b), buf_free(&bias), buf_free(&c), kernel_free(&k);
 }
+
+static void run_gemm(int64_t M, int64_t N, int64_t K, int act) { run_gemm_t(M, N, K, act, NULL); }
 
 Test(examples, gemm) {
   run_gemm(100, 70, 50, 0);
@@ -407,15 +417,16 @@ Test(examples, gemm) {
   run_gemm(64, 17, 1000, 2);
 }
 
-static void run_attention(int64_t B, int64_t H, int64_t N, int64_t D, int causal) {
+static void run_attention_t(int64_t B, int64_t H, int64_t N, int64_t D, int causal, const char *type) {
   char ddef[16], cdef[16];
   snprintf(ddef, sizeof ddef, "D=%ld", (long)D);
   snprintf(cdef, sizeof cdef, "CAUSAL=%d", causal);
-  const char *defs[] = {ddef, cdef, NULL};
+  const char *defs[] = {ddef, cdef, type, NULL};
   Kernel k = compile("attention", defs);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
   int64_t n = B * H * N * D;
-  Buf q = buf_random(TY_F16, n, -2, 2), kk = buf_random(TY_F16, n, -2, 2);
-  Buf v = buf_random(TY_F16, n, -1, 1), o = buf_poisoned(TY_F16, n);
+  Buf q = buf_random(et, n, -2, 2), kk = buf_random(et, n, -2, 2);
+  Buf v = buf_random(et, n, -1, 1), o = buf_poisoned(et, n);
   double scale = 1.0 / sqrt((double)D);
   Launch l = {.tensors = {&q, &kk, &v, &o},
               .shapes = {{B, H, N, D}, {B, H, N, D}, {B, H, N, D}, {B, H, N, D}},
@@ -425,6 +436,10 @@ static void run_attention(int64_t B, int64_t H, int64_t N, int64_t D, int causal
   ref_attention(B, H, N, D, q.val, kk.val, v.val, (double)(float)scale, causal, ref);
   check_close(causal ? "attention causal" : "attention", &o, ref);
   free(ref), buf_free(&q), buf_free(&kk), buf_free(&v), buf_free(&o), kernel_free(&k);
+}
+
+static void run_attention(int64_t B, int64_t H, int64_t N, int64_t D, int causal) {
+  run_attention_t(B, H, N, D, causal, NULL);
 }
 
 Test(examples, attention_d64) {
@@ -444,7 +459,8 @@ Test(examples, attention_d128) {
 /* Labels cover the whole row, its first and last column, and ignored rows (-100 and N: loss 0). */
 static void run_cross_entropy(int64_t M, int64_t N, const char **defs) {
   Kernel k = compile("cross_entropy", defs);
-  Buf x = buf_random(TY_F16, M * N, -4, 4), label = buf_new(TY_I32, M), loss = buf_poisoned(TY_F32, M);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
+  Buf x = buf_random(et, M * N, -4, 4), label = buf_new(TY_I32, M), loss = buf_poisoned(TY_F32, M);
   for (int64_t m = 0; m < M; m++) {
     int64_t t = (int64_t)(urand() * (double)N);
     if (m % 5 == 1) t = 0;
@@ -470,6 +486,36 @@ Test(examples, cross_entropy) {
   run_cross_entropy(12, 1000, small);
   const char *pinned[] = {"N=100", "BN=48", NULL}; /* a pinned dim, a non-power-of-two tile */
   run_cross_entropy(5, 100, pinned);
+}
+
+/* bf16 (-D T=bf16): the same kernels and references; inputs are rounded to bf16 (8 bits of
+ * mantissa) before the reference sees them, outputs are bf16, so the error is a few bf16 ulps
+ * (2^-9 relative per element) and stays under the same 1e-2 bound. */
+Test(examples, bf16_row_kernels) {
+  const char *bf[] = {"T=bf16", NULL};
+  run_softmax("softmax", 4, 1000, bf);
+  run_softmax("softmax", 5, 17, bf);
+  run_softmax("softmax_online", 2, 5000, bf);
+  run_norm(NORM_RMS, 4, 1000, bf);
+  run_norm(NORM_RMS, 5, 17, bf);
+  run_norm(NORM_ADD_RMS, 3, 1000, bf);
+  run_norm(NORM_LAYER, 4, 1000, bf);
+  const char *rows[] = {"T=bf16", "ROWS=3", NULL};
+  run_norm(NORM_LAYER, 7, 100, rows);
+  run_cross_entropy(4, 1000, bf);
+  run_cross_entropy(9, 17, bf);
+}
+
+Test(examples, bf16_gemm) {
+  run_gemm_t(100, 70, 50, 0, "T=bf16");
+  run_gemm_t(17, 33, 65, 1, "T=bf16");
+  run_gemm_t(130, 64, 96, 2, "T=bf16");
+}
+
+Test(examples, bf16_attention) {
+  run_attention_t(1, 2, 300, 64, 0, "T=bf16");
+  run_attention_t(1, 2, 130, 64, 1, "T=bf16");
+  run_attention_t(1, 1, 100, 128, 1, "T=bf16");
 }
 
 /* Rows that see only -inf (masked by the kernel itself) come out 0, not NaN: the online-softmax

@@ -334,30 +334,33 @@ Test(mma, gemm_ptx_uses_tensor_cores) {
 
 /* `for ... pipeline P`: the shared-tile loads of the body become cp.async copies P - 1 iterations
  * ahead into P stages; one wait_group P-2 and one barrier per iteration; TILEC_PIPELINE=0 keeps
- * the synchronous loads. */
+ * the synchronous loads. A GEMM loop with P >= 3 on wgmma keeps its wgmma group in flight and
+ * copies P - 2 ahead (wait_group P-3; wgmma_overlap_protocol_in_gemm_loop). */
 Test(mma, pipelined_loads_use_cp_async) {
   struct {
     const char *example;
     const char *defs[8];
     int stages, copies; /* copies per issue: 16-byte chunks per thread over the loop's loads */
+    int ahead;          /* iterations the copies run ahead */
   } cases[] = {
-      {"gemm", {NULL}, 2, 2 + 2},                                                  /* 64x32 + 32x64 f16, 128 threads */
-      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=3", NULL}, 3, 2 + 2}, /* 256 threads */
-      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=4", NULL}, 4, 2 + 2},
-      {"attention", {NULL}, 2, 4 + 4},                                             /* K, V 64x64 */
-      {"attention", {"D=128", "CAUSAL=1", "BM=128", "WARPS=8", NULL}, 2, 4 + 4},
+      {"gemm", {NULL}, 2, 2 + 2, 1},                                                  /* 64x32 + 32x64 f16, 128 threads */
+      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=3", NULL}, 3, 2 + 2, 1}, /* 256 threads; overlap */
+      {"gemm", {"BM=128", "BN=128", "BK=32", "WARPS=8", "STAGES=4", NULL}, 4, 2 + 2, 2},
+      {"attention", {NULL}, 2, 4 + 4, 1},                                             /* K, V 64x64 */
+      {"attention", {"D=128", "CAUSAL=1", "BM=128", "WARPS=8", NULL}, 2, 4 + 4, 1},
+      {"attention", {"BM=128", "WARPS=8", "STAGES=3", NULL}, 3, 2 + 2, 2},            /* two dots: no overlap */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     Arena *a = arena_new();
     char *ptx = example_ptx(a, cases[i].example, cases[i].defs, ARCH_SM90A);
     char wait[64];
-    snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[i].stages - 2);
+    snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[i].ahead - 1);
     cr_assert_geq(count(ptx, wait), 1, "%s case %zu", cases[i].example, i);
-    /* prologue: P - 1 commits; the body: one (the optimizer may duplicate one into two paths) */
-    cr_assert_geq(count(ptx, "cp.async.commit_group;"), cases[i].stages, "%s case %zu", cases[i].example, i);
+    /* prologue: `ahead` commits; the body: one (the optimizer may duplicate one into two paths) */
+    cr_assert_geq(count(ptx, "cp.async.commit_group;"), cases[i].ahead + 1, "%s case %zu", cases[i].example, i);
     cr_assert_eq(count(ptx, "cp.async.wait_group"), count(ptx, wait), "%s case %zu", cases[i].example, i);
-    /* the fast path of every issue (P - 1 in the prologue, one in the body) at least */
-    cr_assert_geq(count(ptx, "cp.async.cg.shared.global ["), cases[i].stages * cases[i].copies, "case %zu", i);
+    /* the fast path of every issue (`ahead` in the prologue, one in the body) at least */
+    cr_assert_geq(count(ptx, "cp.async.cg.shared.global ["), (cases[i].ahead + 1) * cases[i].copies, "case %zu", i);
     cr_assert_not(strstr(ptx, ".local"));
     ptxas_no_spills(ptx, ARCH_SM90A);
     arena_free(a);
@@ -383,7 +386,9 @@ Test(mma, pipeline_stages_fit_shared_memory) {
   int bytes = atoi(sm + strlen("// tilec: smem "));
   cr_assert_leq(bytes, arch_smem_limit(ARCH_SM90A));
   cr_assert_geq(bytes, 2 * 69632);
-  cr_assert_geq(count(ptx, "cp.async.wait_group 1;"), 1); /* 3 stages fit (208896 bytes + slots) */
+  /* 3 stages fit (208896 bytes + slots): the wgmma overlap copies one iteration ahead */
+  cr_assert_geq(count(ptx, "cp.async.wait_group 0;"), 1);
+  cr_assert_eq(count(ptx, "wgmma.wait_group.sync.aligned 1;"), 1);
   arena_free(a);
 }
 
@@ -528,4 +533,242 @@ Test(mma, layout_pass_gives_wgmma_results_the_warpgroup_accumulator) {
   cr_assert_not(layout_kernel_uses_wgmma(f));
   fclose(dg.out);
   arena_free(ar);
+}
+
+/* ------------------------------------------- wgmma overlap in a pipelined GEMM loop
+ *
+ * With `pipeline P`, P >= 3, the main loop's wgmma group stays in flight into the next iteration
+ * (wait_group 1) and the copies run P - 2 iterations ahead (lower_nvptx.c, plan_overlap). The
+ * PTX is checked on every control-flow path (a small model checker over its branches, so the
+ * check does not depend on how LLVM lays the blocks out). Per path it tracks the wgmma groups
+ * this thread has in flight (commit_group adds one, wait_group N leaves at most N) and how many
+ * were in flight at the last bar.sync, and it requires:
+ *  - a cp.async copy only after a bar.sync that every thread reached with at most one group in
+ *    flight, and no wgmma commit between that bar.sync and the copy (so the group still running
+ *    is the previous iteration's, whose stage the copy does not target: the copies go P - 2
+ *    ahead, into stage (i - 2) % P, checked by the wait_group P - 3 count);
+ *  - a wgmma only after wgmma.fence since the last commit, and after a bar.sync preceded by
+ *    fence.proxy.async (the landed copies visible to the tensor cores);
+ *  - never more than two groups in flight, and none at a global store or at ret. */
+enum { EV_OTHER, EV_COPY, EV_CP_COMMIT, EV_CP_WAIT, EV_PROXY, EV_BAR, EV_WG_FENCE, EV_WGMMA, EV_WG_COMMIT,
+       EV_WG_WAIT, EV_STG, EV_RET };
+
+typedef struct PtxLine {
+  int ev, arg;      /* event kind; wait_group count */
+  int jump;         /* branch target line, or -1 */
+  bool cond, stops; /* a predicated branch; no fall-through (bra without predicate, ret) */
+} PtxLine;
+
+static int ptx_event(const char *l, int *arg) {
+  static const struct { const char *s; int ev; } kinds[] = {
+      {"cp.async.cg.shared.global", EV_COPY},       {"cp.async.commit_group", EV_CP_COMMIT},
+      {"cp.async.wait_group", EV_CP_WAIT},          {"fence.proxy.async", EV_PROXY},
+      {"bar.sync", EV_BAR},                          {"wgmma.fence.sync.aligned", EV_WG_FENCE},
+      {"wgmma.mma_async", EV_WGMMA},                 {"wgmma.commit_group.sync.aligned", EV_WG_COMMIT},
+      {"wgmma.wait_group.sync.aligned", EV_WG_WAIT}, {"st.global", EV_STG},
+      {"ret;", EV_RET}};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    const char *p = strstr(l, kinds[k].s);
+    if (p) {
+      *arg = atoi(p + strlen(kinds[k].s));
+      return kinds[k].ev;
+    }
+  }
+  return EV_OTHER;
+}
+
+/* Splits the PTX of the kernel body into lines with their events and branch targets. */
+static PtxLine *ptx_cfg(Arena *a, const char *ptx, int *nout) {
+  int cap = count(ptx, "\n") + 1, n = 0;
+  PtxLine *L = arena_alloc(a, sizeof *L * (size_t)cap);
+  char **labels = arena_alloc(a, sizeof(char *) * (size_t)cap);
+  char **targets = arena_alloc(a, sizeof(char *) * (size_t)cap);
+  for (const char *p = ptx; *p && n < cap;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char *l = arena_strndup(a, p, len);
+    p += len + (e != NULL);
+    L[n] = (PtxLine){.jump = -1};
+    labels[n] = targets[n] = NULL;
+    char *s = l + strspn(l, " \t");
+    if (s[0] == '$' && s[strlen(s) - 1] == ':') {
+      s[strlen(s) - 1] = 0;
+      labels[n] = s;
+    } else if (strstr(s, "bra") && (s[0] == '@' || !strncmp(s, "bra", 3))) {
+      char *t = strchr(s, '$');
+      cr_assert(t, "branch without a label: %s", s);
+      t[strcspn(t, ";")] = 0;
+      targets[n] = t;
+      L[n].cond = s[0] == '@';
+      L[n].stops = !L[n].cond;
+    } else {
+      L[n].ev = ptx_event(s, &L[n].arg);
+      L[n].stops = L[n].ev == EV_RET;
+    }
+    n++;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; targets[i] && j < n; j++)
+      if (labels[j] && !strcmp(labels[j], targets[i]))
+        L[i].jump = j;
+  for (int i = 0; i < n; i++)
+    cr_assert(!targets[i] || L[i].jump >= 0, "branch to an unknown label %s", targets[i]);
+  *nout = n;
+  return L;
+}
+
+/* Path state: groups in flight (0..3); groups in flight at the last bar.sync (0..3, 3: none yet
+ * or unknown); a wgmma commit since that bar.sync; fence.proxy.async right before it; a
+ * wgmma.fence since the last commit. */
+typedef struct Ps { int g, gbar; bool commit_since_bar, published, fenced; } Ps;
+
+static int ps_code(Ps s) {
+  return s.g + 4 * (s.gbar + 4 * (s.commit_since_bar + 2 * (s.published + 2 * s.fenced)));
+}
+enum { PS_CODES = 4 * 4 * 2 * 2 * 2 };
+
+static char proto_err[256];
+#define PROTO(cond, ...)                                                                                   \
+  do {                                                                                                     \
+    if (!(cond) && !proto_err[0])                                                                          \
+      snprintf(proto_err, sizeof proto_err, __VA_ARGS__);                                                  \
+  } while (0)
+
+/* NULL when every path keeps the protocol, else the first violation found. */
+static const char *overlap_protocol_error(const char *ptx) {
+  proto_err[0] = 0;
+  Arena *a = arena_new();
+  int n;
+  PtxLine *L = ptx_cfg(a, ptx, &n);
+  bool *seen = arena_alloc(a, sizeof(bool) * (size_t)n * PS_CODES);
+  memset(seen, 0, sizeof(bool) * (size_t)n * PS_CODES);
+  int *stack_i = arena_alloc(a, sizeof(int) * (size_t)n * PS_CODES);
+  Ps *stack_s = arena_alloc(a, sizeof(Ps) * (size_t)n * PS_CODES);
+  int sp = 0;
+  stack_i[sp] = 0;
+  stack_s[sp++] = (Ps){.g = 0, .gbar = 3};
+  int copies = 0, wgmmas = 0;
+  while (sp > 0) {
+    int i = stack_i[--sp];
+    Ps s = stack_s[sp];
+    for (; i < n; i++) {
+      int code = ps_code(s);
+      if (seen[(size_t)i * PS_CODES + code])
+        break;
+      seen[(size_t)i * PS_CODES + code] = true;
+      const PtxLine *l = &L[i];
+      switch (l->ev) {
+      case EV_COPY:
+        copies++;
+        /* gbar 3 without a commit since: no barrier yet and no wgmma ever (the prologue) */
+        PROTO(!s.commit_since_bar && (s.gbar <= 1 || s.gbar == 3),
+                  "line %d: cp.async copy with %d wgmma groups in flight at the last bar.sync%s", i + 1, s.gbar,
+                  s.commit_since_bar ? " and a wgmma commit since" : "");
+        break;
+      case EV_PROXY: s.published = true; break;
+      case EV_BAR:
+        PROTO(s.published, "line %d: bar.sync without fence.proxy.async before it", i + 1);
+        s.gbar = s.g;
+        s.commit_since_bar = false;
+        break;
+      case EV_WG_FENCE: s.fenced = true; break;
+      case EV_WGMMA:
+        wgmmas++;
+        PROTO(s.fenced, "line %d: wgmma without wgmma.fence", i + 1);
+        PROTO(s.gbar != 3, "line %d: wgmma before any bar.sync", i + 1);
+        break;
+      case EV_WG_COMMIT:
+        s.g++;
+        s.fenced = false;
+        s.commit_since_bar = true;
+        PROTO(s.g <= 2, "line %d: %d wgmma groups in flight", i + 1, s.g);
+        if (s.g > 3)
+          s.g = 3;
+        break;
+      case EV_WG_WAIT:
+        if (s.g > l->arg)
+          s.g = l->arg;
+        break;
+      case EV_STG:
+      case EV_RET: PROTO(s.g == 0, "line %d: a global store or ret with wgmma groups in flight", i + 1); break;
+      default: break;
+      }
+      if (l->ev != EV_PROXY && l->ev != EV_OTHER && l->ev != EV_BAR)
+        s.published = false; /* fence.proxy.async must be the event right before bar.sync */
+      if (l->jump >= 0) {
+        if (l->cond) {
+          stack_i[sp] = l->jump;
+          stack_s[sp++] = s;
+        } else {
+          i = l->jump - 1;
+          continue;
+        }
+      }
+      if (l->stops)
+        break;
+    }
+  }
+  PROTO(copies > 0 && wgmmas > 0, "no cp.async copies or no wgmma");
+  arena_free(a);
+  return proto_err[0] ? proto_err : NULL;
+}
+
+/* The PTX with every line containing `what` blanked (a mutation the checker must reject). */
+static char *without(Arena *a, const char *ptx, const char *what) {
+  char *m = arena_strndup(a, ptx, strlen(ptx));
+  for (char *p = m; (p = strstr(p, what));) {
+    char *e = strchr(p, '\n');
+    memset(p, ' ', e ? (size_t)(e - p) : strlen(p));
+  }
+  return m;
+}
+
+Test(mma, wgmma_overlap_protocol_in_gemm_loop) {
+  struct {
+    const char *defs[8];
+    int stages, per_dot; /* wgmmas per dot */
+  } cases[] = {
+      {{"BM=128", "BN=128", "BK=64", "WARPS=8", "STAGES=4", NULL}, 4, 4},
+      {{"BM=128", "BN=128", "BK=64", "WARPS=8", "STAGES=3", NULL}, 3, 4},
+      {{"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL}, 4, 4},
+      {{"BM=128", "BN=128", "BK=32", "WARPS=4", "STAGES=5", NULL}, 5, 4}, /* two m64 tiles per warpgroup */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    Arena *a = arena_new();
+    char *ptx = example_ptx(a, "gemm", cases[c].defs, ARCH_SM90A);
+    cr_assert_eq(count(ptx, "wgmma.mma_async"), cases[c].per_dot, "case %zu", c);
+    cr_assert_eq(count(ptx, "wgmma.wait_group.sync.aligned 1;"), 1, "case %zu", c);
+    cr_assert_eq(count(ptx, "wgmma.wait_group.sync.aligned 0;"), 1, "case %zu: the drain at the exit", c);
+    char wait[64];
+    snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[c].stages - 3); /* P - 2 ahead */
+    cr_assert_geq(count(ptx, wait), 1, "case %zu", c);
+    cr_assert_eq(count(ptx, "cp.async.wait_group"), count(ptx, wait), "case %zu", c);
+    const char *err = overlap_protocol_error(ptx);
+    cr_assert(!err, "case %zu: %s", c, err);
+    ptxas_no_spills(ptx, ARCH_SM90A);
+    /* The checker can fail: no drain at the exit (the epilogue stores with a group in flight); no
+     * wait in the loop (groups pile up); no barrier (copies race the other warpgroups' wgmmas). */
+    cr_assert(overlap_protocol_error(without(a, ptx, "wgmma.wait_group.sync.aligned 0;")), "case %zu", c);
+    cr_assert(overlap_protocol_error(without(a, ptx, "wgmma.wait_group.sync.aligned 1;")), "case %zu", c);
+    cr_assert(overlap_protocol_error(without(a, ptx, "bar.sync")), "case %zu", c);
+    cr_assert(overlap_protocol_error(without(a, ptx, "fence.proxy.async")), "case %zu", c);
+    /* Switched off: wait_group 0 after each dot, P - 1 ahead; the checker accepts that too. */
+    setenv("TILEC_WGMMA_OVERLAP", "0", 1);
+    char *off = example_ptx(a, "gemm", cases[c].defs, ARCH_SM90A);
+    unsetenv("TILEC_WGMMA_OVERLAP");
+    cr_assert_eq(count(off, "wgmma.wait_group.sync.aligned 1;"), 0);
+    snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[c].stages - 2);
+    cr_assert_geq(count(off, wait), 1, "case %zu", c);
+    err = overlap_protocol_error(off);
+    cr_assert(!err, "case %zu, overlap off: %s", c, err);
+    arena_free(a);
+  }
+  /* Two stages, and attention (two dots, a register operand A): no overlap. */
+  Arena *a = arena_new();
+  cr_assert_eq(count(example_ptx(a, "gemm", NULL, ARCH_SM90A), "wgmma.wait_group.sync.aligned 1;"), 0);
+  const char *att[] = {"BM=128", "BN=64", "WARPS=8", "STAGES=3", NULL};
+  char *ap = example_ptx(a, "attention", att, ARCH_SM90A);
+  cr_assert_eq(count(ap, "wgmma.wait_group.sync.aligned 1;"), 0);
+  cr_assert_geq(count(ap, "cp.async.wait_group 1;"), 1);
+  arena_free(a);
 }

@@ -247,3 +247,36 @@ Test(parser, softmax_options_are_checked) {
   cr_assert(strstr(p.out, "unknown online_softmax option 'what'"), "%s", p.out);
   done(&p);
 }
+
+/* `T: type = f16`: a parameter with a kind; the kind word and the default are kept as written
+ * (sema checks them). to(T, x) is an ordinary two-argument call to the parser. */
+Test(parser, type_parameters) {
+  Parsed p;
+  parse_str(&p, "kernel k<T: type = bf16, B = 4, U: kind = x>(X: T[N], Y: out T[N])\n"
+                "  grid (1) threads (32)\n{\n  Y[0 : +B] = to(T, to_f32(X[0 : +B]) * 2.0);\n}\n");
+  cr_assert_not_null(p.prog, "%s", p.out);
+  AstKernel *k = p.prog->kernels;
+  cr_assert_eq(k->nparams, 3);
+  cr_assert_str_eq(k->params[0].name, "T");
+  cr_assert_str_eq(k->params[0].kind_name, "type");
+  cr_assert_eq(k->params[0].kind_loc.col, 13);
+  cr_assert_eq(k->params[0].init->kind, AST_NAME);
+  cr_assert_str_eq(k->params[0].init->name, "bf16");
+  cr_assert_null(k->params[1].kind_name);
+  cr_assert_str_eq(k->params[2].kind_name, "kind");
+  cr_assert_str_eq(k->args[0].type->elem_name, "T");
+  AstExpr *v = body_of(&p)->value;
+  cr_assert_eq(v->kind, AST_CALL);
+  cr_assert_str_eq(v->name, "to");
+  cr_assert_eq(v->nargs, 2);
+  cr_assert_eq(v->args[0]->kind, AST_NAME);
+  done(&p);
+}
+
+Test(parser, type_parameter_needs_a_default) {
+  Parsed p;
+  parse_str(&p, "kernel k<T: type>(X: T[N]) grid (1) threads (32) {}\n");
+  cr_assert_null(p.prog);
+  cr_assert(strstr(p.out, "t.tile:1:17: error: expected '=' before '>'"), "%s", p.out);
+  done(&p);
+}

@@ -555,3 +555,108 @@ Test(sema, scopes_at_scale) {
   done(&c);
   free(text);
 }
+
+/* ------------------------------------------------------------------ type parameters */
+
+#define TK(params, body) "kernel k<" params ">(X: T[M, N], W: T[N], Y: out T[M, N], eps: f32)\n" \
+                         "  grid (M) threads (32)\n{\n" body "}\n"
+#define TBODY "  reg x = to_f32(X[block.x, 0 : +16]) * to_f32(W[0 : +16]) + eps;\n" \
+              "  Y[block.x, 0 : +16] = to(T, x);\n"
+
+/* The element type of every argument, variable and expression is concrete after sema, and the
+ * generic cast has become the concrete one. */
+static void expect_elem(const char *params, const Define *defs, int ndefs, ElemType want) {
+  char text[1024];
+  snprintf(text, sizeof text, TK("%s", TBODY "  reg acc: T[16] = 0;\n  acc += X[block.x, 0 : +16];\n"),
+           params);
+  Checked c;
+  check_defs(&c, text, defs, ndefs, ARCH_SM90A);
+  cr_assert(c.ok, "%s", c.out);
+  AstKernel *k = c.prog->kernels;
+  cr_assert(k->params[0].is_type);
+  cr_assert_eq(k->params[0].elem, want);
+  cr_assert_eq(k->params[0].overridden, ndefs > 0);
+  cr_assert_eq(k->args[0].elem, want);
+  cr_assert_eq(k->args[1].elem, want);
+  cr_assert_eq(k->args[2].elem, want);
+  cr_assert_eq(k->args[3].elem, TY_F32);
+  AstStmt *store = stmt_n(&c, 1);
+  cr_assert_eq(store->value->kind, AST_CALL);
+  cr_assert_eq(store->value->builtin, want == TY_F16 ? BI_TO_F16 : want == TY_BF16 ? BI_TO_BF16 : BI_TO_F32);
+  cr_assert_eq(store->value->nargs, 1);
+  cr_assert_str_eq(store->value->name, ast_builtin_name(store->value->builtin));
+  cr_assert_eq(store->value->ty.elem, want);
+  cr_assert_eq(stmt_n(&c, 2)->decl->ty.elem, want);
+  done(&c);
+}
+
+Test(sema, type_parameter_default_and_define) {
+  expect_elem("T: type = f16", NULL, 0, TY_F16);
+  Define bf = {"T", "bf16", {0}};
+  expect_elem("T: type = f16", &bf, 1, TY_BF16);
+  Define f32 = {"T", "f32", {0}};
+  expect_elem("T: type = bf16, B = 4", &f32, 1, TY_F32);
+  /* a type parameter's default may name an earlier one */
+  Checked c;
+  check(&c, "kernel k<T: type = bf16, U: type = T>(X: U[N], Y: out f32[N]) grid (1) threads (32)\n"
+            "{ Y[0 : +4] = to(f32, X[0 : +4]); }");
+  cr_assert(c.ok, "%s", c.out);
+  cr_assert_eq(c.prog->kernels->args[0].elem, TY_BF16);
+  cr_assert_eq(c.prog->kernels->params[1].elem, TY_BF16);
+  done(&c);
+}
+
+Test(sema, generic_cast_takes_element_type_names) {
+  expect_ok(K("  let a = to(f16, X[0 : +B]);\n  Y[0 : +B] = to(f32, a) + to(f32, to(i32, s));\n"));
+  expect_error(K("  let a = to(bool, X[0 : +B]);\n  Y[0 : +B] = to_f32(a);\n"), "'to' cannot convert to bool");
+  expect_error(K("  Y[0 : +B] = to(f64, X[0 : +B]);\n"), "unknown element type 'f64'");
+  expect_error(K("  Y[0 : +B] = to(B, X[0 : +B]);\n"), "'B' is a parameter, not an element type");
+  expect_error(K("  Y[0 : +B] = to(1, X[0 : +B]);\n"), "the first argument of 'to' must be an element type");
+  expect_error(K("  Y[0 : +B] = to(X[0 : +B]);\n"), "'to' takes 2 arguments, found 1");
+}
+
+Test(sema, type_parameter_errors) {
+  expect_error(TK("T: type = f16", "  let v = T;\n  Y[0, 0 : +1] = to(T, 1.0);\n"),
+               "'T' is a type parameter: it names an element type, not a value");
+  expect_error(TK("T: type = f16", "  T = 3;\n"), "cannot assign to type parameter 'T'");
+  expect_error(TK("T: typ = f16", ""), "unknown parameter kind 'typ'");
+  expect_error(TK("T: type = 3", ""), "the default of type parameter 'T' must be an element type");
+  expect_error(TK("T: type = f64", ""), "unknown element type 'f64'");
+  expect_error(TK("T: type = f8e4m3", ""), "reserved for fp8");
+  expect_error("kernel k<f16: type = bf16>(X: f16[N]) grid (1) threads (32) {}",
+               "a type parameter cannot be named like the element type 'f16'");
+  expect_error(TK("T: type = f16, B = 4", "  Y[0, 0 : +B] = to(T, to_f32(X[0, 0 : +B]) + to_f32(T));\n"),
+               "is a type parameter");
+  expect_error("kernel k<T: type = f16>(X: f32[T]) grid (1) threads (32) {}",
+               "dimension 'T' has the same name as a type parameter");
+  expect_error("kernel k<T: type = f16>(X: f32[N]) grid (T) threads (32) {}", "is a type parameter");
+  /* the body is checked with the specialized type: bf16 tiles do not mix with f16 ones */
+  Define bf = {"T", "bf16", {0}};
+  Checked c;
+  check_defs(&c, TK("T: type = f16", "  let h: f16[16] = 0;\n  Y[0, 0 : +16] = X[0, 0 : +16] + h;\n"),
+             &bf, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "operands of '+' have different element types: bf16[16] and f16[16]"), "%s", c.out);
+  done(&c);
+}
+
+Test(sema, type_parameter_bad_define) {
+  Define bad = {"T", "f64", {0}};
+  Checked c;
+  check_defs(&c, TK("T: type = f16", TBODY), &bad, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "tilec: error: -D T=f64: 'f64' is not an element type (type parameter 'T' "
+                          "of kernel 'k' takes f32, f16, bf16, i32 or bool)"), "%s", c.out);
+  done(&c);
+  Define num = {"T", "16", {0}};
+  check_defs(&c, TK("T: type = f16", TBODY), &num, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "-D T=16: '16' is not an element type"), "%s", c.out);
+  done(&c);
+  /* a type name for a value parameter is a bad number */
+  Define val = {"B", "bf16", {0}};
+  check_defs(&c, TK("T: type = f16, B = 4", TBODY), &val, 1, ARCH_SM90A);
+  cr_assert(!c.ok);
+  cr_assert(strstr(c.out, "invalid value 'bf16' for -D B (expected a number)"), "%s", c.out);
+  done(&c);
+}
