@@ -486,23 +486,12 @@ static int sole_def(const TirFunc *f, int r) {
   return def;
 }
 
-static bool reads_reg(const TirInst *in, int r) {
-  for (int i = 0; i < 3; i++)
-    if (in->args[i] == r)
-      return true;
-  if (in->op == TIR_LOAD || in->op == TIR_STORE)
-    for (int d = 0; d < TILE_MAX_RANK; d++)
-      if (in->index[d].start == r)
-        return true;
-  return false;
-}
-
 /* Every read of t is as operand B of a DOT (a TRANS result wgmma reads in place). */
 static bool only_dot_b(const TirFunc *f, int t) {
   bool any = false;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
-    if (!reads_reg(in, t))
+    if (!tir_inst_reads(in, t))
       continue;
     if (in->op != TIR_DOT || in->args[0] == t || in->args[2] == t)
       return false;
@@ -531,7 +520,7 @@ static bool operand_tile_exclusive(const TirFunc *f, int r) {
     const TirInst *in = &f->insts[i];
     if (in->dst == r && in->op != TIR_LOAD)
       return false;
-    if (!reads_reg(in, r))
+    if (!tir_inst_reads(in, r))
       continue;
     if (in->op == TIR_DOT && in->args[2] != r)
       continue;

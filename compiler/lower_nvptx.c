@@ -1790,17 +1790,6 @@ static void lower_inst(Cg *g, const TirInst *in) {
 
 static bool is_written(const TirInst *in, int r) { return in->dst == r; }
 
-static bool reads(const TirInst *in, int r) {
-  for (int i = 0; i < 3; i++)
-    if (in->args[i] == r)
-      return true;
-  if (in->op == TIR_LOAD || in->op == TIR_STORE)
-    for (int d = 0; d < TILE_MAX_RANK; d++)
-      if (in->index[d].start == r)
-        return true;
-  return false;
-}
-
 /* TRANS of a shared tile is read in place when its result has this one definition and every use
  * follows it in straight-line code before the source is written again. */
 static bool trans_view_ok(const TirFunc *f, int t) {
@@ -1812,7 +1801,7 @@ static bool trans_view_ok(const TirFunc *f, int t) {
   for (int i = 0; i < f->ninsts; i++) {
     if (i != t && is_written(&f->insts[i], dst))
       return false;
-    if (reads(&f->insts[i], dst)) {
+    if (tir_inst_reads(&f->insts[i], dst)) {
       if (i < t)
         return false;
       last = i;
@@ -1901,7 +1890,7 @@ static bool pipelinable_load(const TirFunc *f, const Pipe *p, int j, bool *mark)
   if (ty->place != PLACE_SHARED || ty->elem == TY_BOOL || count_writes(f, in->dst, 0, f->ninsts) != 1)
     return false;
   for (int k = 0; k < f->ninsts; k++)
-    if (reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
+    if (tir_inst_reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
       return false;
   if (global_chunk(in, a, ty->layout, ty->elem) * elem_bytes(ty->elem) != 16)
     return false;
@@ -1982,7 +1971,7 @@ static int plan_overlap(Cg *g, const Pipe *p, int pi) {
   if (d->args[2] != acc || f->regs[acc].type.place == PLACE_SHARED)
     return -1;
   for (int j = p->first + 1; j < p->last; j++)
-    if (j != dot && (is_written(&f->insts[j], acc) || reads(&f->insts[j], acc)))
+    if (j != dot && (is_written(&f->insts[j], acc) || tir_inst_reads(&f->insts[j], acc)))
       return -1;
   for (int o = 0; o < 2; o++) {
     int t = operand_tile(f, d->args[o]);

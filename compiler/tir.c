@@ -25,6 +25,17 @@ bool tile_same_shape(const TileType *a, const TileType *b) {
   return true;
 }
 
+bool tir_inst_reads(const TirInst *in, int r) {
+  for (int i = 0; i < 3; i++)
+    if (in->args[i] == r)
+      return true;
+  if (in->op == TIR_LOAD || in->op == TIR_STORE)
+    for (int d = 0; d < TILE_MAX_RANK; d++)
+      if (in->index[d].start == r)
+        return true;
+  return false;
+}
+
 TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc) {
   TirFunc *f = arena_alloc(a, sizeof *f);
   f->arena = a;
