@@ -41,11 +41,17 @@ $(B)/example_runner: $(B)/tests/example_runner.o $(REF_OBJ) $(B)/libtilec.a $(B)
 .PHONY: demo gpu-prep gpu-test
 # Compiles every example with build/tilec, runs it (GPU if present, else the interpreter) and
 # checks it against the float64 reference.
+# On a GPU machine without LLVM (a build/ carried from a build machine by `make gpu-prep`), it runs
+# the prebuilt runner on the prebuilt PTX instead of building.
 demo:
-	@$(MAKE) --no-print-directory deps
-	@$(MAKE) --no-print-directory all $(B)/example_runner
-	@mkdir -p $(B)/ptx
-	$(B)/example_runner --suite=demo --tilec $(B)/tilec --ptx-dir $(B)/ptx
+	@if [ -z "$(LLVM_CONFIG)" ] && [ -x $(B)/example_runner ] && ls $(B)/ptx/*.ptx >/dev/null 2>&1; then \
+	  echo "demo: no LLVM here; running the prebuilt $(B)/example_runner on $(B)/ptx"; \
+	  $(B)/example_runner --suite=demo --ptx-dir $(B)/ptx; \
+	else \
+	  $(MAKE) --no-print-directory deps && \
+	  $(MAKE) --no-print-directory all $(B)/example_runner && mkdir -p $(B)/ptx && \
+	  $(B)/example_runner --suite=demo --tilec $(B)/tilec --ptx-dir $(B)/ptx; \
+	fi
 
 # Here (with LLVM): the PTX of every GPU case, so the GPU machine needs no compiler.
 gpu-prep: all $(B)/example_runner
