@@ -189,6 +189,26 @@ double round_to_elem(ElemType t, double v) {
   }
 }
 
+double elem_load(const void *base, int64_t i, ElemType t) {
+  switch (t) {
+  case TY_F32: return ((const float *)base)[i];
+  case TY_F16: return f16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)base)[i]);
+  case TY_I32: return ((const int32_t *)base)[i];
+  default: return ((const uint8_t *)base)[i] != 0;
+  }
+}
+
+void elem_store(void *base, int64_t i, ElemType t, double v) {
+  switch (t) {
+  case TY_F32: ((float *)base)[i] = (float)v; break;
+  case TY_F16: ((uint16_t *)base)[i] = f32_to_f16_bits((float)v); break;
+  case TY_BF16: ((uint16_t *)base)[i] = f32_to_bf16_bits((float)v); break;
+  case TY_I32: ((int32_t *)base)[i] = (int32_t)v; break;
+  default: ((uint8_t *)base)[i] = v != 0; break;
+  }
+}
+
 /* ------------------------------------------------------------- GPU arches */
 
 static const struct {

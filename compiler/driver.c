@@ -187,33 +187,21 @@ static double run_random(uint64_t *s) {
   return (double)(*s >> 11) / 9007199254740992.0 * 2.0 - 1.0;
 }
 
-static void run_store(void *base, int64_t i, ElemType t, double v) {
-  switch (t) {
-  case TY_F32: ((float *)base)[i] = (float)v; break;
-  case TY_F16: ((uint16_t *)base)[i] = f32_to_f16_bits((float)v); break;
-  case TY_BF16: ((uint16_t *)base)[i] = f32_to_bf16_bits((float)v); break;
-  case TY_I32: ((int32_t *)base)[i] = (int32_t)(v * 100); break;
-  case TY_BOOL: ((uint8_t *)base)[i] = v > 0; break;
-  default: break;
-  }
-}
-
-static double run_load(const void *base, int64_t i, ElemType t) {
-  switch (t) {
-  case TY_F32: return ((const float *)base)[i];
-  case TY_F16: return f16_bits_to_f32(((const uint16_t *)base)[i]);
-  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)base)[i]);
-  case TY_I32: return ((const int32_t *)base)[i];
-  case TY_BOOL: return ((const uint8_t *)base)[i];
-  default: return 0;
-  }
+/* A random input value in [-1, 1) as stored in an argument of type t: i32 inputs are spread
+ * over [-100, 100), bools are true for positive draws. NaN (outputs) is kept as is. */
+static double run_input(double v, ElemType t) {
+  if (t == TY_I32)
+    return isnan(v) ? 0 : v * 100;
+  if (t == TY_BOOL)
+    return v > 0;
+  return v;
 }
 
 static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   int64_t nan = 0;
   for (int64_t i = 0; i < n; i++) {
-    double v = run_load(data, i, arg->elem);
+    double v = elem_load(data, i, arg->elem);
     if (isnan(v)) {
       nan++;
       continue;
@@ -252,7 +240,7 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     if (st.code != TILERT_OK)
       break;
     for (int64_t e = 0; e < numel[i]; e++)
-      run_store(p, e, arg->elem, arg->is_out ? NAN : run_random(&seed));
+      elem_store(p, e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
     args[i] = tilert_arg_tensor(p, (tilert_dtype)arg->elem, arg->rank, shape);
   }
   struct timespec t0, t1;

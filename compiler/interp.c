@@ -345,25 +345,10 @@ __attribute__((format(printf, 3, 4))) static bool fault(Machine *m, const TirIns
 static const TileType *rtype(const Machine *m, int r) { return &m->f->regs[r].type; }
 static int32_t iscalar(const Machine *m, int r) { return *(const int32_t *)m->regs[r]; }
 
-/* Tensor element t[off] as a double; types as TirArg.elem. */
-static double tensor_get(ElemType t, const void *data, int64_t off) {
-  switch (t) {
-  case TY_F32: return ((const float *)data)[off];
-  case TY_F16: return f16_bits_to_f32(((const uint16_t *)data)[off]);
-  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)data)[off]);
-  case TY_I32: return ((const int32_t *)data)[off];
-  default: return ((const uint8_t *)data)[off] != 0;
-  }
-}
-
+/* Tile element k (float for float types, int32 otherwise) stored to tensor memory. */
 static void tensor_put(ElemType t, void *data, int64_t off, const void *tile, int64_t k) {
-  switch (t) {
-  case TY_F32: ((float *)data)[off] = ((const float *)tile)[k]; break;
-  case TY_F16: ((uint16_t *)data)[off] = f32_to_f16_bits(((const float *)tile)[k]); break;
-  case TY_BF16: ((uint16_t *)data)[off] = f32_to_bf16_bits(((const float *)tile)[k]); break;
-  case TY_I32: ((int32_t *)data)[off] = ((const int32_t *)tile)[k]; break;
-  default: ((uint8_t *)data)[off] = ((const int32_t *)tile)[k] != 0; break;
-  }
+  double v = elem_is_float(t) ? (double)((const float *)tile)[k] : (double)((const int32_t *)tile)[k];
+  elem_store(data, off, t, v);
 }
 
 /* LOAD and STORE walk the addressed box in row-major order; scalar indices have extent 1, so
@@ -399,9 +384,9 @@ static void memory_exec(Machine *m, const TirInst *in) {
             if (!ok)
               ((uint32_t *)tile)[k] = fill;
             else if (elem_is_float(a->elem)) /* tensor values are exact in their tile type */
-              ((float *)tile)[k] = (float)tensor_get(a->elem, t->data, off);
+              ((float *)tile)[k] = (float)elem_load(t->data, off, a->elem);
             else
-              ((int32_t *)tile)[k] = (int32_t)tensor_get(a->elem, t->data, off);
+              ((int32_t *)tile)[k] = (int32_t)elem_load(t->data, off, a->elem);
           } else if (ok) {
             tensor_put(a->elem, t->data, off, tile, k);
           }

@@ -194,26 +194,6 @@ typedef struct HostTensor {
   void *dev;
 } HostTensor;
 
-static double elem_get(const void *base, int64_t i, ElemType t) {
-  switch (t) {
-  case TY_F32: return ((const float *)base)[i];
-  case TY_F16: return f16_bits_to_f32(((const uint16_t *)base)[i]);
-  case TY_BF16: return bf16_bits_to_f32(((const uint16_t *)base)[i]);
-  case TY_I32: return ((const int32_t *)base)[i];
-  default: return ((const uint8_t *)base)[i];
-  }
-}
-
-static void elem_set(void *base, int64_t i, ElemType t, double v) {
-  switch (t) {
-  case TY_F32: ((float *)base)[i] = (float)v; break;
-  case TY_F16: ((uint16_t *)base)[i] = f32_to_f16_bits((float)v); break;
-  case TY_BF16: ((uint16_t *)base)[i] = f32_to_bf16_bits((float)v); break;
-  case TY_I32: ((int32_t *)base)[i] = (int32_t)v; break;
-  default: ((uint8_t *)base)[i] = v != 0; break;
-  }
-}
-
 /* ------------------------------------------------------------ one case */
 
 typedef struct Result {
@@ -404,8 +384,8 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     for (int64_t e = 0; e < h->n; e++) {
       /* i32 inputs are indices (cross_entropy's labels): mostly in range, a few negative */
       double v = arg->elem == TY_I32 ? floor((rnd(&seed) + 1.0) * 501.0) - 2.0 : rnd(&seed);
-      elem_set(h->bytes, e, arg->elem, written_only ? NAN : v);
-      h->vals[e] = elem_get(h->bytes, e, arg->elem);
+      elem_store(h->bytes, e, arg->elem, written_only ? NAN : v);
+      h->vals[e] = elem_load(h->bytes, e, arg->elem);
     }
     if ((st = tilert_malloc(dev, bytes + 1, &h->dev)).code != TILERT_OK ||
         (st = tilert_memcpy_htod(dev, h->dev, h->bytes, bytes)).code != TILERT_OK) {
@@ -441,7 +421,7 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
       goto done;
     }
     for (int64_t e = 0; e < h->n; e++) {
-      double got = elem_get(h->bytes, e, h->arg->elem), want = expect[i][e];
+      double got = elem_load(h->bytes, e, h->arg->elem), want = expect[i][e];
       if (isnan(got) || isinf(got)) {
         nan++;
         continue;
