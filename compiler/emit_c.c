@@ -825,31 +825,26 @@ static void put_header_intro(Arena *a, FILE *fp, const char *p, const tilert_ker
   fprintf(fp, "\n */\n");
 }
 
-/* The contract as "// tilec:" lines (valid C comments), read back by `tilec --link`. */
-static void put_meta_comment(FILE *fp, const tilert_kernel_info *k) {
-  fprintf(fp, "// tilec: kernel %s\n// tilec: threads %d\n// tilec: smem %d\n", k->name,
-          k->threads, k->smem_bytes);
-  for (int i = 0; i < k->ndims; i++) {
-    if (k->dims[i].pinned)
-      fprintf(fp, "// tilec: dim %s = %lld\n", k->dims[i].name, (long long)k->dims[i].value);
-    else
-      fprintf(fp, "// tilec: dim %s\n", k->dims[i].name);
-  }
-  for (int i = 0; i < k->nargs; i++) {
-    const tilert_arg_info *ai = &k->args[i];
-    if (ai->kind == TILERT_ARG_SCALAR) {
-      fprintf(fp, "// tilec: arg %s scalar %s\n", ai->name, tilert_dtype_name(ai->dtype));
-      continue;
+/* The contract as "// tilec:" lines (valid C comments), read back by `tilec --link`: the kernel's
+ * own lines of the PTX, copied, so meta.c stays the one writer of the format. */
+static void put_meta_comment(FILE *fp, const char *ptx, const char *kernel) {
+  static const char tag[] = "// tilec: ";
+  bool mine = false;
+  for (const char *line = ptx; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (len >= sizeof tag - 1 && !memcmp(line, tag, sizeof tag - 1)) {
+      const char *rest = line + sizeof tag - 1;
+      if (!strncmp(rest, "kernel ", 7)) {
+        const char *name = rest + 7;
+        size_t n = strlen(kernel);
+        mine = (size_t)(line + len - name) == n && !strncmp(name, kernel, n);
+      }
+      if (mine)
+        fprintf(fp, "%.*s\n", (int)len, line);
     }
-    fprintf(fp, "// tilec: arg %s tensor %s %s", ai->name, tilert_dtype_name(ai->dtype),
-            ai->is_out ? "out" : "in");
-    for (int r = 0; r < ai->rank; r++)
-      fprintf(fp, " %s", k->dims[ai->dims[r]].name);
-    fputc('\n', fp);
+    line += len + (end != NULL);
   }
-  fprintf(fp, "// tilec: grid %s | %s | %s\n", k->grid[0], k->grid[1], k->grid[2]);
-  for (int i = 0; i < k->nrequires; i++)
-    fprintf(fp, "// tilec: require %s | %s\n", k->requires[i], k->requires_text[i]);
 }
 
 /* ---------------------------------------------------------------- ptxas */
@@ -1059,7 +1054,7 @@ static bool write_spec(Arena *a, const char *base, const char *p, const tilert_k
     arches = arena_printf(a, "%s%s%s%s", arches, i ? ", " : "", arch_name(im[i].arch),
                           im[i].cubin ? " +cubin" : "");
   put_header_intro(a, h.fp, p, k, arena_printf(a, "kernel %s, %s", k->name, arches));
-  put_meta_comment(h.fp, k);
+  put_meta_comment(h.fp, im[0].ptx, k->name);
   fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
   fputs(common_header, h.fp);
   fputc('\n', h.fp);
