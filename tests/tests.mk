@@ -6,15 +6,13 @@
 
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(B)/%.o)
-TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
-TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(B)/%.o)
-
-$(B)/tests/%.o: tests/%.c compiler/*.h runtime/*.h $(wildcard tests/support/*.h) $(B)/compiler/parser.h
+# Test objects see the float64 references' header (tests/ref/ref.h).
+$(B)/tests/%.o: tests/%.c compiler/*.h runtime/*.h tests/ref/ref.h $(B)/compiler/parser.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_OWN) -Itests/support -c $< -o $@
+	$(CC) $(CFLAGS_OWN) -Itests/ref -c $< -o $@
 
-$(B)/tests/unit_tests: $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
-	$(CC) -o $@ $(UNIT_OBJ) $(TEST_SUPPORT_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a -lcriterion $(LLVM_LIBS) -ldl -lm
+$(B)/tests/unit_tests: $(UNIT_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $(UNIT_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a -lcriterion $(LLVM_LIBS) -ldl -lm
 
 .PHONY: test test-run unit
 test:
@@ -33,7 +31,6 @@ test-run:
 # ---------------------------------------------------------------- examples: demo and gpu-test
 REF_SRC := $(sort $(wildcard tests/ref/*.c))
 REF_OBJ := $(REF_SRC:%.c=$(B)/%.o)
-CFLAGS_OWN += -Itests/ref
 
 $(B)/example_runner: $(B)/tests/example_runner.o $(REF_OBJ) $(B)/libtilec.a $(B)/libtilert.a
 	$(CC) -o $@ $(B)/tests/example_runner.o $(REF_OBJ) $(LINK_TILEC) $(B)/libtilert.a -ldl -lm
