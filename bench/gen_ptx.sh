@@ -12,8 +12,8 @@ ptx=$outdir/$name.ptx err=$outdir/$name.err rep=$outdir/$name.ptxas
 mkdir -p "$outdir"
 rm -f "$ptx" "$err" "$rep" "$ptx.tmp"
 
-line=$(awk -v n="$name" '$1 == n' bench/configs.txt)
-if [ -z "$line" ]; then echo "gen_ptx: $name is not in bench/configs.txt" | tee "$err"; exit 0; fi
+line=$(awk -v n="$name" '$1 == n' "${CONFIGS:-bench/configs.txt}")
+if [ -z "$line" ]; then echo "gen_ptx: $name is not in ${CONFIGS:-bench/configs.txt}" | tee "$err"; exit 0; fi
 set -f  # the MATCH field may be "*"
 set -- $line
 example=$2
@@ -25,7 +25,7 @@ if [ ! -x "$tilec" ]; then
   echo "gen_ptx: $tilec not built" | tee "$err"
   exit 0
 fi
-if ! "$tilec" "dsl/examples/$example.tile" --emit=ptx --arch=sm_90a "${flags[@]}" -o "$ptx.tmp" 2>"$err" ||
+if ! "$tilec" "${TILE_DIR:-dsl/examples}/$example${TILE_SUFFIX:-}.tile" --emit=ptx --arch=sm_90a "${flags[@]}" -o "$ptx.tmp" 2>"$err" ||
    [ ! -s "$ptx.tmp" ]; then
   echo "gen_ptx: $name: tilec failed: $(head -c 300 "$err" | head -3)"
   [ -s "$err" ] || echo "tilec produced no PTX" >"$err"

@@ -14,7 +14,12 @@ every row already done. Results (latest.json, a dated copy, table.md, charts) ar
 run goes, so a run cut short still leaves its rows.
 
 Impls: tilec (our PTX through build/libtilert.so), baseline (build/bench/libbaselines.so), and the
-peers cublas (torch), torch-sdpa-flash, torch-sdpa-cudnn, torch.
+peers cublas (torch), torch-sdpa-flash, torch-sdpa-cudnn, torch. The memory-bound kernels (vadd and
+the row ops) also get a `copy` row: a device copy moving the case's minimum bytes, timed the same
+way, which is the most bandwidth a kernel of that size reaches (a 67 MB problem is short enough that
+launch ramp-up and the L2 write-back count), and a second time, `stream_ms`: back-to-back launches
+over rotating buffer sets (>= 1 GiB a cycle, no flush), the steady state of a model running one op
+after another.
 """
 import argparse
 import datetime
@@ -41,11 +46,15 @@ EPS = 1e-5
 # ROW_FACTOR times that (catches one wrong row drowned in a large matrix).
 TOL = {"f32": 1e-5, "f16": 5e-3, "bf16": 1e-2}
 ROW_FACTOR = 5.0
-IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch"]
+IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch", "copy"]
 PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch")
 ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
 # Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
 TENSOR_CORE = ("gemm", "attention")
+# Memory-bound kernels: a same-size device copy row and the steady-state (stream) timing.
+MEMORY_BOUND = ("vadd",) + ROW_KERNELS
+STREAM_BYTES = 1 << 30  # rotating buffer sets: at least this much moved per cycle (> 15x the L2)
+STREAM_LAUNCHES = 200
 
 
 def log(*a):
@@ -167,6 +176,8 @@ def impls_for(c, configs):
         out += [("torch-sdpa-flash", None), ("torch-sdpa-cudnn", None)]
     else:
         out.append(("torch", None))
+    if k in MEMORY_BOUND:
+        out.append(("copy", None))
     return out, absent
 
 
@@ -666,6 +677,8 @@ class Worker:
                 f()
                 return outs
             return fn
+        if impl == "copy":
+            return self.copy_fn(c, ctx)
         # peers: results are fresh tensors (nothing to poison)
         if k == "vadd":
             z = torch.empty_like(I["X"])
@@ -689,6 +702,53 @@ class Worker:
             be = impl.rsplit("-", 1)[1]
             return lambda: {"O": self.sdpa(be, I["Q"], I["K"], I["V"], ctx["scale"], bool(c["causal"]))}
         raise ValueError(impl)
+
+    def copy_fn(self, c, ctx):
+        """dst <- src moving the case's minimum bytes (half read, half written); its own check."""
+        torch = self.torch
+        _, b = flops_bytes(c)
+        g = torch.Generator(device=self.dev)
+        g.manual_seed(b)
+        src = torch.randint(0, 255, (b // 2,), dtype=torch.uint8, device=self.dev, generator=g)
+        dst = torch.empty_like(src)
+
+        def fn():
+            dst.copy_(src)
+            return {"_copy": (dst, src)}
+        return fn
+
+    def check_copy(self, fn):
+        torch = self.torch
+        dst, src = fn()["_copy"]
+        dst.fill_(0)
+        fn()
+        self.sync()
+        ok = bool(torch.equal(dst, src))
+        return ok, {"rel_err": 0.0 if ok else None}, "" if ok else "copy differs from its source"
+
+    def stream_time(self, c, ctx, impl, variant, nbytes):
+        """Median-free steady state: STREAM_LAUNCHES back-to-back launches cycling over buffer sets
+        (fresh copies of the case's tensors) that move >= STREAM_BYTES a cycle, no flush, one
+        event pair around them all; ms per launch."""
+        torch = self.torch
+        k = max(2, -(-STREAM_BYTES // max(1, nbytes))) if not self.smoke else 2
+        fns = []
+        for _ in range(k):
+            cx = dict(ctx)
+            cx["inputs"] = {n: t.clone() for n, t in ctx["inputs"].items()}
+            cx["outs"] = {n: torch.empty_like(t) for n, t in ctx["outs"].items()}
+            fns.append(self.impl_fn(c, cx, impl, variant))
+        for f in fns:
+            f()
+        self.sync()
+        n = STREAM_LAUNCHES if not self.smoke else 4
+        t0, t1 = self.event(), self.event()
+        t0.record()
+        for i in range(n):
+            fns[i % k]()
+        t1.record()
+        self.sync()
+        return t0.elapsed_time(t1) / n
 
     def check(self, c, ctx, fn):
         """Poison, run once, compare every output with the reference. Returns (ok, metrics)."""
@@ -760,7 +820,7 @@ class Worker:
             row["ptxas"] = ptxas_summary(variant)
         try:
             fn = self.impl_fn(c, ctx, impl, variant)
-            ok, m, why = self.check(c, ctx, fn)
+            ok, m, why = self.check_copy(fn) if impl == "copy" else self.check(c, ctx, fn)
             row.update(m)
             if not ok:
                 row["status"], row["error"] = "failed-check", why
@@ -771,6 +831,10 @@ class Worker:
             sec = t["median_ms"] * 1e-3
             row["tflops"] = round(f / sec / 1e12, 3)
             row["gbps"] = round(b / sec / 1e9, 1)
+            if c["kernel"] in MEMORY_BOUND:
+                st = self.stream_time(c, ctx, impl, variant, b)
+                row["stream_ms"] = st
+                row["stream_gbps"] = round(b / (st * 1e-3) / 1e9, 1)
             row["status"] = "ok"
         except Exception as e:  # noqa: BLE001 — the row records it, the run goes on
             row["status"], row["error"] = "error", f"{type(e).__name__}: {str(e)[:600]}"
@@ -958,6 +1022,9 @@ def collect(journal, plan, configs, started):
         "software": {k: dev.get(k) for k in ("torch", "cuda", "cudnn", "triton") if k in dev},
         "ceilings": ceilings,
         "method": {"timing": "CUDA events, median after warm-up, L2 flushed (256 MB write) before each run",
+                   "stream": f"memory-bound rows: {STREAM_LAUNCHES} back-to-back launches over rotating buffer "
+                             f"sets (>= {STREAM_BYTES >> 20} MiB a cycle, no flush), one event pair, ms per launch",
+                   "copy": "memory-bound cases: a device copy (torch copy_) of the case's minimum bytes, same timing",
                    "tolerances": TOL, "row_factor": ROW_FACTOR,
                    "attention_rule": "max err <= 2 x peer max err (same dtype) + 2 x rounding at 0.3"},
         "rows": ordered,
@@ -1217,12 +1284,19 @@ def render_tables(res):
              f"fp16 {fmt(ce.get('gemm_f16_tflops'), '.0f')} TFLOP/s.", "",
              "`% floor` = roofline floor time / median time (100% = at the ceiling); `vs peer` = best peer's "
              "median / this median (> 1: faster than the best library peer); `vs base` = the hand-written "
-             "baseline's median / this median; ✗ = failed its check (not timed).", ""]
+             "baseline's median / this median; ✗ = failed its check (not timed). Memory-bound kernels: "
+             "`vs copy` = the median of a device copy of the same bytes / this median (the bandwidth a kernel "
+             "of this size can reach); `stream GB/s` = back-to-back launches over rotating buffers "
+             "(steady state, no flush).", ""]
     for kernel, cases in case_groups(res).items():
+        mb = kernel in MEMORY_BOUND
         lines += [f"## {kernel}", "",
-                  "| shape | dtype | impl | variant | median ms | TFLOP/s | GB/s | % floor | vs peer | vs base | rel err | ok |",
-                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|:-:|"]
+                  "| shape | dtype | impl | variant | median ms | TFLOP/s | GB/s | % floor | vs peer | vs base | "
+                  + ("vs copy | stream GB/s | " if mb else "") + "rel err | ok |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if mb else "") + "---:|:-:|"]
         for (shape, dt), impls in cases.items():
+            cp = impls.get("copy")
+            copy_ms = cp.get("median_ms") if cp and cp.get("verified") else None
             peer = [r for i, r in impls.items() if i in PEERS and r.get("verified") and r.get("median_ms")]
             best_peer = min((r["median_ms"] for r in peer), default=None)
             base = impls.get("baseline")
@@ -1232,10 +1306,12 @@ def render_tables(res):
                 ratio = best_peer / r["median_ms"] if best_peer and r.get("median_ms") else None
                 vb = base_ms / r["median_ms"] if base_ms and r.get("median_ms") and impl != "baseline" else None
                 ok = "✓" if r.get("verified") else "✗ " + (r.get("status") or "")
+                vc = copy_ms / r["median_ms"] if copy_ms and r.get("median_ms") and impl != "copy" else None
+                extra = f"{fmt(vc, '.2f')} | {fmt(r.get('stream_gbps'), '.0f')} | " if mb else ""
                 lines.append(f"| {shape} | {dt} | {impl} | {r.get('variant') or ''} | {fmt(r.get('median_ms'), '.4f')} | "
                              f"{fmt(r.get('tflops'), '.1f')} | {fmt(r.get('gbps'), '.0f')} | "
                              f"{fmt(r.get('pct_floor'), '.0f')} | {fmt(ratio, '.2f')} | {fmt(vb, '.2f')} | "
-                             f"{fmt(r.get('rel_err'), '.1e')} | {ok} |")
+                             f"{extra}{fmt(r.get('rel_err'), '.1e')} | {ok} |")
         lines.append("")
     bad = [r for r in res["rows"] if not r.get("verified")]
     if bad:
@@ -1267,6 +1343,9 @@ def summary(res):
             parts = [f"tilec {cell('tilec') or '-'}", f"baseline {cell('baseline') or '-'}"]
             if bp:
                 parts.append(f"{bp[1]} {bp[0]:.4f}")
+            cp = impls.get("copy")
+            if cp and cp.get("median_ms") and t and t.get("median_ms"):
+                parts.append(f"copy {cp['median_ms']:.4f} (x{cp['median_ms'] / t['median_ms']:.2f})")
             lines.append(f"  {kernel:11s} {shape:32s} {dt:4s} " + "  ".join(parts) + f"  {x}")
     return "\n".join(lines)
 

@@ -79,7 +79,11 @@ typedef struct Nest {
   int ind;               /* FOR: the induction register */
 } Nest;
 
-enum { SLOT_A, SLOT_B, NSLOTS };
+/* Scratch slots: A and B stage DOT operands and layout conversions; RED0 and RED1 hold the
+ * per-warp partials of cross-warp reductions, used in turn, so a reduction right after another
+ * (softmax's max then sum, layernorm's mean then variance) needs no barrier before writing its
+ * partials: the previous reduction read the other slot. */
+enum { SLOT_A, SLOT_B, SLOT_RED0, SLOT_RED1, NSLOTS };
 
 typedef struct Cg {
   TirFunc *f;
@@ -102,6 +106,8 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
+  bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
+  int red_next;                      /* the RED slot the next cross-warp reduction uses */
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
   int depth;
@@ -164,6 +170,7 @@ static void barrier(Cg *g) {
     inline_asm0(g, "fence.proxy.async.shared::cta;");
   intrin0(g, "llvm.nvvm.barrier0");
   g->dirty = false;
+  g->red_read[0] = g->red_read[1] = false;
 }
 
 static void inline_asm0(Cg *g, const char *text) {
@@ -881,7 +888,9 @@ static void lower_reduce(Cg *g, const TirInst *in) {
         acc[q] = combine(g, in->op, e, acc[q], shfl_xor(g, acc[q], 1 << b, isf));
   if (warp_red) {
     int G = 1 << __builtin_popcount(warp_red);
-    LLVMValueRef base = slot_base(g, SLOT_A, (int)layout_numel(&S) * G * 4);
+    int k_red = g->red_next;
+    g->red_next ^= 1;
+    LLVMValueRef base = slot_base(g, SLOT_RED0 + k_red, (int)layout_numel(&S) * G * 4);
     LLVMValueRef grp = ci32(g, 0);
     for (int b = 0, k = 0; b < S.nbits[LAY_WARP]; b++)
       if (warp_red >> b & 1) {
@@ -890,7 +899,7 @@ static void lower_reduce(Cg *g, const TirInst *in) {
       }
     LLVMValueRef lw = layout_lw(g, &S);
     LLVMTypeRef rt = isf ? g->f32 : g->i32;
-    if (g->dirty)
+    if (g->red_read[k_red])
       barrier(g);
     LLVMBasicBlockRef join = begin_if(
         g, writer_pred(g, lane_red | layout_zero_mask(L, LAY_LANE), layout_zero_mask(L, LAY_WARP)));
@@ -911,6 +920,7 @@ static void lower_reduce(Cg *g, const TirInst *in) {
       }
       acc[q] = r;
     }
+    g->red_read[k_red] = true;
     g->dirty = true;
   }
   Tile *d = &g->tiles[in->dst];
@@ -1668,6 +1678,7 @@ static void lower_store(Cg *g, const TirInst *in) {
 static void lower_marker(Cg *g, const TirInst *in) {
   /* Markers break the straight-line view of shared-memory state: assume a read happened. */
   g->dirty = true;
+  g->red_read[0] = g->red_read[1] = true;
   switch (in->op) {
   case TIR_FOR: {
     if (g->depth == MAX_NEST) {
@@ -2201,7 +2212,8 @@ static int occupancy_blocks(Cg *g) {
 }
 
 static void annotate_occupancy(Cg *g) {
-  int blocks = occupancy_blocks(g);
+  const char *force = getenv("TILEC_MINBLOCKS"); /* tuning experiments: override the estimate */
+  int blocks = force && *force ? atoi(force) : occupancy_blocks(g);
   if (!blocks)
     return;
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, "minctasm", 8),
@@ -2667,6 +2679,8 @@ static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_
     LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
   g->slot_ph[SLOT_A] = new_smem_global(g, "tilec_slot_a");
   g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
+  g->slot_ph[SLOT_RED0] = new_smem_global(g, "tilec_slot_red0");
+  g->slot_ph[SLOT_RED1] = new_smem_global(g, "tilec_slot_red1");
   build_signature(g);
   annotate(g);
   g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
