@@ -44,7 +44,9 @@ bench-ptx: $(BENCH_PTX)
 	@n=0; ok=0; for v in $(BENCH_VARIANTS); do n=$$((n+1)); \
 	  [ -s $(BENCH_B)/ptx/$$v.ptx ] && ok=$$((ok+1)); done; \
 	echo "bench-prep: $$ok of $$n PTX variants in $(BENCH_B)/ptx"; \
-	for v in $(BENCH_VARIANTS); do [ -s $(BENCH_B)/ptx/$$v.ptx ] || echo "  missing: $$v ($$(head -1 $(BENCH_B)/ptx/$$v.err 2>/dev/null))"; done; true
+	for v in $(BENCH_VARIANTS); do [ -s $(BENCH_B)/ptx/$$v.ptx ] || echo "  missing: $$v ($$(head -1 $(BENCH_B)/ptx/$$v.err 2>/dev/null))"; done; \
+	for v in $(BENCH_VARIANTS); do s=$$(grep -o '[0-9]* bytes spill stores' $(BENCH_B)/ptx/$$v.ptxas 2>/dev/null | grep -v '^0 '); \
+	  [ -z "$$s" ] || echo "  WARNING: $$v: $$s (a launch shape this kernel does not fit; drop it from bench/configs.txt)"; done; true
 
 # The commit the run measures (the GPU machine gets a copy of the tree without .git).
 $(BENCH_B)/commit.txt: FORCE

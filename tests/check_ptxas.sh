@@ -6,6 +6,7 @@
 #   CHECK: REGEX         a line matches (grep -E)
 #   CHECK-NOT: REGEX     no line matches
 #   CHECK-COUNT-N: REGEX at least N lines match
+#   CHECK-MAX-N: REGEX   at most N lines match
 #   CHECK-RUN-N: REGEX   at least N matching lines in a row (inline-asm comment lines and
 #                        blank lines between them skipped): loads issued back to back
 # Without ptxas (no CUDA toolkit) the assembly step is skipped, the feature checks still run.
@@ -79,6 +80,9 @@ for chk in "$GOLDEN"/*.check; do
       CHECK-COUNT-*) n=${line#CHECK-COUNT-}; n=${n%%:*}; re=${line#CHECK-COUNT-$n: }
         got=$(grep -cE -- "$re" "$ptx")
         if [ "$got" -lt "$n" ]; then echo "FAIL $name: '$re' on $got lines, want >= $n ($chk)"; fail=1; fi ;;
+      CHECK-MAX-*) n=${line#CHECK-MAX-}; n=${n%%:*}; re=${line#CHECK-MAX-$n: }
+        got=$(grep -cE -- "$re" "$ptx")
+        if [ "$got" -gt "$n" ]; then echo "FAIL $name: '$re' on $got lines, want <= $n ($chk)"; fail=1; fi ;;
       CHECK-RUN-*) n=${line#CHECK-RUN-}; n=${n%%:*}; re=${line#CHECK-RUN-$n: }
         got=$(grep -vE '^[[:space:]]*(// (begin|end) inline asm)?[[:space:]]*$' "$ptx" | awk -v re="$re" \
           '$0 ~ re { if (++run > best) best = run; next } { run = 0 } END { print best + 0 }')
