@@ -5,6 +5,9 @@
 #                     bench/configs.txt into build/bench/ptx/ (a variant tilec cannot compile is
 #                     recorded in NAME.err and becomes a "no PTX" row, it does not stop the build)
 #   make bench        ON THE GPU MACHINE, from a carried build/: runs bench/run_gpu.sh; builds nothing
+#   make tuned        the launch shapes the H200 picked (bench/tuned.txt, made by bench/tuned.py from
+#                     bench/results/latest.json) as AOT C in build/tuned/: one specialization per line
+#                     and, per row op, one entry point that picks the first that fits (docs/aot.md)
 #
 # The GPU machine has no LLVM, flex or bison: everything of ours it needs is built here.
 #
@@ -23,7 +26,7 @@ BENCH_CU_OBJ := $(BENCH_CU:bench/baselines/%.cu=$(BENCH_B)/baselines/%.o)
 BENCH_VARIANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
 BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
 
-.PHONY: bench-prep bench-ptx bench-baselines bench-dry-run FORCE
+.PHONY: bench-prep bench-ptx bench-baselines bench-dry-run tuned FORCE
 
 $(BENCH_B)/baselines/%.o: bench/baselines/%.cu bench/baselines/common.cuh bench/baselines/baselines.h
 	@mkdir -p $(@D)
@@ -66,3 +69,6 @@ bench:
 
 bench-dry-run:
 	@python3 bench/run.py --dry-run
+
+tuned: all
+	@python3 bench/tuned.py --build $(B)/tuned --tilec $(B)/tilec

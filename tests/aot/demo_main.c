@@ -14,26 +14,7 @@
 #include "softmax.h"
 #include "vadd.h"
 
-#define CU(call)                                                         \
-  do {                                                                   \
-    CUresult r_ = (call);                                                \
-    if (r_ != CUDA_SUCCESS) {                                            \
-      const char *name_ = "?";                                           \
-      cuGetErrorName(r_, &name_);                                        \
-      fprintf(stderr, "%s: %s\n", #call, name_);                         \
-      return 1;                                                          \
-    }                                                                    \
-  } while (0)
-
-#define TK(call, error_fn)                                               \
-  do {                                                                   \
-    tilec_result r_ = (call);                                            \
-    if (r_ != TILEC_OK) {                                                \
-      fprintf(stderr, "%s: %s: %s\n", #call, tilec_result_name(r_),      \
-              error_fn());                                               \
-      return 1;                                                          \
-    }                                                                    \
-  } while (0)
+#include "cu_check.h"
 
 /* IEEE half <-> float for the host side (round to nearest even; no subnormal outputs). */
 static uint16_t to_half(float f) {

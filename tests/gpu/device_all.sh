@@ -3,7 +3,9 @@
 # then the benchmark (bench/run_gpu.sh), then Nsight Compute on the row ops (tests/gpu/ncu_rowops.sh).
 # Everything from a build/ made here by
 # `make gpu-prep bench-prep`. The device tool returns at most 8 files: the key ones are copied to
-# $OUT, the rest travel in all.tar.gz.
+# $OUT, the rest travel in all.tar.gz. With the device tool, carry: build/ptx build/example_runner
+# build/libtilert.a build/libtilert.so build/aot build/bench build/tuned build/COMMIT (build/ as a
+# whole is over the 64 MiB a call carries).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 FINAL=${OUT:?OUT must be set}

@@ -36,6 +36,13 @@ else
   tail -20 "$OUT/aot_demo.txt"; echo "runtime GPU test: FAILED"; status=1
 fi
 
+echo "== the tuned row-op bundle (make tuned: bench/tuned.txt) against the float64 references"
+if [ -x "$B/tuned/tuned_gpu" ] && "$B/tuned/tuned_gpu" > "$OUT/tuned_gpu.txt" 2>&1; then
+  tail -1 "$OUT/tuned_gpu.txt"; echo "tuned bundle: ok"
+else
+  cat "$OUT/tuned_gpu.txt" 2>/dev/null; echo "tuned bundle: FAILED (missing? make gpu-prep builds build/tuned/tuned_gpu)"; status=1
+fi
+
 echo "== compute-sanitizer on a small ragged case per example"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 summary="$OUT/sanitizer_summary.txt"

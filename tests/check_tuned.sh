@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# check_tuned.sh — the tuned row-op table (issue 6): bench/tuned.txt is what bench/tuned.py makes
+# from the committed benchmark results, every line compiles to C (sm_90a) and links behind one
+# entry point per example (`make tuned`), the C compiles warning-free, and tests/aot/tuned_test.c
+# finds a specialization for every row length up to the largest BLOCK (checks only, no GPU).
+set -euo pipefail
+B=${B:-build}
+W="$B/tests/tuned"
+rm -rf "$W" && mkdir -p "$W"
+python3 bench/tuned.py --check
+python3 bench/tuned.py --build "$W" --tilec "$B/tilec" >"$W/build.log" 2>&1 ||
+  { cat "$W/build.log"; echo "check_tuned: the tuned bundle does not build"; exit 1; }
+gcc -std=c99 -O1 -Wall -Wextra -Werror -I"$W" tests/aot/tuned_test.c "$W"/*.c -ldl -o "$W/tuned_test" ||
+  { echo "check_tuned: the tuned bundle does not compile"; exit 1; }
+"$W/tuned_test"
+echo "check_tuned: passed ($(grep -vc '^#' bench/tuned.txt) specializations)"
