@@ -1,6 +1,6 @@
-/* cu_check.h — the error checks of the GPU programs in tests/aot/ (demo_main.c, tuned_gpu.c):
- * a failed driver or generated-library call prints what failed, by name, and returns 1 from the
- * calling function. */
+/* cu_check.h — shared by the GPU programs in tests/aot/ (demo_main.c, tuned_gpu.c): error checks
+ * (a failed driver or generated-library call prints what failed, by name, and returns 1 from the
+ * calling function) and the context they run in. Include after cuda.h. */
 #ifndef TILEC_TESTS_CU_CHECK_H
 #define TILEC_TESTS_CU_CHECK_H
 
@@ -24,5 +24,15 @@
       return 1;                                                          \
     }                                                                    \
   } while (0)
+
+static int cu_primary_context(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  CU(cuInit(0));
+  CU(cuDeviceGet(&dev, 0));
+  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cuCtxSetCurrent(ctx));
+  return 0;
+}
 
 #endif
