@@ -34,20 +34,25 @@ static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert
   if (t->rank != ai->rank)
     return tilert__err(TILERT_ERROR_SHAPE, "argument '%s' must have rank %d, got rank %d",
                        ai->name, ai->rank, t->rank);
-  if (!t->data)
-    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s': data pointer is NULL",
-                       ai->name);
-  if ((uintptr_t)t->data % 16 != 0)
-    return tilert__err(TILERT_ERROR_SHAPE,
-                       "argument '%s': data pointer %p is not aligned to 16 bytes (the kernel "
-                       "uses 16-byte vector accesses)",
-                       ai->name, t->data);
+  bool empty = false;
   for (int i = 0; i < t->rank; i++) {
     if (t->shape[i] < 0 || t->shape[i] > INT32_MAX)
       return tilert__err(TILERT_ERROR_SHAPE,
                          "argument '%s': size %lld of axis %d is out of range (0..%d)", ai->name,
                          (long long)t->shape[i], i, INT32_MAX);
+    empty |= t->shape[i] == 0;
   }
+  /* An empty tensor is never accessed (torch gives them NULL data); the kernels test every
+   * 16-byte chunk's alignment themselves and take scalar accesses where it fails, so the data
+   * only has to be aligned to its element. */
+  if (!t->data && !empty)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s': data pointer is NULL",
+                       ai->name);
+  size_t esize = tilert_dtype_size(t->dtype);
+  if (esize > 1 && (uintptr_t)t->data % esize != 0)
+    return tilert__err(TILERT_ERROR_SHAPE,
+                       "argument '%s': data pointer %p is not aligned to its element size (%zu bytes)",
+                       ai->name, t->data, esize);
   if (t->strides[t->rank - 1] != 1)
     return tilert__err(TILERT_ERROR_SHAPE,
                        "argument '%s': the innermost stride must be 1 (contiguous), got %lld",
@@ -96,11 +101,11 @@ static tilert_status eval_grid(const tilert_kernel_info *info, const int64_t *di
       tilert_status e = tilert__err(st.code, "grid axis %c: %s", "xyz"[ax], st.message);
       return e;
     }
-    if (grid[ax] < 1 || grid[ax] > limit[ax]) {
+    if (grid[ax] < 0 || grid[ax] > limit[ax]) { /* 0 blocks: nothing to do, launched as a no-op */
       char vals[256];
       tilert__expr_dims(info, info->grid[ax], dims, vals, sizeof vals);
       return tilert__err(TILERT_ERROR_SHAPE,
-                         "grid axis %c ('%s') is %lld, outside 1..%lld%s%s", "xyz"[ax],
+                         "grid axis %c ('%s') is %lld, outside 0..%lld%s%s", "xyz"[ax],
                          info->grid[ax], (long long)grid[ax], (long long)limit[ax],
                          vals[0] ? " with " : "", vals);
     }

@@ -286,6 +286,8 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
     st.message[pre + len] = '\0';
     return st;
   }
+  if (!grid[0] || !grid[1] || !grid[2])
+    return tilert__ok(); /* an empty problem (M = 0 rows): no block has anything to do */
   if (k->cpu_fn)
     return launch_cpu(k, args, nargs, dims, grid);
   return launch_gpu(k, args, dims, grid, stream);

@@ -30,56 +30,67 @@ typedef struct Case {
   const char *defines;    /* "-D D=128 -D CAUSAL=1" */
   const char *shape;      /* "M=17,N=1000" */
   unsigned suites;
+  int offset;             /* every tensor starts this many elements past an aligned address */
 } Case;
 
 /* Ragged sizes everywhere: none of 1, 17, 1000, 4097 is a multiple of any tile. */
 static const Case cases[] = {
-    {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU},
-    {"vadd_n1000", "vadd", "", "N=1000", SUITE_ALL},
-    {"vadd_n17", "vadd", "", "N=17", SUITE_SMALL | SUITE_GPU},
-    {"vadd_big", "vadd", "", "N=10000019", SUITE_GPU},
-    {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL},
-    {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
-    {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU},
-    {"softmax_big", "softmax", "-D BLOCK=8192 -D WARPS=8", "M=4099,N=4097", SUITE_GPU},
-    {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL},
-    {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU},
-    {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU},
-    {"rmsnorm_1000", "rmsnorm", "", "M=5,N=1000", SUITE_ALL},
-    {"rmsnorm_17", "rmsnorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
-    {"rmsnorm_1", "rmsnorm", "", "M=2,N=1", SUITE_SMALL | SUITE_GPU},
-    {"rmsnorm_big", "rmsnorm", "-D BLOCK=8192 -D WARPS=8", "M=2049,N=8191", SUITE_GPU},
-    {"layernorm_1000", "layernorm", "", "M=5,N=1000", SUITE_ALL},
-    {"layernorm_17", "layernorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
-    {"layernorm_1", "layernorm", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
-    {"layernorm_big", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU},
-    {"add_rmsnorm_1000", "add_rmsnorm", "", "M=5,N=1000", SUITE_ALL},
-    {"add_rmsnorm_17", "add_rmsnorm", "-D BLOCK=32 -D ROWS=2 -D WARPS=1", "M=7,N=17", SUITE_SMALL | SUITE_GPU},
-    {"add_rmsnorm_big", "add_rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU},
-    {"gemm_relu", "gemm", "", "M=100,N=72,K=40", SUITE_ALL},
-    {"gemm_none_1", "gemm", "-D ACT=0", "M=1,N=17,K=1", SUITE_SMALL | SUITE_GPU},
-    {"gemm_gelu", "gemm", "-D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU},
-    {"gemm_big", "gemm", "", "M=1000,N=1000,K=1000", SUITE_GPU},
-    {"attn_d64", "attention", "", "B=1,H=2,N=100", SUITE_ALL},
-    {"attn_d64_causal", "attention", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL},
-    {"attn_d128", "attention", "-D D=128", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU},
-    {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU},
-    {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU},
-    {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU},
-    {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL},
-    {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU},
-    {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU},
+    {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"vadd_n1000", "vadd", "", "N=1000", SUITE_ALL, 0},
+    {"vadd_n17", "vadd", "", "N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"vadd_big", "vadd", "", "N=10000019", SUITE_GPU, 0},
+    {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL, 0},
+    {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"softmax_big", "softmax", "-D BLOCK=8192 -D WARPS=8", "M=4099,N=4097", SUITE_GPU, 0},
+    {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL, 0},
+    {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU, 0},
+    {"rmsnorm_1000", "rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0},
+    {"rmsnorm_17", "rmsnorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"rmsnorm_1", "rmsnorm", "", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"rmsnorm_big", "rmsnorm", "-D BLOCK=8192 -D WARPS=8", "M=2049,N=8191", SUITE_GPU, 0},
+    {"layernorm_1000", "layernorm", "", "M=5,N=1000", SUITE_ALL, 0},
+    {"layernorm_17", "layernorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"layernorm_1", "layernorm", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"layernorm_big", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0},
+    {"add_rmsnorm_1000", "add_rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0},
+    {"add_rmsnorm_17", "add_rmsnorm", "-D BLOCK=32 -D ROWS=2 -D WARPS=1", "M=7,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"add_rmsnorm_big", "add_rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0},
+    {"gemm_relu", "gemm", "", "M=100,N=72,K=40", SUITE_ALL, 0},
+    {"gemm_none_1", "gemm", "-D ACT=0", "M=1,N=17,K=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"gemm_gelu", "gemm", "-D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0},
+    {"gemm_big", "gemm", "", "M=1000,N=1000,K=1000", SUITE_GPU, 0},
+    {"attn_d64", "attention", "", "B=1,H=2,N=100", SUITE_ALL, 0},
+    {"attn_d64_causal", "attention", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0},
+    {"attn_d128", "attention", "-D D=128", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU, 0},
+    {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU, 0},
+    {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0},
+    {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
+    {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU, 0},
     /* bf16 (the T type parameter): same references, inputs rounded to bf16 */
-    {"softmax_bf16", "softmax", "-D T=bf16", "M=7,N=1000", SUITE_SMALL | SUITE_GPU},
-    {"softmax_online_bf16", "softmax_online", "-D T=bf16 -D BN=256", "M=3,N=1000", SUITE_SMALL | SUITE_GPU},
-    {"rmsnorm_bf16", "rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU},
-    {"layernorm_bf16", "layernorm", "-D T=bf16 -D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU},
-    {"add_rmsnorm_bf16", "add_rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU},
-    {"gemm_bf16", "gemm", "-D T=bf16 -D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU},
-    {"gemm_bf16_big", "gemm", "-D T=bf16", "M=1000,N=1000,K=1000", SUITE_GPU},
-    {"attn_d64_bf16", "attention", "-D T=bf16", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU},
-    {"attn_d128_causal_bf16", "attention", "-D T=bf16 -D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU},
-    {"xent_bf16", "cross_entropy", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU},
+    {"softmax_bf16", "softmax", "-D T=bf16", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"softmax_online_bf16", "softmax_online", "-D T=bf16 -D BN=256", "M=3,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"rmsnorm_bf16", "rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"layernorm_bf16", "layernorm", "-D T=bf16 -D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
+    {"add_rmsnorm_bf16", "add_rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"gemm_bf16", "gemm", "-D T=bf16 -D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0},
+    {"gemm_bf16_big", "gemm", "-D T=bf16", "M=1000,N=1000,K=1000", SUITE_GPU, 0},
+    {"attn_d64_bf16", "attention", "-D T=bf16", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 0},
+    {"attn_d128_causal_bf16", "attention", "-D T=bf16 -D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0},
+    {"xent_bf16", "cross_entropy", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    /* Offset views (data one element past a 16-byte boundary: the scalar paths) and empty
+     * problems (0 rows: a grid of 0 blocks, launched as a no-op). */
+    {"vadd_off1", "vadd", "", "N=1000", SUITE_SMALL | SUITE_GPU, 1},
+    {"softmax_off1", "softmax", "-D ROWS=2 -D WARPS=2", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 1},
+    {"layernorm_off3", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=5,N=4095", SUITE_SMALL | SUITE_GPU, 3},
+    {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1},
+    {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1},
+    {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1},
+    {"softmax_empty", "softmax", "", "M=0,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"gemm_empty", "gemm", "", "M=0,N=72,K=40", SUITE_SMALL | SUITE_GPU, 0},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -191,7 +202,8 @@ typedef struct HostTensor {
   int64_t shape[TILE_MAX_RANK], n;
   void *bytes;
   double *vals;
-  void *dev;
+  void *dev;               /* the allocation */
+  void *data;              /* the tensor: dev + the case's offset */
 } HostTensor;
 
 /* ------------------------------------------------------------ one case */
@@ -376,6 +388,7 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
       h->n *= h->shape[d];
     }
     size_t bytes = (size_t)h->n * (size_t)elem_bytes(arg->elem);
+    size_t off = (size_t)c->offset * (size_t)elem_bytes(arg->elem);
     h->bytes = malloc(bytes + 1);
     h->vals = malloc(sizeof(double) * (size_t)(h->n + 1));
     expect[i] = malloc(sizeof(double) * (size_t)(h->n + 1));
@@ -387,12 +400,16 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
       elem_store(h->bytes, e, arg->elem, written_only ? NAN : v);
       h->vals[e] = elem_load(h->bytes, e, arg->elem);
     }
-    if ((st = tilert_malloc(dev, bytes + 1, &h->dev)).code != TILERT_OK ||
-        (st = tilert_memcpy_htod(dev, h->dev, h->bytes, bytes)).code != TILERT_OK) {
+    if ((st = tilert_malloc(dev, bytes + off + 1, &h->dev)).code != TILERT_OK) {
       fail(r, "upload", st);
       goto done;
     }
-    args[i] = tilert_arg_tensor(h->dev, (tilert_dtype)arg->elem, arg->rank, h->shape);
+    h->data = (char *)h->dev + off;
+    if ((st = tilert_memcpy_htod(dev, h->data, h->bytes, bytes)).code != TILERT_OK) {
+      fail(r, "upload", st);
+      goto done;
+    }
+    args[i] = tilert_arg_tensor(h->data, (tilert_dtype)arg->elem, arg->rank, h->shape);
   }
   if (!run_reference(c, f, t, f->nargs, expect, scalars)) {
     snprintf(r->note, sizeof r->note, "no reference for %s", c->example);
@@ -416,7 +433,7 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     if (!h->arg || !h->arg->is_out)
       continue;
     size_t bytes = (size_t)h->n * (size_t)elem_bytes(h->arg->elem);
-    if ((st = tilert_memcpy_dtoh(dev, h->bytes, h->dev, bytes)).code != TILERT_OK) {
+    if ((st = tilert_memcpy_dtoh(dev, h->bytes, h->data, bytes)).code != TILERT_OK) {
       fail(r, "download", st);
       goto done;
     }

@@ -58,14 +58,18 @@ static void argument_errors(void) {
   CHECK(strstr(vadd_error(), "'X' has 1000") && strstr(vadd_error(), "'Z' has 999"), "%s",
         vadd_error());
   bad = x;
-  bad.data += 4;
-  EXPECT(vadd_check(&bad, &y, &z), TILEC_ERROR_SHAPE, vadd_error, "aligned to 16 bytes");
+  bad.data += 4; /* one f32 further: fine, the kernel tests each chunk's alignment */
+  EXPECT(vadd_check(&bad, &y, &z), TILEC_OK, vadd_error, "");
+  bad.data += 2;
+  EXPECT(vadd_check(&bad, &y, &z), TILEC_ERROR_SHAPE, vadd_error, "aligned to its element size (4 bytes)");
   bad = x;
   bad.strides[0] = 2;
   EXPECT(vadd_check(&bad, &y, &z), TILEC_ERROR_SHAPE, vadd_error, "innermost stride");
-  n = 0;
-  bad = tilec_tensor_contiguous(ADDR, TILEC_F32, 1, &n);
-  EXPECT(vadd_check(&bad, &bad, &bad), TILEC_ERROR_SHAPE, vadd_error, "grid axis x");
+  n = 0; /* an empty problem: valid (even with NULL data), and its launch is a no-op */
+  bad = tilec_tensor_contiguous(0, TILEC_F32, 1, &n);
+  EXPECT(vadd_check(&bad, &bad, &bad), TILEC_OK, vadd_error, "");
+  EXPECT(vadd_launch(NULL, &bad, &bad, &bad), TILEC_OK, vadd_error, "");
+  n = 1000;
 
   /* Pinned dims, requirements and the linked entry point. */
   int64_t s64[2] = {10, 64}, s128[2] = {10, 128}, s32[2] = {10, 32}, big[2] = {70000, 64};

@@ -115,9 +115,24 @@ int main(void) {
     a[1] = tilert_arg_tensor(y, TILERT_F32, 1, &n2);
     st = tilert_launch(kv, a, 3, s);
     CHECK(st.code == TILERT_ERROR_SHAPE, "mismatch gave %s", st.message);
+    /* Data one element past a 16-byte boundary is fine; half an element is not. */
     a[1] = tilert_arg_tensor((char *)y + 4, TILERT_F32, 1, &n);
+    OK(tilert_launch(kv, a, 3, s));
+    OK(tilert_stream_synchronize(s));
+    OK(tilert_memcpy_dtoh(dev, hz, z, bytes));
+    bad = 0;
+    for (int i = 0; i < N - 3; i++)
+      bad += hz[i] != hx[i] + hy[i + 1];
+    CHECK(bad == 0, "vadd with Y one element off: %d wrong elements", bad);
+    a[1] = tilert_arg_tensor((char *)y + 2, TILERT_F32, 1, &n);
     st = tilert_launch(kv, a, 3, s);
     CHECK(st.code == TILERT_ERROR_SHAPE && strstr(st.message, "aligned"), "%s", st.message);
+    /* An empty problem: 0 blocks, nothing launched, success. */
+    int64_t n0 = 0;
+    tilert_arg e[3] = {tilert_arg_tensor(NULL, TILERT_F32, 1, &n0), tilert_arg_tensor(NULL, TILERT_F32, 1, &n0),
+                       tilert_arg_tensor(NULL, TILERT_F32, 1, &n0)};
+    OK(tilert_launch(kv, e, 3, s));
+    OK(tilert_stream_synchronize(s));
     st = tilert_module_get_kernel(mv, "nope", &kv);
     CHECK(st.code == TILERT_ERROR_NOT_FOUND, "%s", st.message);
   }

@@ -47,7 +47,8 @@ echo "== compute-sanitizer on a small ragged case per example"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 summary="$OUT/sanitizer_summary.txt"
 : > "$summary"
-for c in vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128 attn_d64_causal; do
+for c in vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128 attn_d64_causal \
+         softmax_off1 gemm_off1 attn_d64_off1; do
   for tool in memcheck racecheck synccheck; do
     log="$OUT/san_${c}_${tool}.log"
     "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir "$B/ptx" --case "$c" > "$log" 2>&1
