@@ -45,6 +45,7 @@ typedef struct Tile {
   int pitch;             /* shared: elements per padded row */
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
   int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
+  bool in_flight;        /* shared, its cp.async copies not yet waited for (async_shared_load) */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
 } Tile;
@@ -107,6 +108,7 @@ typedef struct Cg {
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
+  bool copies_in_flight;             /* some tile's cp.async copies not yet waited for */
   int red_next;                      /* the RED slot the next cross-warp reduction uses */
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
@@ -1549,10 +1551,71 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
   }
 }
 
+/* ------------------------------------------- asynchronous shared-tile loads
+ *
+ * A LOAD into a shared tile at the top level (outside loops and ifs) that moves in 16-byte
+ * chunks is issued as cp.async copies and waited for only where the tile is first read
+ * (flush_copies: cp.async.wait_all, then a barrier), at the next control-flow marker, or at the
+ * kernel's end. Meanwhile the block goes on, and the bytes in flight hold no registers: a row
+ * kernel's weights, staged this way at its start, are in shared memory by the time the row's
+ * statistics are known, instead of an L2 round trip after them.
+ *
+ * Opt-in (TILEC_ASYNC_SHARED=1) until it is a win everywhere: on the H200 (bench/results/
+ * probe-2026-11-29-f.json) rmsnorm / layernorm with staged weights ran 2-6% faster at 1024 and
+ * 4096 columns but layernorm 9% slower at 16384, where the 64 KB of weights per block come from L2
+ * for every block (cp.async.cg bypasses L1; .ca, shared by a SM's blocks, is the next try).
+ * Without it the tile is loaded through registers, synchronously (lower_load_shared). */
+
+static bool pipeline_enabled(void);
+
+static bool async_shared_enabled(void) {
+  const char *e = getenv("TILEC_ASYNC_SHARED");
+  return e && !strcmp(e, "1");
+}
+
+static bool async_shared_load(Cg *g, const TirInst *in) {
+  const TileType *tt = rtype(g, in->dst);
+  return g->depth == 0 && async_shared_enabled() && pipeline_enabled() && tt->elem != TY_BOOL &&
+         global_chunk(in, &g->f->args[in->arg_index], g->tiles[in->dst].lay, tt->elem) * elem_bytes(tt->elem) == 16;
+}
+
+static void flush_copies(Cg *g) {
+  if (!g->copies_in_flight)
+    return;
+  intrin0(g, "llvm.nvvm.cp.async.wait.all");
+  barrier(g);
+  for (int r = 0; r < g->f->nregs; r++)
+    g->tiles[r].in_flight = false;
+  g->copies_in_flight = false;
+}
+
+/* Before instruction in: wait for the copies of any tile it reads. */
+static void wait_for_operands(Cg *g, const TirInst *in) {
+  if (!g->copies_in_flight)
+    return;
+  if (tir_op_info[in->op].flags & OPF_MARKER) {
+    flush_copies(g);
+    return;
+  }
+  for (int r = 0; r < g->f->nregs; r++)
+    if (g->tiles[r].in_flight && tir_inst_reads(in, r)) {
+      flush_copies(g);
+      return;
+    }
+}
+
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
   if (g->tiles[dst].pipe >= 0)
     return; /* its copies were issued ahead (pipe_top) */
+  if (g->tiles[dst].shared && async_shared_load(g, in)) {
+    if (g->dirty)
+      barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
+    async_load(g, in, ci32(g, 0));
+    cp_async_commit(g);
+    g->tiles[dst].in_flight = g->copies_in_flight = true;
+    return;
+  }
   if (g->tiles[dst].shared) {
     lower_load_shared(g, in);
     return;
@@ -2177,8 +2240,8 @@ static void annotate(Cg *g) {
   }
 }
 
-/* Blocks per SM that a kernel without DOT and without shared tiles (a memory-bound one: row ops,
- * element-wise) asks ptxas to fit (`.minnctapersm`), or 0. Left alone, ptxas spends registers up
+/* Blocks per SM that a kernel without DOT (a memory-bound one: row ops, element-wise; shared
+ * tiles count against the SM's shared memory, not registers) asks ptxas to fit (`.minnctapersm`), or 0. Left alone, ptxas spends registers up
  * to the next occupancy step (a 512-thread row kernel at 74 registers: one block per SM, nothing
  * to overlap its barriers with); these kernels want bytes in flight per SM, i.e. resident blocks.
  * The register budget per thread is 1.5 values per element of the largest register tile (a row
@@ -2194,18 +2257,19 @@ static int occupancy_blocks(Cg *g) {
     const TirInst *in = &f->insts[i];
     if (in->op == TIR_DOT)
       return 0;
-    if (in->op == TIR_LOAD) /* words in flight: every load's fast path issues them all at once */
+    if (in->op == TIR_LOAD && !g->tiles[in->dst].shared) /* words in flight in registers */
       loaded += (g->tiles[in->dst].n * elem_bytes(f->regs[in->dst].type.elem) + 3) / 4;
   }
-  for (int r = 0; r < f->nregs; r++) {
-    if (g->tiles[r].shared)
-      return 0;
-    if (g->tiles[r].view_of < 0 && g->tiles[r].n > maxn)
+  for (int r = 0; r < f->nregs; r++)
+    if (!g->tiles[r].shared && g->tiles[r].view_of < 0 && g->tiles[r].n > maxn)
       maxn = g->tiles[r].n;
-  }
   int budget = (3 * maxn / 2 > loaded ? 3 * maxn / 2 : loaded) + 16, threads = f->threads;
   int blocks = 65536 / (budget * threads), cap = 1024 / threads;
   blocks = blocks > cap ? cap : blocks;
+  if (g->smem_tiles) { /* shared tiles (a row kernel's staged weights): the SM's shared memory */
+    int by_smem = (arch_smem_limit(g->o->arch) + 1024) / (g->smem_tiles + 1024 + 256);
+    blocks = blocks > by_smem ? by_smem : blocks;
+  }
   /* Small tiles (budget <= 32): ptxas's own choice already fits 2048 threads, or the kernel is
    * ALU-bound; a bound there only costs it scheduling freedom. */
   return blocks >= 2 && budget > 32 ? blocks : 0;
@@ -2688,10 +2752,13 @@ static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_
   g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
   plan(g);
   annotate_occupancy(g);
-  for (int i = 0; i < f->ninsts && !g->failed; i++)
+  for (int i = 0; i < f->ninsts && !g->failed; i++) {
+    wait_for_operands(g, &f->insts[i]);
     lower_inst(g, &f->insts[i]);
+  }
   char *out = NULL;
   if (!g->failed) {
+    flush_copies(g); /* no copy may land in the shared memory of an exited block */
     LLVMBuildRetVoid(g->b);
     int smem = finish_smem(g);
     report_smem(g, smem);

@@ -772,3 +772,42 @@ Test(mma, wgmma_overlap_protocol_in_gemm_loop) {
   cr_assert_geq(count(ap, "cp.async.wait_group 1;"), 1);
   arena_free(a);
 }
+
+/* TILEC_ASYNC_SHARED=1: a top-level LOAD into a shared tile is issued as cp.async and waited for
+ * (cp.async.wait_all + a barrier) where the tile is first read, here after the row's reduction,
+ * or before the loop that reads it. Off by default: no cp.async at all. */
+Test(mma, async_shared_tiles_wait_at_first_read) {
+  static const char src[] =
+      "kernel rmsnorm<BLOCK = 4096, WARPS = 8>(X: f16[M, N], W: f16[N], Y: out f16[M, N], eps: f32)\n"
+      "  grid (M) threads (WARPS * 32)\n"
+      "{\n"
+      "  require N <= BLOCK;\n"
+      "  shared w = W[0 : +BLOCK];\n"
+      "  reg x = to_f32(X[block.x, 0 : +BLOCK]);\n"
+      "  let inv = rsqrt(sum(x * x, 0) / to_f32(N) + eps);\n"
+      "  Y[block.x, 0 : +BLOCK] = to(f16, x * inv * to_f32(w));\n"
+      "}\n";
+  static const char in_loop[] =
+      "kernel k<BLOCK = 1024>(X: f16[N], Y: out f16[N]) grid (1) threads (128) {\n"
+      "  shared s = X[0 : +BLOCK];\n"
+      "  for i in 0 .. 2 { Y[0 : +BLOCK] = s; }\n"
+      "}\n";
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int i = 0; i < 2; i++) {
+    Arena *a = arena_new();
+    unsetenv("TILEC_ASYNC_SHARED");
+    cr_expect_eq(count(source_ptx(a, "rms.tile", src, NULL, arches[i]), "cp.async"), 0);
+    setenv("TILEC_ASYNC_SHARED", "1", 1);
+    char *ptx = source_ptx(a, "rms.tile", src, NULL, arches[i]);
+    cr_expect_geq(count(ptx, "cp.async.cg.shared.global ["), 4, "%s", arch_name(arches[i]));
+    cr_expect_eq(count(ptx, "cp.async.wait_all;"), 1);
+    const char *reduce = strstr(ptx, "shfl.sync.bfly"), *wait = strstr(ptx, "cp.async.wait_all;");
+    cr_assert(reduce && wait);
+    cr_expect_gt(wait, reduce, "the weight must be waited for after the reduction, not before it");
+    ptxas_no_spills(ptx, arches[i]);
+    ptx = source_ptx(a, "loop.tile", in_loop, NULL, arches[i]);
+    cr_expect_eq(count(ptx, "cp.async.wait_all;"), 1, "read in a loop: waited for once, before it");
+    unsetenv("TILEC_ASYNC_SHARED");
+    arena_free(a);
+  }
+}
