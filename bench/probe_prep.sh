@@ -9,8 +9,6 @@ for v in $(awk '!/^#/ && NF {print $1}' bench/probe_configs.txt); do
   CONFIGS=bench/probe_configs.txt bash bench/gen_ptx.sh "$tilec" "$v" "$out"
 done
 for v in $(awk '!/^#/ && NF {print $1}' bench/probe_extra.txt); do
-  async=0; [ "${v%%_*}" = s ] && async=1  # s_*: weights staged by cp.async (an opt-in lowering)
-  TILEC_ASYNC_SHARED=$async CONFIGS=bench/probe_extra.txt TILE_DIR=bench/probe TILE_SUFFIX=_${v%%_*} \
-    bash bench/gen_ptx.sh "$tilec" "$v" "$out"
+  CONFIGS=bench/probe_extra.txt TILE_DIR=bench/probe TILE_SUFFIX=_${v%%_*} bash bench/gen_ptx.sh "$tilec" "$v" "$out"
 done
 echo "probe_prep: $(ls $out | grep -c '\.ptx$') PTX files in $out"

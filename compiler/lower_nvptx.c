@@ -1359,10 +1359,13 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
  * cp.async.cg; a chunk wholly out of bounds with fill 0 is a zero-size copy (zero-filled); a
  * partly masked or unaligned chunk falls back to masked scalar loads and st.shared. */
 
-static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size) {
+/* .cg (L2 only) for the pipelined loads, which every block reads once; .ca (through L1) for
+ * async_shared_load's, typically weights that every block of a SM reads. */
+static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size, bool l1) {
   LLVMValueRef args[3] = {dst, src, src_size};
-  call_intrin(g, src_size ? "llvm.nvvm.cp.async.cg.shared.global.16.s" : "llvm.nvvm.cp.async.cg.shared.global.16",
-              NULL, 0, args, src_size ? 3 : 2);
+  const char *name = l1 ? (src_size ? "llvm.nvvm.cp.async.ca.shared.global.16.s" : "llvm.nvvm.cp.async.ca.shared.global.16")
+                        : (src_size ? "llvm.nvvm.cp.async.cg.shared.global.16.s" : "llvm.nvvm.cp.async.cg.shared.global.16");
+  call_intrin(g, name, NULL, 0, args, src_size ? 3 : 2);
 }
 
 static void cp_async_commit(Cg *g) { intrin0(g, "llvm.nvvm.cp.async.commit.group"); }
@@ -1373,7 +1376,7 @@ static void cp_async_wait(Cg *g, int pending) {
 }
 
 /* The copies of one pipelined LOAD into stage `slot` of its tile. */
-static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot) {
+static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
   const Layout *L = t->lay;
@@ -1391,13 +1394,13 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot) {
   LLVMBasicBlockRef bb[3];
   split3(g, c.all, bb);
   for (int k = 0; k < nch; k++)
-    cp_async16(g, sp[k], c.p[k], NULL);
+    cp_async16(g, sp[k], c.p[k], NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   for (int k = 0; k < nch; k++) {
     LLVMBasicBlockRef cb[3];
     split3(g, c.ok[k], cb);
-    cp_async16(g, sp[k], c.p[k], NULL);
+    cp_async16(g, sp[k], c.p[k], NULL, l1);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[1]);
     if (zero_fill) {
@@ -1409,7 +1412,7 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot) {
       load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[1]);
-      cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0));
+      cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0), l1);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[2]);
     } else {
@@ -1442,7 +1445,7 @@ static void pipe_issue(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, 
   for (int c = 0; c < p->nchain; c++)
     lower_inst(g, &f->insts[p->chain[c]]);
   for (int l = 0; l < p->nloads; l++)
-    async_load(g, &f->insts[p->loads[l]], slot);
+    async_load(g, &f->insts[p->loads[l]], slot, false);
   g->loc = loc;
   store_regs(g, ind, &saved[0]);
   for (int c = 0; c < p->nchain; c++)
@@ -1558,19 +1561,17 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
  * (flush_copies: cp.async.wait_all, then a barrier), at the next control-flow marker, or at the
  * kernel's end. Meanwhile the block goes on, and the bytes in flight hold no registers: a row
  * kernel's weights, staged this way at its start, are in shared memory by the time the row's
- * statistics are known, instead of an L2 round trip after them.
- *
- * Opt-in (TILEC_ASYNC_SHARED=1) until it is a win everywhere: on the H200 (bench/results/
- * probe-2026-11-29-f.json) rmsnorm / layernorm with staged weights ran 2-6% faster at 1024 and
- * 4096 columns but layernorm 9% slower at 16384, where the 64 KB of weights per block come from L2
- * for every block (cp.async.cg bypasses L1; .ca, shared by a SM's blocks, is the next try).
- * Without it the tile is loaded through registers, synchronously (lower_load_shared). */
+ * statistics are known, instead of an L2 round trip after them (rmsnorm on the H200: up to +5%,
+ * docs/performance.md round 4). The copies are cp.async.ca: a SM's blocks share the weights
+ * through L1 (with .cg, L2 only, layernorm's 64 KB of weight and bias per block at 16384 columns
+ * came from L2 for every block and ran 9% slower). TILEC_ASYNC_SHARED=0 (or TILEC_PIPELINE=0)
+ * loads the tile through registers, synchronously (lower_load_shared). */
 
 static bool pipeline_enabled(void);
 
 static bool async_shared_enabled(void) {
   const char *e = getenv("TILEC_ASYNC_SHARED");
-  return e && !strcmp(e, "1");
+  return !(e && !strcmp(e, "0"));
 }
 
 static bool async_shared_load(Cg *g, const TirInst *in) {
@@ -1611,7 +1612,7 @@ static void lower_load(Cg *g, const TirInst *in) {
   if (g->tiles[dst].shared && async_shared_load(g, in)) {
     if (g->dirty)
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
-    async_load(g, in, ci32(g, 0));
+    async_load(g, in, ci32(g, 0), true);
     cp_async_commit(g);
     g->tiles[dst].in_flight = g->copies_in_flight = true;
     return;

@@ -773,9 +773,9 @@ Test(mma, wgmma_overlap_protocol_in_gemm_loop) {
   arena_free(a);
 }
 
-/* TILEC_ASYNC_SHARED=1: a top-level LOAD into a shared tile is issued as cp.async and waited for
- * (cp.async.wait_all + a barrier) where the tile is first read, here after the row's reduction,
- * or before the loop that reads it. Off by default: no cp.async at all. */
+/* A top-level LOAD into a shared tile is issued as cp.async.ca and waited for (cp.async.wait_all +
+ * a barrier) where the tile is first read, here after the row's reduction, or before the loop
+ * that reads it. TILEC_ASYNC_SHARED=0: no cp.async at all. */
 Test(mma, async_shared_tiles_wait_at_first_read) {
   static const char src[] =
       "kernel rmsnorm<BLOCK = 4096, WARPS = 8>(X: f16[M, N], W: f16[N], Y: out f16[M, N], eps: f32)\n"
@@ -795,11 +795,11 @@ Test(mma, async_shared_tiles_wait_at_first_read) {
   GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
   for (int i = 0; i < 2; i++) {
     Arena *a = arena_new();
-    unsetenv("TILEC_ASYNC_SHARED");
+    setenv("TILEC_ASYNC_SHARED", "0", 1);
     cr_expect_eq(count(source_ptx(a, "rms.tile", src, NULL, arches[i]), "cp.async"), 0);
-    setenv("TILEC_ASYNC_SHARED", "1", 1);
+    unsetenv("TILEC_ASYNC_SHARED");
     char *ptx = source_ptx(a, "rms.tile", src, NULL, arches[i]);
-    cr_expect_geq(count(ptx, "cp.async.cg.shared.global ["), 4, "%s", arch_name(arches[i]));
+    cr_expect_geq(count(ptx, "cp.async.ca.shared.global ["), 4, "%s", arch_name(arches[i]));
     cr_expect_eq(count(ptx, "cp.async.wait_all;"), 1);
     const char *reduce = strstr(ptx, "shfl.sync.bfly"), *wait = strstr(ptx, "cp.async.wait_all;");
     cr_assert(reduce && wait);
