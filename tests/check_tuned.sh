@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check_tuned.sh — the tuned row-op table (issue 6): bench/tuned.txt is what bench/tuned.py makes
 # from the committed benchmark results, every line compiles to C (sm_90a) and links behind one
-# entry point per example (`make tuned`), the C compiles warning-free, and tests/aot/tuned_test.c
-# finds a specialization for every row length up to the largest BLOCK (checks only, no GPU).
+# entry point per example (`make tuned`), the C compiles warning-free, tests/aot/tuned_test.c
+# finds a specialization for every row length up to the largest BLOCK (checks only, no GPU), and
+# every specialization's PTX assembles for sm_90a without spills.
 set -euo pipefail
 B=${B:-build}
 W="$B/tests/tuned"
@@ -13,4 +14,16 @@ python3 bench/tuned.py --build "$W" --tilec "$B/tilec" >"$W/build.log" 2>&1 ||
 gcc -std=c99 -O1 -Wall -Wextra -Werror -I"$W" tests/aot/tuned_test.c "$W"/*.c -ldl -o "$W/tuned_test" ||
   { echo "check_tuned: the tuned bundle does not compile"; exit 1; }
 "$W/tuned_test"
-echo "check_tuned: passed ($(grep -vc '^#' bench/tuned.txt) specializations)"
+# every specialization assembles without spills (the rule for all PTX of the test suite)
+PTXAS=${PTXAS:-${CUDA:-/usr/local/cuda}/bin/ptxas}
+if [ -x "$PTXAS" ]; then
+  grep -v '^#' bench/tuned.txt | while read -r name example flags; do
+    # shellcheck disable=SC2086
+    "$B/tilec" "dsl/examples/$example.tile" --emit=ptx --arch=sm_90a $flags -o "$W/$name.ptx"
+    rep=$("$PTXAS" -arch=sm_90a -v "$W/$name.ptx" -o /dev/null 2>&1) || { echo "$rep"; echo "check_tuned: ptxas rejects $name"; exit 1; }
+    if echo "$rep" | grep -q '[1-9][0-9]* bytes spill stores'; then
+      echo "check_tuned: $name spills: $(echo "$rep" | grep -o '[0-9]* bytes spill stores')"; exit 1
+    fi
+  done
+fi
+echo "check_tuned: passed ($(grep -vc '^#' bench/tuned.txt) specializations, no spills)"
