@@ -1590,11 +1590,12 @@ static void flush_copies(Cg *g) {
   g->copies_in_flight = false;
 }
 
-/* Before instruction in: wait for the copies of any tile it reads. */
+/* Before instruction in: wait for the copies of any tile it reads or writes (a copy that lands
+ * after a later write to the same tile would undo it). */
 static void wait_for_operands(Cg *g, const TirInst *in) {
   if (!g->copies_in_flight)
     return;
-  if (tir_op_info[in->op].flags & OPF_MARKER) {
+  if ((tir_op_info[in->op].flags & OPF_MARKER) || (in->dst >= 0 && g->tiles[in->dst].in_flight)) {
     flush_copies(g);
     return;
   }

@@ -42,7 +42,8 @@ static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert
                          (long long)t->shape[i], i, INT32_MAX);
     empty |= t->shape[i] == 0;
   }
-  /* An empty tensor is never accessed (torch gives them NULL data); the kernels test every
+  /* NULL data is allowed for an empty tensor (torch gives them NULL), as long as the launch
+   * turns out empty too (tilert_bind checks that once the grid is known). The kernels test every
    * 16-byte chunk's alignment themselves and take scalar accesses where it fails, so the data
    * only has to be aligned to its element. */
   if (!t->data && !empty)
@@ -92,7 +93,9 @@ static tilert_status bind_dims(Binder *b, int arg, const tilert_tensor *t) {
   return tilert__ok();
 }
 
-static tilert_status eval_grid(const tilert_kernel_info *info, const int64_t *dims,
+/* A grid of 0 blocks is an empty launch (a no-op) only for an empty problem, some tensor with a
+ * 0-size axis; otherwise it is an error, as is a grid larger than the GPU's. */
+static tilert_status eval_grid(const tilert_kernel_info *info, const int64_t *dims, bool empty,
                                int64_t grid[3]) {
   static const int64_t limit[3] = {GRID_MAX_X, GRID_MAX_YZ, GRID_MAX_YZ};
   for (int ax = 0; ax < 3; ax++) {
@@ -101,12 +104,12 @@ static tilert_status eval_grid(const tilert_kernel_info *info, const int64_t *di
       tilert_status e = tilert__err(st.code, "grid axis %c: %s", "xyz"[ax], st.message);
       return e;
     }
-    if (grid[ax] < 0 || grid[ax] > limit[ax]) { /* 0 blocks: nothing to do, launched as a no-op */
+    if (grid[ax] < !empty || grid[ax] > limit[ax]) {
       char vals[256];
       tilert__expr_dims(info, info->grid[ax], dims, vals, sizeof vals);
       return tilert__err(TILERT_ERROR_SHAPE,
-                         "grid axis %c ('%s') is %lld, outside 0..%lld%s%s", "xyz"[ax],
-                         info->grid[ax], (long long)grid[ax], (long long)limit[ax],
+                         "grid axis %c ('%s') is %lld, outside %d..%lld%s%s", "xyz"[ax],
+                         info->grid[ax], (long long)grid[ax], !empty, (long long)limit[ax],
                          vals[0] ? " with " : "", vals);
     }
   }
@@ -158,5 +161,22 @@ tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args
   tilert_status st = check_requires(info, dim_values);
   if (st.code)
     return st;
-  return eval_grid(info, dim_values, grid);
+  bool empty = false;
+  int null_arg = -1;
+  for (int i = 0; i < nargs; i++) {
+    if (args[i].kind != TILERT_ARG_TENSOR)
+      continue;
+    for (int ax = 0; ax < args[i].tensor.rank; ax++)
+      empty |= args[i].tensor.shape[ax] == 0;
+    if (!args[i].tensor.data && null_arg < 0)
+      null_arg = i;
+  }
+  st = eval_grid(info, dim_values, empty, grid);
+  if (st.code)
+    return st;
+  if (null_arg >= 0 && grid[0] && grid[1] && grid[2]) /* blocks run: every tensor needs data */
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
+                       "argument '%s': data pointer is NULL (allowed only when the launch is empty)",
+                       info->args[null_arg].name);
+  return tilert__ok();
 }

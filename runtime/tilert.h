@@ -71,7 +71,7 @@ tilert_status tilert_memset8(tilert_device *dev, void *dst, uint8_t value, size_
 tilert_status tilert_synchronize(tilert_device *dev);
 
 typedef struct tilert_tensor {
-  void *data;                    /* device address, aligned to the element; NULL only if empty */
+  void *data;                    /* device address, aligned to the element (NULL: see tilert_launch) */
   tilert_dtype dtype;
   int rank;
   int64_t shape[TILERT_MAX_RANK];
@@ -161,7 +161,8 @@ void tilert_kernel_destroy_cpu(tilert_kernel *k);
 const tilert_kernel_info *tilert_kernel_get_info(const tilert_kernel *k);
 
 /* Launch (asynchronous on the GPU; the CPU backend runs to completion). stream may be NULL. An
- * empty problem (a grid of 0 blocks: some tensor axis is 0) succeeds without launching. */
+ * empty problem (some tensor axis is 0 and the grid has 0 blocks) succeeds without launching;
+ * its empty tensors may have NULL data. */
 tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
                             tilert_stream *stream);
 

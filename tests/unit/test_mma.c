@@ -792,6 +792,12 @@ Test(mma, async_shared_tiles_wait_at_first_read) {
       "  shared s = X[0 : +BLOCK];\n"
       "  for i in 0 .. 2 { Y[0 : +BLOCK] = s; }\n"
       "}\n";
+  static const char rewritten[] =
+      "kernel k<BLOCK = 1024>(X: f16[N], Y: out f16[N]) grid (1) threads (128) {\n"
+      "  shared s = X[0 : +BLOCK];\n"
+      "  s = to(f16, 0.0);\n"
+      "  Y[0 : +BLOCK] = s;\n"
+      "}\n";
   GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
   for (int i = 0; i < 2; i++) {
     Arena *a = arena_new();
@@ -807,6 +813,14 @@ Test(mma, async_shared_tiles_wait_at_first_read) {
     ptxas_no_spills(ptx, arches[i]);
     ptx = source_ptx(a, "loop.tile", in_loop, NULL, arches[i]);
     cr_expect_eq(count(ptx, "cp.async.wait_all;"), 1, "read in a loop: waited for once, before it");
+    /* Written again before any read: the copies are waited for before that write, or a late
+     * copy would land over it. */
+    ptx = source_ptx(a, "rewrite.tile", rewritten, NULL, arches[i]);
+    const char *commit = strstr(ptx, "cp.async.commit_group;"), *w2 = strstr(ptx, "cp.async.wait_all;");
+    cr_assert(commit && w2, "%s", arch_name(arches[i]));
+    const char *st = strstr(commit, "st.shared"); /* the first store after the copies: the zeros */
+    cr_assert(st);
+    cr_expect_lt(w2, st, "the second write must come after cp.async.wait_all");
     unsetenv("TILEC_ASYNC_SHARED");
     arena_free(a);
   }

@@ -487,6 +487,26 @@ Test(runtime_bind, empty_grid) {
   st = tilert_bind(&k, &a, 1, dims, grid);
   EXPECT_CODE(st, TILERT_ERROR_INVALID_ARGUMENT);
   EXPECT_MSG(st, "data pointer is NULL");
+  /* 0 blocks with nothing empty is a mistake (here a floor division), not a no-op. */
+  tilert_kernel_info k2 = parse_ok("// tilec: kernel k\n// tilec: threads 32\n// tilec: dim N\n"
+                                   "// tilec: arg X tensor f32 in N\n// tilec: grid N 256 /\n");
+  n = 100;
+  a = tilert_arg_tensor((void *)0x100, TILERT_F32, 1, &n);
+  st = tilert_bind(&k2, &a, 1, dims, grid);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "outside 1..");
+  /* An empty tensor's NULL data is fine only when no block runs: here the grid follows M. */
+  tilert_kernel_info k3 = parse_ok("// tilec: kernel k\n// tilec: threads 32\n// tilec: dim M\n"
+                                   "// tilec: dim N\n// tilec: arg X tensor f32 in M N\n// tilec: grid M\n");
+  int64_t mn[2] = {3, 0}, dims2[2];
+  a = tilert_arg_tensor(NULL, TILERT_F32, 2, mn);
+  st = tilert_bind(&k3, &a, 1, dims2, grid);
+  EXPECT_CODE(st, TILERT_ERROR_INVALID_ARGUMENT);
+  EXPECT_MSG(st, "allowed only when the launch is empty");
+  a = tilert_arg_tensor((void *)0x100, TILERT_F32, 2, mn);
+  st = tilert_bind(&k3, &a, 1, dims2, grid);
+  cr_expect_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_expect_eq(grid[0], 3);
 }
 
 Test(runtime_bind, grid_division_by_zero) {
