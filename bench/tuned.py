@@ -55,12 +55,15 @@ def table(res, configs):
                 p = dict(by_name[best[(kernel, dtype, n, True)][1]]["params"])
                 p["N"] = str(n)
                 lines.append((f"{kernel}_{dtype}_n{n}", kernel, dtype, p))
-            for n in ns:  # the best runtime-N variant of this row length, for any N <= BLOCK
+            fallbacks = {}  # BLOCK -> params: the best runtime-N variant of each row length
+            for n in ns:
                 if (kernel, dtype, n, False) not in best:
                     continue
                 p = dict(by_name[best[(kernel, dtype, n, False)][1]]["params"])
                 p.pop("N", None)
-                lines.append((f"{kernel}_{dtype}_b{p.get('BLOCK', n)}", kernel, dtype, p))
+                fallbacks.setdefault(int(p.get("BLOCK", n)), p)  # one per BLOCK: the shortest rows'
+            for block in sorted(fallbacks):  # a row takes the first whose BLOCK holds it
+                lines.append((f"{kernel}_{dtype}_b{block}", kernel, dtype, fallbacks[block]))
     return lines
 
 
