@@ -12,6 +12,7 @@
 #include "ast.h"
 #include "layout.h"
 #include "tilec.h"
+#include "test_support.h"
 
 static void coord_of(const Layout *l, uint32_t r, uint32_t lane, uint32_t warp, int32_t *c) {
   layout_coord(2, l->shape, layout_apply(l, r, lane, warp), c);
@@ -236,8 +237,6 @@ Test(mma, layout_pass_gives_dot_results_the_accumulator_layout) {
 
 /* ------------------------------------------------------- PTX of the examples */
 
-static const char *PTXAS = "/usr/local/cuda/bin/ptxas";
-
 static char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch) {
   size_t len = strlen(text);
   SourceFile *src = arena_alloc(a, sizeof *src);
@@ -278,27 +277,6 @@ static int count(const char *s, const char *needle) {
   return n;
 }
 
-static void ptxas_no_spills(const char *ptx, GpuArch arch) {
-  if (access(PTXAS, X_OK) != 0)
-    return;
-  char path[] = "/tmp/tilec_mma_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(ptx, f);
-  fclose(f);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "%s -arch=%s -v %s -o /dev/null 2>&1", PTXAS, arch_name(arch), path);
-  FILE *p = popen(cmd, "r");
-  char line[512], all[8192] = "";
-  while (fgets(line, sizeof line, p))
-    if (strlen(all) + strlen(line) < sizeof all - 1)
-      strcat(all, line);
-  int rc = pclose(p);
-  unlink(path);
-  cr_assert_eq(rc, 0, "ptxas failed:\n%s", all);
-  cr_assert(strstr(all, "0 bytes spill stores, 0 bytes spill loads"), "spills:\n%s", all);
-}
 
 /* want_mma / want_ldsm: exact counts of the unrolled instructions per kernel (on sm_90a with
  * TILEC_WGMMA=0: the mma.sync path stays available there). */
@@ -314,7 +292,7 @@ static void check_example(const char *example, const char **defs, int want_mma, 
                  arch_name(arches[i]));
     cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x4"), want_ldsm, "%s %s", example, arch_name(arches[i]));
     cr_assert_not(strstr(ptx, ".local"));
-    ptxas_no_spills(ptx, arches[i]);
+    ptxas_assert_clean(ptx, arches[i]);
     arena_free(a);
   }
 }
@@ -362,7 +340,7 @@ Test(mma, pipelined_loads_use_cp_async) {
     /* the fast path of every issue (`ahead` in the prologue, one in the body) at least */
     cr_assert_geq(count(ptx, "cp.async.cg.shared.global ["), (cases[i].ahead + 1) * cases[i].copies, "case %zu", i);
     cr_assert_not(strstr(ptx, ".local"));
-    ptxas_no_spills(ptx, ARCH_SM90A);
+    ptxas_assert_clean(ptx, ARCH_SM90A);
     arena_free(a);
   }
   setenv("TILEC_PIPELINE", "0", 1);
@@ -409,7 +387,7 @@ Test(mma, fma_fallback_when_disabled) {
   cr_assert_eq(count(ptx, "mma.sync"), 0);
   cr_assert_eq(count(ptx, "ldmatrix"), 0);
   cr_assert_geq(count(ptx, "fma.rn.f32"), 16);
-  ptxas_no_spills(ptx, ARCH_SM90A);
+  ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
 
@@ -440,11 +418,11 @@ Test(mma, bf16_and_single_n8_tile) {
     /* 2 k16 steps x (1 A + 1 B ldmatrix.x4, 2 mma) */
     cr_assert_eq(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 4);
     cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 4);
-    ptxas_no_spills(ptx, arches[i]);
+    ptxas_assert_clean(ptx, arches[i]);
     ptx = source_ptx(a, "mmbf.tile", BF16_DOT, bn8, arches[i]);
     cr_assert_eq(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 2);
     cr_assert_eq(count(ptx, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"), 2);
-    ptxas_no_spills(ptx, arches[i]);
+    ptxas_assert_clean(ptx, arches[i]);
     arena_free(a);
   }
 }
@@ -464,7 +442,7 @@ static void check_wgmma(const char *example, const char **defs, int want_desc, i
   cr_assert_eq(count(ptx, "mma.sync"), 0);
   cr_assert_eq(count(ptx, "ldmatrix"), 0);
   cr_assert_not(strstr(ptx, ".local"));
-  ptxas_no_spills(ptx, ARCH_SM90A);
+  ptxas_assert_clean(ptx, ARCH_SM90A);
   char *p80 = example_ptx(a, example, defs, ARCH_SM80);
   cr_assert_eq(count(p80, "wgmma"), 0);
   cr_assert_gt(count(p80, "mma.sync"), 0);
@@ -745,7 +723,7 @@ Test(mma, wgmma_overlap_protocol_in_gemm_loop) {
     cr_assert_eq(count(ptx, "cp.async.wait_group"), count(ptx, wait), "case %zu", c);
     const char *err = overlap_protocol_error(ptx);
     cr_assert(!err, "case %zu: %s", c, err);
-    ptxas_no_spills(ptx, ARCH_SM90A);
+    ptxas_assert_clean(ptx, ARCH_SM90A);
     /* The checker can fail: no drain at the exit (the epilogue stores with a group in flight); no
      * wait in the loop (groups pile up); no barrier (copies race the other warpgroups' wgmmas). */
     cr_assert(overlap_protocol_error(without(a, ptx, "wgmma.wait_group.sync.aligned 0;")), "case %zu", c);
@@ -810,7 +788,7 @@ Test(mma, async_shared_tiles_wait_at_first_read) {
     const char *reduce = strstr(ptx, "shfl.sync.bfly"), *wait = strstr(ptx, "cp.async.wait_all;");
     cr_assert(reduce && wait);
     cr_expect_gt(wait, reduce, "the weight must be waited for after the reduction, not before it");
-    ptxas_no_spills(ptx, arches[i]);
+    ptxas_assert_clean(ptx, arches[i]);
     ptx = source_ptx(a, "loop.tile", in_loop, NULL, arches[i]);
     cr_expect_eq(count(ptx, "cp.async.wait_all;"), 1, "read in a loop: waited for once, before it");
     /* Written again before any read: the copies are waited for before that write, or a late

@@ -7,8 +7,7 @@
 
 #include "layout.h"
 #include "tilec.h"
-
-static const char *PTXAS = "/usr/local/cuda/bin/ptxas";
+#include "test_support.h"
 
 static SrcLoc at(int line) { return (SrcLoc){line, 1, line, 2}; }
 
@@ -135,28 +134,6 @@ static char *compile(K *k, GpuArch arch, bool llvm, int *smem, bool expect_ok) {
   return out;
 }
 
-/* Assembles with ptxas when present; fails on errors and on any spill. */
-static void ptxas_ok(const char *ptx, GpuArch arch) {
-  if (access(PTXAS, X_OK) != 0)
-    return;
-  char path[] = "/tmp/tilec_test_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(ptx, f);
-  fclose(f);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "%s -arch=%s -v %s -o /dev/null 2>&1", PTXAS, arch_name(arch), path);
-  FILE *p = popen(cmd, "r");
-  char line[512], all[8192] = "";
-  while (fgets(line, sizeof line, p))
-    if (strlen(all) + strlen(line) < sizeof all - 1)
-      strcat(all, line);
-  int rc = pclose(p);
-  unlink(path);
-  cr_assert_eq(rc, 0, "ptxas failed:\n%s", all);
-  cr_assert(strstr(all, "0 bytes spill stores, 0 bytes spill loads"), "spills:\n%s", all);
-}
 
 static void both_arches(K *k, const char **must, int nmust) {
   GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
@@ -179,7 +156,7 @@ static void both_arches(K *k, const char **must, int nmust) {
     cr_assert_not(strstr(ptx, ".local"), "local memory (unpromoted tile registers)");
     for (int j = 0; j < nmust; j++)
       cr_assert(strstr(ptx, must[j]), "PTX for %s lacks \"%s\"", arch_name(arches[i]), must[j]);
-    ptxas_ok(ptx, arches[i]);
+    ptxas_assert_clean(ptx, arches[i]);
   }
 }
 
@@ -427,7 +404,7 @@ Test(nvptx, every_arch_emits) {
     snprintf(want, sizeof want, ".target %s", arch_name((GpuArch)a));
     cr_assert(strstr(ptx, want), "%s", want);
     cr_assert(strstr(ptx, ".version 8.5"));
-    ptxas_ok(ptx, (GpuArch)a);
+    ptxas_assert_clean(ptx, (GpuArch)a);
     arena_free(k.a);
   }
 }
