@@ -10,16 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      failures++;                                                          \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-    }                                                                      \
-  } while (0)
+#include "check.h"
+
 #define OK(expr)                                                           \
   do {                                                                     \
     tilert_status s_ = (expr);                                             \
