@@ -1166,6 +1166,11 @@ static int global_chunk(const TirInst *in, const TirArg *a, const Layout *L, Ele
   return vec_chunk(L, e);
 }
 
+/* The access moves in 16-byte chunks: what a cp.async copy (pipelined or not) needs. */
+static bool moves_in_16_bytes(const TirInst *in, const TirArg *a, const Layout *L, ElemType e) {
+  return global_chunk(in, a, L, e) * elem_bytes(e) == 16;
+}
+
 /* pred ? (fast block) : (slow block); returns {fast, slow, join} blocks, positioned at fast. */
 static void split3(Cg *g, LLVMValueRef pred, LLVMBasicBlockRef bb[3]) {
   bb[0] = new_bb(g, "vec");
@@ -1576,8 +1581,8 @@ static bool async_shared_enabled(void) {
 
 static bool async_shared_load(Cg *g, const TirInst *in) {
   const TileType *tt = rtype(g, in->dst);
-  return g->depth == 0 && async_shared_enabled() && pipeline_enabled() && tt->elem != TY_BOOL &&
-         global_chunk(in, &g->f->args[in->arg_index], g->tiles[in->dst].lay, tt->elem) * elem_bytes(tt->elem) == 16;
+  return g->depth == 0 && async_shared_enabled() && pipeline_enabled() &&
+         moves_in_16_bytes(in, &g->f->args[in->arg_index], g->tiles[in->dst].lay, tt->elem);
 }
 
 static void flush_copies(Cg *g) {
@@ -1963,12 +1968,12 @@ static bool pipelinable_load(const TirFunc *f, const Pipe *p, int j, bool *mark)
     return false;
   const TileType *ty = &f->regs[in->dst].type;
   const TirArg *a = &f->args[in->arg_index];
-  if (ty->place != PLACE_SHARED || ty->elem == TY_BOOL || count_writes(f, in->dst, 0, f->ninsts) != 1)
+  if (ty->place != PLACE_SHARED || count_writes(f, in->dst, 0, f->ninsts) != 1)
     return false;
   for (int k = 0; k < f->ninsts; k++)
     if (tir_inst_reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
       return false;
-  if (global_chunk(in, a, ty->layout, ty->elem) * elem_bytes(ty->elem) != 16)
+  if (!moves_in_16_bytes(in, a, ty->layout, ty->elem))
     return false;
   for (int d = 0; d < a->rank; d++)
     if (!replayable(f, p, in->index[d].start, j, 0, mark))
