@@ -77,7 +77,7 @@ $(B)/compiler/lexer.c $(B)/compiler/lexer.h: compiler/lexer.l $(B)/compiler/pars
 $(B)/compiler/parser.o $(B)/compiler/lexer.o: %.o: %.c compiler/*.h $(B)/compiler/parser.h $(B)/compiler/lexer.h
 	$(CC) $(CFLAGS_GEN) -c $< -o $@
 
-$(B)/compiler/%.o: compiler/%.c compiler/*.h $(B)/compiler/parser.h $(B)/compiler/lexer.h
+$(B)/compiler/%.o: compiler/%.c compiler/*.h runtime/tilert.h $(B)/compiler/parser.h $(B)/compiler/lexer.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_OWN) -c $< -o $@
 

@@ -256,12 +256,17 @@ def _ctypes_api():
     class DimInfo(C.Structure):
         _fields_ = [("name", C.c_char * 64), ("pinned", C.c_int), ("value", C.c_int64)]
 
+    class TmapInfo(C.Structure):
+        _fields_ = [("arg", C.c_int), ("swizzle", C.c_int), ("box", C.c_int * MAX_RANK)]
+
     class KernelInfo(C.Structure):
         _fields_ = [("name", C.c_char * 128), ("threads", C.c_int), ("smem_bytes", C.c_int),
                     ("nargs", C.c_int), ("args", ArgInfo * MAX_ARGS), ("ndims", C.c_int),
                     ("dims", DimInfo * (2 * MAX_ARGS)), ("grid", (C.c_char * 256) * 3),
                     ("nrequires", C.c_int), ("requires", (C.c_char * 256) * 8),
-                    ("requires_text", (C.c_char * 256) * 8)]
+                    ("requires_text", (C.c_char * 256) * 8), ("ws_name", C.c_char * 128),
+                    ("ws_threads", C.c_int), ("ws_smem_bytes", C.c_int), ("ntmaps", C.c_int),
+                    ("tmaps", TmapInfo * 8)]
 
     return {"Status": Status, "Tensor": Tensor, "Arg": Arg, "ArgInfo": ArgInfo, "DimInfo": DimInfo,
             "KernelInfo": KernelInfo}
@@ -339,7 +344,18 @@ class Tilert:
         C = self.C
         mod, k = C.c_void_p(), C.c_void_p()
         self._check(self.lib.tilert_module_load_ptx(self.dev, ptx, C.byref(mod)), f"module_load_ptx({variant})")
-        self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
+        # A variant named *_cpasync is its twin's PTX launched through the cp.async entry point
+        # (TILERT_WS=0 while the runtime prepares the kernel): the A/B of warp specialization.
+        saved = os.environ.get("TILERT_WS")
+        if variant.endswith("_cpasync"):
+            os.environ["TILERT_WS"] = "0"
+        try:
+            self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
+        finally:
+            if saved is None:
+                os.environ.pop("TILERT_WS", None)
+            else:
+                os.environ["TILERT_WS"] = saved
         info = self.lib.tilert_kernel_get_info(k).contents
         self.kernels[variant] = (k, info)
         return self.kernels[variant]

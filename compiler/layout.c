@@ -637,6 +637,13 @@ bool layout_equal(const Layout *a, const Layout *b) {
   return true;
 }
 
+int layout_vec_chunk(const Layout *l, ElemType e) {
+  int v = layout_vec_width(l), max = 16 / elem_bytes(e);
+  if (e == TY_BOOL)
+    return 1;
+  return v < max ? v : max;
+}
+
 int layout_vec_width(const Layout *l) {
   if (l->rank == 0)
     return 1;

@@ -173,6 +173,8 @@ bool layout_equal(const Layout *a, const Layout *b);
 /* Number of contiguous elements along the last dim per thread: 2^k where register bases 0..k-1
  * are 1, 2, 4, ... in the last dim and no other basis touches those bits. */
 int layout_vec_width(const Layout *l);
+/* Elements of type e one vector access moves: the vector width, at most 16 bytes (bool: 1). */
+int layout_vec_chunk(const Layout *l, ElemType e);
 /* Every element held by some (reg, lane, warp) (the bases span the whole tile). */
 bool layout_is_surjective(const Layout *l);
 /* No two distinct (reg, lane, warp) hold the same element except through zero bases. */

@@ -58,18 +58,15 @@ typedef struct SmemView {
   bool trans;            /* element (i, j) lives at row j, column i */
 } SmemView;
 
-/* A `for ... pipeline P` loop whose shared-tile loads are cp.async copies issued P - 1
- * iterations ahead into P rotating stages of each tile (docs/architecture.md, "Pipelined loads"). */
+/* A pipelined loop of the schedule (tir_schedule.c) and the emitter's state for it. The cp.async
+ * entry issues the ring's copies tp->ahead iterations ahead into tp->stages rotating stages
+ * (docs/architecture.md, "Pipelined loads"); the warp-specialized entry waits for the
+ * producer's TMA on the stage's full mbarrier and frees it on its empty one. */
 typedef struct Pipe {
-  int first, last;       /* the FOR and ENDFOR instruction indices */
-  int stages;            /* P >= 2 */
-  int ahead;             /* iterations the copies run ahead: P - 1, or P - 2 with overlap_dot */
-  int overlap_dot;       /* the DOT whose wgmma group stays in flight into the next iteration
-                            (plan_overlap), else -1 */
-  int *loads, nloads;    /* the pipelined LOAD instructions, in order */
-  int *chain, nchain;    /* pure scalar body instructions their index starts depend on, in order:
-                            replayed for a future iteration */
+  const TirPipe *tp;
   LLVMValueRef rslot, wslot; /* i32 allocas: the stage the body reads; the stage the next prefetch fills */
+  LLVMValueRef phase;        /* ws: i32 alloca, the parity of rslot's full barrier this round */
+  LLVMValueRef iter;         /* ws: i32 alloca, iterations completed */
 } Pipe;
 
 typedef struct Nest {
@@ -96,7 +93,7 @@ typedef struct Cg {
   LLVMBuilderRef b, eb; /* eb: allocas at the top of the entry block */
   LLVMValueRef fn;
   LLVMBasicBlockRef entry;
-  LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, vd, p1, p3;
+  LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, vd, p0, p1, p3;
   LLVMValueRef *tensor_ptr;          /* per arg */
   LLVMValueRef (*tensor_stride)[TILE_MAX_RANK];
   LLVMValueRef *scalar;              /* per arg */
@@ -113,13 +110,17 @@ typedef struct Cg {
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
   int depth;
-  Pipe *pipes;                       /* pipelined loops (plan_pipes) */
+  Pipe *pipes;                       /* the schedule's pipelined loops */
   int npipes;
-  int stage_cap;                     /* at most this many stages per pipelined loop */
   int stages_used;                   /* the most stages any loop got */
+  const TirSchedule *sched;
+  bool ws;                           /* this entry is the warp-specialized one (sched->ws) */
+  int mbar_off;                      /* ws: byte offset of full[stages] then empty[stages] */
+  LLVMValueRef *tmap;                /* ws: per tensor map, its generic address (grid_constant) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
+  const char *fn_name;               /* the entry point's name */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
@@ -170,7 +171,12 @@ static void barrier(Cg *g) {
    * cp.async landed) are made visible to it before the barrier that publishes them. */
   if (g->wgmma)
     inline_asm0(g, "fence.proxy.async.shared::cta;");
-  intrin0(g, "llvm.nvvm.barrier0");
+  if (g->ws) { /* the consumers only: the producer warpgroup never reaches a barrier */
+    LLVMValueRef a[2] = {ci32(g, 1), ci32(g, g->sched->consumer_threads)};
+    call_intrin(g, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+  } else {
+    intrin0(g, "llvm.nvvm.barrier0");
+  }
   g->dirty = false;
   g->red_read[0] = g->red_read[1] = false;
 }
@@ -388,12 +394,7 @@ static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) 
   return (c & reach) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
 }
 
-static int vec_chunk(const Layout *l, ElemType e) {
-  int v = layout_vec_width(l), max = 16 / elem_bytes(e);
-  if (e == TY_BOOL)
-    return 1;
-  return v < max ? v : max;
-}
+static int vec_chunk(const Layout *l, ElemType e) { return layout_vec_chunk(l, e); }
 
 /* Writes a thread's register values into a buffer (row pitch in elements), vectorized per run. */
 static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch,
@@ -1034,7 +1035,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   /* The overlapped DOT of the innermost loop (plan_overlap): its group stays in flight; the
    * loop's exit drains it (lower_marker, ENDFOR). */
   const Nest *ns = g->depth > 0 ? &g->nest[g->depth - 1] : NULL;
-  if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->overlap_dot == (int)(in - g->f->insts))
+  if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->tp->overlap_dot == (int)(in - g->f->insts))
     wd.in_flight = 1;
   const char *err = nvwgmma_emit_dot(&wd);
   if (err) {
@@ -1166,10 +1167,6 @@ static int global_chunk(const TirInst *in, const TirArg *a, const Layout *L, Ele
   return vec_chunk(L, e);
 }
 
-/* The access moves in 16-byte chunks: what a cp.async copy (pipelined or not) needs. */
-static bool moves_in_16_bytes(const TirInst *in, const TirArg *a, const Layout *L, ElemType e) {
-  return global_chunk(in, a, L, e) * elem_bytes(e) == 16;
-}
 
 /* pred ? (fast block) : (slow block); returns {fast, slow, join} blocks, positioned at fast. */
 static void split3(Cg *g, LLVMValueRef pred, LLVMBasicBlockRef bb[3]) {
@@ -1436,8 +1433,9 @@ static void lower_inst(Cg *g, const TirInst *in);
 /* Copies of every load of p for the iteration whose counter is ctr (i64) into stage `slot`, when
  * ctr < hi. The loop variable and the chain registers take that iteration's values meanwhile and
  * get their own back afterwards. */
-static void pipe_issue(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef slot) {
+static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef slot) {
   const TirFunc *f = g->f;
+  const TirPipe *p = pp->tp;
   int ind = f->insts[p->first].dst;
   LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, ctr, hi, ""));
   LLVMValueRef *saved = vals_new(g, p->nchain + 1);
@@ -1460,15 +1458,20 @@ static void pipe_issue(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, 
 
 /* At the FOR, before the loop: the first P - 1 iterations' copies. */
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
+  LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
+  if (g->ws) {
+    LLVMBuildStore(g->b, ci32(g, 0), p->phase);
+    LLVMBuildStore(g->b, ci32(g, 0), p->iter);
+    return;
+  }
   if (g->dirty)
     barrier(g); /* the stages may still be read from a previous run of the loop */
-  for (int s = 0; s < p->ahead; s++) {
+  for (int s = 0; s < p->tp->ahead; s++) {
     LLVMValueRef ctr = LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, s), ""), "");
     pipe_issue(g, p, ctr, hi, ci32(g, s));
     cp_async_commit(g);
   }
-  LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
-  LLVMBuildStore(g->b, ci32(g, p->ahead), p->wslot);
+  LLVMBuildStore(g->b, ci32(g, p->tp->ahead), p->wslot);
 }
 
 /* At the top of the body (counter ctr): wait for this iteration's stage, prefetch p->ahead
@@ -1476,9 +1479,9 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
  * prologue's `ahead` and one per earlier iteration), so waiting until at most ahead - 1 are
  * pending means iteration i's copies landed (this thread's; the barrier: everyone's). */
 static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef step) {
-  cp_async_wait(g, p->ahead - 1);
+  cp_async_wait(g, p->tp->ahead - 1);
   barrier(g);
-  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->ahead), ""), "");
+  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
   pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
   cp_async_commit(g);
 }
@@ -1491,8 +1494,208 @@ static void rotate_slot(Cg *g, LLVMValueRef slot, int stages) {
 
 /* At the ENDFOR, before the counter steps. */
 static void pipe_advance(Cg *g, const Pipe *p) {
-  rotate_slot(g, p->rslot, p->stages);
-  rotate_slot(g, p->wslot, p->stages);
+  if (g->ws) { /* the parity flips each time the read stage wraps to 0 */
+    rotate_slot(g, p->rslot, p->tp->stages);
+    LLVMValueRef wrapped = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLoad2(g->b, g->i32, p->rslot, ""), ci32(g, 0), "");
+    LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, p->phase, "");
+    LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrapped, g->i32, ""), ""), p->phase);
+    LLVMValueRef it = LLVMBuildLoad2(g->b, g->i32, p->iter, "");
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, it, ci32(g, 1), ""), p->iter);
+    return;
+  }
+  rotate_slot(g, p->rslot, p->tp->stages);
+  rotate_slot(g, p->wslot, p->tp->stages);
+}
+
+/* ---------------------------------------------- warp specialization: mbarriers and TMA
+ *
+ * The warp-specialized entry (sched->ws): full[s] and empty[s] mbarriers per stage, after the
+ * shared tiles. full[s] completes when the producer's arrive.expect_tx and the stage's TMA bytes
+ * have landed (count 1); empty[s] when every consumer warp arrived after its last read (count
+ * consumer warps). Iteration j uses stage j % P in round j / P: consumers wait for full with
+ * parity round & 1, the producer for empty with parity (round & 1) ^ 1 (a fresh barrier counts
+ * its phase before the first as complete, so round 0 passes at once). */
+
+static void asm_call_void(Cg *g, const char *text, const char *cons, LLVMValueRef *args, int n) {
+  LLVMTypeRef ps[8];
+  for (int i = 0; i < n; i++)
+    ps[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(g->vd, ps, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(g->b, ft, fn, args, (unsigned)n, "");
+}
+
+/* The 32-bit shared-window address of mbarrier `which` (0: full, 1: empty) of stage slot. */
+static LLVMValueRef mbar_addr(Cg *g, int which, LLVMValueRef slot) {
+  int stages = g->pipes[0].tp->stages;
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 8 * stages * which), LLVMBuildMul(g->b, slot, ci32(g, 8), ""), "");
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
+  return LLVMBuildPtrToInt(g->b, p, g->i32, "");
+}
+
+static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
+  LLVMValueRef a[2] = {bar, parity};
+  asm_call_void(g,
+                "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                "@!p bra TILEC_WAIT_${:uid};\n}",
+                "r,r,~{memory}", a, 2);
+}
+
+static LLVMValueRef elected(Cg *g) { return LLVMBuildICmp(g->b, LLVMIntEQ, g->lane, ci32(g, 0), ""); }
+
+/* Consumers, PIPE_WAIT: this iteration's stage has landed. */
+static void ws_wait(Cg *g, const Pipe *p) {
+  LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "");
+  mbar_wait(g, mbar_addr(g, 0, slot), LLVMBuildLoad2(g->b, g->i32, p->phase, ""));
+}
+
+/* Consumers, PIPE_RELEASE: one arrival per warp on empty, after all its lanes' reads (lag 1: the
+ * previous iteration's stage, whose wgmma group the overlapped DOT's wait_group 1 retired). */
+static void ws_release(Cg *g, const Pipe *p, int lag) {
+  int stages = p->tp->stages;
+  LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "");
+  LLVMValueRef go = elected(g);
+  if (lag) {
+    LLVMValueRef prev = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, slot, ci32(g, 0), ""), ci32(g, stages - 1),
+                                        LLVMBuildSub(g->b, slot, ci32(g, 1), ""), "");
+    slot = prev;
+    LLVMValueRef started = LLVMBuildICmp(g->b, LLVMIntSGT, LLVMBuildLoad2(g->b, g->i32, p->iter, ""), ci32(g, 0), "");
+    go = LLVMBuildAnd(g->b, go, started, "");
+  }
+  LLVMValueRef all = ci32(g, -1);
+  call_intrin(g, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+  LLVMBasicBlockRef join = begin_if(g, go);
+  LLVMValueRef bar = mbar_addr(g, 1, slot);
+  asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
+  end_if(g, join);
+}
+
+static void lower_pipe_sync(Cg *g, const TirInst *in) {
+  Pipe *p = &g->pipes[in->axis];
+  const Nest *ns = &g->nest[g->depth - 1];
+  if (in->op == TIR_PIPE_WAIT) {
+    if (g->ws)
+      ws_wait(g, p);
+    else
+      pipe_top(g, p, LLVMBuildLoad2(g->b, g->i64, ns->counter, ""), ns->hi, ns->step);
+  } else if (g->ws) {
+    ws_release(g, p, (int)in->imm);
+  } /* cp.async: the barrier at the next PIPE_WAIT orders every read before the refill */
+}
+
+/* The TMA boxes of ring LOAD m into stage slot, completing on full[slot]. Coordinates are the
+ * index starts, innermost first; box c of the row sits c * rows * swizzle bytes in. */
+static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
+  const TirTmap *m = &g->sched->tmaps[t];
+  const TirInst *in = &g->f->insts[m->load];
+  const TirArg *a = &g->f->args[m->arg];
+  Tile *tile = &g->tiles[in->dst];
+  LLVMValueRef base = LLVMBuildPtrToInt(g->b, stage_base(g, tile, slot), g->i32, "");
+  LLVMValueRef coord[TILE_MAX_RANK];
+  for (int d = 0; d < a->rank; d++)
+    get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
+  char text[256], cons[64] = "r,l";
+  int n = snprintf(text, sizeof text,
+                   "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", a->rank);
+  for (int d = 0; d < a->rank; d++) {
+    n += snprintf(text + n, sizeof text - (size_t)n, d ? ", $%d" : "$%d", 2 + d);
+    strcat(cons, ",r");
+  }
+  snprintf(text + n, sizeof text - (size_t)n, "}], [$%d];", 2 + a->rank);
+  strcat(cons, ",r,~{memory}");
+  for (int c = 0; c < m->chunks; c++) {
+    LLVMValueRef args[2 + TILE_MAX_RANK + 1];
+    args[0] = LLVMBuildAdd(g->b, base, ci32(g, c * m->rows * m->row_bytes), "");
+    args[1] = LLVMBuildPtrToInt(g->b, g->tmap[t], g->i64, ""); /* an address: cvta.param, no copy */
+    for (int d = 0; d < a->rank; d++)
+      args[2 + d] = coord[d];
+    args[2] = LLVMBuildAdd(g->b, coord[0], ci32(g, c * m->box[a->rank - 1]), "");
+    args[2 + a->rank] = full;
+    asm_call_void(g, text, cons, args, 3 + a->rank);
+  }
+}
+
+/* The producer warpgroup: gives registers back, then one thread replays the slice and walks the
+ * loop, per iteration: wait for the stage to be empty, expect its bytes, replay the chain,
+ * issue the boxes. The other producer threads exit at once. */
+static void emit_producer(Cg *g) {
+  const TirFunc *f = g->f;
+  const TirSchedule *s = g->sched;
+  const TirPipe *p = g->pipes[0].tp;
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.dec.sync.aligned.u32 %d;", s->producer_regs);
+  inline_asm0(g, text);
+  LLVMBasicBlockRef done = new_bb(g, "producer.done");
+  LLVMBasicBlockRef work = new_bb(g, "producer");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, s->consumer_threads), ""), work, done);
+  LLVMPositionBuilderAtEnd(g->b, work);
+  for (int k = 0; k < s->nslice; k++)
+    lower_inst(g, &f->insts[s->slice[k]]);
+  const TirInst *fi = &f->insts[p->first];
+  LLVMValueRef lo, hi, step;
+  get_tile(g, fi->args[0], &lo);
+  get_tile(g, fi->args[1], &hi);
+  get_tile(g, fi->args[2], &step);
+  LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
+  LLVMBuildStore(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), ctr);
+  LLVMBuildStore(g->b, ci32(g, 0), slot);
+  LLVMBuildStore(g->b, ci32(g, 1), phase);
+  LLVMValueRef hi64 = LLVMBuildSExt(g->b, hi, g->i64, ""), step64 = LLVMBuildSExt(g->b, step, g->i64, "");
+  LLVMBasicBlockRef cond = new_bb(g, "producer.for"), body = new_bb(g, "producer.body");
+  LLVMBuildBr(g->b, cond);
+  LLVMPositionBuilderAtEnd(g->b, cond);
+  LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ctr, "");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, done);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  LLVMValueRef sl = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
+  mbar_wait(g, mbar_addr(g, 1, sl), ph);
+  LLVMValueRef full = mbar_addr(g, 0, sl);
+  LLVMValueRef ex[2] = {full, ci32(g, s->tx_bytes)};
+  asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
+  LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
+  store_regs(g, fi->dst, &iv);
+  for (int c = 0; c < p->nchain; c++)
+    lower_inst(g, &f->insts[p->chain[c]]);
+  for (int t = 0; t < s->ntmaps; t++)
+    tma_load(g, t, sl, full);
+  LLVMValueRef next = LLVMBuildAdd(g->b, sl, ci32(g, 1), "");
+  LLVMValueRef wrap = LLVMBuildICmp(g->b, LLVMIntEQ, next, ci32(g, p->stages), "");
+  LLVMBuildStore(g->b, LLVMBuildSelect(g->b, wrap, ci32(g, 0), next, ""), slot);
+  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrap, g->i32, ""), ""), phase);
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
+  LLVMBuildBr(g->b, cond);
+  LLVMPositionBuilderAtEnd(g->b, done);
+  LLVMBuildRetVoid(g->b);
+}
+
+/* Entry of the warp-specialized kernel: thread 0 initializes the mbarriers, everyone meets once
+ * (the only block-wide barrier), then the roles part: the producer warpgroup (threads from
+ * consumer_threads on) runs emit_producer and exits; the consumers raise their register budget
+ * and run the kernel body. */
+static void emit_roles(Cg *g) {
+  const TirSchedule *s = g->sched;
+  int stages = g->pipes[0].tp->stages;
+  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
+  for (int k = 0; k < stages; k++) {
+    LLVMValueRef a[2] = {mbar_addr(g, 0, ci32(g, k)), ci32(g, 1)};
+    asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+    a[0] = mbar_addr(g, 1, ci32(g, k));
+    a[1] = ci32(g, s->consumer_threads / 32);
+    asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+  }
+  inline_asm0(g, "fence.mbarrier_init.release.cluster;");
+  end_if(g, join);
+  intrin0(g, "llvm.nvvm.barrier0");
+  LLVMBasicBlockRef prod = new_bb(g, "role.producer"), cons = new_bb(g, "role.consumer");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->tid, ci32(g, s->consumer_threads), ""), prod, cons);
+  LLVMPositionBuilderAtEnd(g->b, prod);
+  emit_producer(g);
+  LLVMPositionBuilderAtEnd(g->b, cons);
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %d;", s->consumer_regs);
+  inline_asm0(g, text);
 }
 
 /* Masked scalar loads of elements r .. r+len-1 into the slots of tmp (the fill when masked). */
@@ -1572,8 +1775,6 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
  * came from L2 for every block and ran 9% slower). TILEC_ASYNC_SHARED=0 (or TILEC_PIPELINE=0)
  * loads the tile through registers, synchronously (lower_load_shared). */
 
-static bool pipeline_enabled(void);
-
 static bool async_shared_enabled(void) {
   const char *e = getenv("TILEC_ASYNC_SHARED");
   return !(e && !strcmp(e, "0"));
@@ -1581,8 +1782,8 @@ static bool async_shared_enabled(void) {
 
 static bool async_shared_load(Cg *g, const TirInst *in) {
   const TileType *tt = rtype(g, in->dst);
-  return g->depth == 0 && async_shared_enabled() && pipeline_enabled() &&
-         moves_in_16_bytes(in, &g->f->args[in->arg_index], g->tiles[in->dst].lay, tt->elem);
+  (void)tt;
+  return g->depth == 0 && async_shared_enabled() && tir_pipelining_enabled() && tir_load_moves_16_bytes(g->f, in);
 }
 
 static void flush_copies(Cg *g) {
@@ -1760,7 +1961,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     ns->ind = in->dst;
     ns->pipe = NULL;
     for (int k = 0; k < g->npipes; k++)
-      if (g->pipes[k].first == (int)(in - g->f->insts))
+      if (g->pipes[k].tp->first == (int)(in - g->f->insts))
         ns->pipe = &g->pipes[k];
     LLVMValueRef lo, hi, step;
     get_tile(g, in->args[0], &lo);
@@ -1783,8 +1984,6 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMPositionBuilderAtEnd(g->b, body);
     LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
     put_tile(g, in->dst, &iv);
-    if (ns->pipe)
-      pipe_top(g, ns->pipe, i, ns->hi, ns->step);
     return;
   }
   case TIR_ENDFOR: {
@@ -1795,12 +1994,12 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, ns->step, ""), ns->counter);
     LLVMBuildBr(g->b, ns->cond);
     LLVMPositionBuilderAtEnd(g->b, ns->exit);
-    if (ns->pipe)
+    if (ns->pipe && !g->ws)
       intrin0(g, "llvm.nvvm.cp.async.wait.all"); /* nothing is left in flight; kept for clarity of the protocol */
-    if (ns->pipe && ns->pipe->overlap_dot >= 0) {
+    if (ns->pipe && ns->pipe->tp->overlap_dot >= 0) {
       /* The last iteration's wgmma group (none if the loop did not run: the wait is then a
        * no-op) retires before anything reads the accumulator or writes shared memory. */
-      int acc = g->f->insts[ns->pipe->overlap_dot].dst;
+      int acc = g->f->insts[ns->pipe->tp->overlap_dot].dst;
       LLVMValueRef *v = vals_new(g, g->tiles[acc].n);
       get_tile(g, acc, v);
       nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
@@ -1863,6 +2062,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_DOT: lower_dot(g, in); break;
     case TIR_LOAD: lower_load(g, in); break;
     case TIR_STORE: lower_store(g, in); break;
+    case TIR_PIPE_WAIT:
+    case TIR_PIPE_RELEASE: lower_pipe_sync(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }
@@ -1894,217 +2095,6 @@ static bool trans_view_ok(const TirFunc *f, int t) {
   return true;
 }
 
-/* ---------------------------------------------- pipeline planning
- *
- * A LOAD into a shared tile is pipelined (issued ahead as cp.async, pipe_issue) when it sits in
- * the body of a `for ... pipeline P` loop (P >= 2, TILEC_PIPELINE not 0) outside any nested
- * if/for; it is the tile's only definition and every read of the tile follows it inside the loop;
- * the tile moves in 16-byte chunks; and each index start is computable for a future iteration:
- * the loop variable, a register the loop does not write, or a pure scalar computed once in the
- * body before the load from such values (replayed). */
-
-static int match_endfor(const TirFunc *f, int first) {
-  int depth = 0;
-  for (int i = first; i < f->ninsts; i++) {
-    TirOp op = f->insts[i].op;
-    depth += op == TIR_FOR || op == TIR_IF;
-    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
-    if (depth == 0)
-      return i;
-  }
-  return -1;
-}
-
-static int count_writes(const TirFunc *f, int r, int lo, int hi) {
-  int n = 0;
-  for (int i = lo; i < hi; i++)
-    n += is_written(&f->insts[i], r);
-  return n;
-}
-
-/* Instruction j is in the loop body starting after `first`, not inside a nested if/for. */
-static bool top_level(const TirFunc *f, int first, int j) {
-  int depth = 0;
-  for (int i = first + 1; i < j; i++) {
-    TirOp op = f->insts[i].op;
-    depth += op == TIR_FOR || op == TIR_IF;
-    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
-  }
-  return depth == 0;
-}
-
-static bool replayable_op(const TirInst *in) {
-  if (in->op == TIR_DIV || in->op == TIR_REM) /* no division by zero in an iteration that never runs */
-    return false;
-  return in->op == TIR_CONST || in->op == TIR_PARAM || in->op == TIR_DIM || in->op == TIR_BLOCK_ID ||
-         in->op == TIR_CVT || (tir_op_info[in->op].flags & OPF_ELEMWISE);
-}
-
-/* Whether register r's value for a future iteration is computable at the load `before`;
- * marks the body instructions to replay. */
-static bool replayable(const TirFunc *f, const Pipe *p, int r, int before, int depth, bool *mark) {
-  if (r == f->insts[p->first].dst || count_writes(f, r, p->first, p->last + 1) == 0)
-    return true;
-  if (depth > 16 || count_writes(f, r, 0, f->ninsts) != 1 || f->regs[r].type.rank != 0)
-    return false;
-  for (int k = p->first + 1; k < before; k++) {
-    const TirInst *in = &f->insts[k];
-    if (in->dst != r)
-      continue;
-    if (!top_level(f, p->first, k) || !replayable_op(in))
-      return false;
-    for (int a = 0; a < 3; a++)
-      if (in->args[a] >= 0 && !replayable(f, p, in->args[a], k, depth + 1, mark))
-        return false;
-    mark[k] = true;
-    return true;
-  }
-  return false;
-}
-
-static bool pipelinable_load(const TirFunc *f, const Pipe *p, int j, bool *mark) {
-  const TirInst *in = &f->insts[j];
-  if (in->op != TIR_LOAD || !top_level(f, p->first, j))
-    return false;
-  const TileType *ty = &f->regs[in->dst].type;
-  const TirArg *a = &f->args[in->arg_index];
-  if (ty->place != PLACE_SHARED || count_writes(f, in->dst, 0, f->ninsts) != 1)
-    return false;
-  for (int k = 0; k < f->ninsts; k++)
-    if (tir_inst_reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
-      return false;
-  if (!moves_in_16_bytes(in, a, ty->layout, ty->elem))
-    return false;
-  for (int d = 0; d < a->rank; d++)
-    if (!replayable(f, p, in->index[d].start, j, 0, mark))
-      return false;
-  return true;
-}
-
-static bool pipeline_enabled(void) {
-  const char *e = getenv("TILEC_PIPELINE");
-  return !(e && !strcmp(e, "0"));
-}
-
-/* ---------------------------------------------- wgmma overlap (GEMM main loop)
- *
- * In a pipelined loop of P >= 3 stages whose body holds one DOT of the form acc = dot(a, b, acc),
- * that DOT ends with wgmma.wait_group 1 instead of 0: iteration i's wgmmas keep running while the
- * loop goes round (barrier, copies, address arithmetic) and iteration i+1 issues its own behind
- * them; the wait in iteration i+1 retires iteration i's group. The exit drains (wait_group 0, the
- * accumulator pinned after it, nvwgmma_drain). What makes it race-free:
- *  - shared operands: a stage of a pipelined tile is read by the wgmmas of iteration j until the
- *    wait_group 1 of iteration j+1 (every warpgroup's own). The copies run P - 2 iterations ahead
- *    instead of P - 1 (Pipe.ahead), so the prefetch issued at the top of iteration i fills stage
- *    (i + P - 2) % P = (i - 2) % P, last read by iteration i-2's group: every thread executed the
- *    wait_group 1 of iteration i-1 (which retires i-2's group of its warpgroup) before the
- *    bar.sync at the top of iteration i, and the prefetch follows that bar.sync. So the copy
- *    overwrites a stage only after every warpgroup's wgmmas on it completed; the copies of
- *    iteration i (issued at i - P + 2 <= i - 1, waited with wait_group P - 3) landed for every
- *    thread at that same bar.sync (with fence.proxy.async before it) before iteration i's
- *    wgmmas read them. Operands not filled by this loop's copies must not be written anywhere in
- *    the loop (a synchronous write would not wait for the group in flight);
- *  - registers: acc is read and written by this DOT only, in the whole loop body; the next
- *    iteration's wgmmas on the same accumulator are ordered by the hardware (same shape, same
- *    registers: no wait needed between them). Operand A must be in shared memory (a register A
- *    would be rewritten by the next iteration's code while the group reads it);
- *  - exactly one DOT in the body (wait_group 1 counts groups: a second dot's group would make
- *    "the previous one" ambiguous), at its top level (runs every iteration).
- * TILEC_WGMMA_OVERLAP=0 keeps wait_group 0 and the P - 1 lookahead everywhere. */
-
-static bool overlap_enabled(void) {
-  const char *e = getenv("TILEC_WGMMA_OVERLAP");
-  return !(e && !strcmp(e, "0"));
-}
-
-/* The shared tile a wgmma operand register reads (itself, or the source of its one TRANS), or -1. */
-static int operand_tile(const TirFunc *f, int r) {
-  if (f->regs[r].type.place == PLACE_SHARED)
-    return r;
-  int src = -1;
-  for (int i = 0; i < f->ninsts; i++) {
-    const TirInst *in = &f->insts[i];
-    if (!is_written(in, r))
-      continue;
-    if (src >= 0 || in->op != TIR_TRANS || f->regs[in->args[0]].type.place != PLACE_SHARED)
-      return -1;
-    src = in->args[0];
-  }
-  return src;
-}
-
-/* The DOT of pipe `pi` (its loads already marked in Tile.pipe) that may stay in flight, or -1. */
-static int plan_overlap(Cg *g, const Pipe *p, int pi) {
-  const TirFunc *f = g->f;
-  if (!g->wgmma || p->stages < 3 || !overlap_enabled())
-    return -1;
-  int dot = -1;
-  for (int j = p->first + 1; j < p->last; j++)
-    if (f->insts[j].op == TIR_DOT) {
-      if (dot >= 0)
-        return -1;
-      dot = j;
-    }
-  if (dot < 0 || !top_level(f, p->first, dot))
-    return -1;
-  const TirInst *d = &f->insts[dot];
-  int acc = d->dst;
-  if (d->args[2] != acc || f->regs[acc].type.place == PLACE_SHARED)
-    return -1;
-  for (int j = p->first + 1; j < p->last; j++)
-    if (j != dot && (is_written(&f->insts[j], acc) || tir_inst_reads(&f->insts[j], acc)))
-      return -1;
-  for (int o = 0; o < 2; o++) {
-    int t = operand_tile(f, d->args[o]);
-    if (t < 0)
-      return -1; /* a register operand (A from registers) */
-    if (g->tiles[t].pipe != pi && count_writes(f, t, p->first, p->last + 1) != 0)
-      return -1;
-  }
-  return dot;
-}
-
-/* Finds the pipelined loops and loads; sets Tile.pipe. */
-static void plan_pipes(Cg *g) {
-  TirFunc *f = g->f;
-  g->pipes = arena_alloc(f->arena, sizeof(Pipe) * (size_t)(f->ninsts + 1));
-  for (int r = 0; r < f->nregs; r++)
-    g->tiles[r].pipe = -1;
-  if (!pipeline_enabled())
-    return;
-  bool *mark = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
-  for (int i = 0; i < f->ninsts; i++) {
-    const TirInst *fi = &f->insts[i];
-    int stages = fi->pipeline < g->stage_cap ? fi->pipeline : g->stage_cap;
-    if (fi->op != TIR_FOR || stages < 2)
-      continue;
-    Pipe *p = &g->pipes[g->npipes];
-    *p = (Pipe){.first = i, .last = match_endfor(f, i), .stages = stages, .ahead = stages - 1, .overlap_dot = -1};
-    if (p->last < 0)
-      continue;
-    memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
-    p->loads = arena_alloc(f->arena, sizeof(int) * (size_t)(p->last - i));
-    p->chain = arena_alloc(f->arena, sizeof(int) * (size_t)(p->last - i));
-    for (int j = i + 1; j < p->last; j++)
-      if (pipelinable_load(f, p, j, mark))
-        p->loads[p->nloads++] = j;
-    if (!p->nloads)
-      continue;
-    for (int j = i + 1; j < p->last; j++)
-      if (mark[j])
-        p->chain[p->nchain++] = j;
-    p->rslot = entry_alloca(g, g->i32, 1);
-    p->wslot = entry_alloca(g, g->i32, 1);
-    for (int l = 0; l < p->nloads; l++)
-      g->tiles[f->insts[p->loads[l]].dst].pipe = g->npipes;
-    p->overlap_dot = plan_overlap(g, p, g->npipes);
-    p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
-    if (stages > g->stages_used)
-      g->stages_used = stages;
-    g->npipes++;
-  }
-}
-
 /* A wgmma operand tile: the swizzled layout, no row padding; each stage aligned to 1024 bytes
  * (the swizzle pattern repeats every 8 rows of 128 bytes and is applied to address bits). */
 static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
@@ -2118,6 +2108,27 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   g->smem_tiles = (g->smem_tiles + 1023) & ~1023;
   t->smem_off = g->smem_tiles;
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
+}
+
+/* The emitter's state for the schedule's pipes; marks their ring tiles. */
+static void plan_pipes(Cg *g) {
+  const TirFunc *f = g->f;
+  const TirSchedule *s = g->sched;
+  g->pipes = arena_alloc(f->arena, sizeof(Pipe) * (size_t)(s->npipes + 1));
+  for (int r = 0; r < f->nregs; r++)
+    g->tiles[r].pipe = -1;
+  for (int k = 0; k < s->npipes; k++) {
+    Pipe *p = &g->pipes[g->npipes++];
+    p->tp = &s->pipes[k];
+    p->rslot = entry_alloca(g, g->i32, 1);
+    p->wslot = entry_alloca(g, g->i32, 1);
+    p->phase = entry_alloca(g, g->i32, 1);
+    p->iter = entry_alloca(g, g->i32, 1);
+    for (int l = 0; l < p->tp->nloads; l++)
+      g->tiles[f->insts[p->tp->loads[l]].dst].pipe = k;
+    if (p->tp->stages > g->stages_used)
+      g->stages_used = p->tp->stages;
+  }
 }
 
 static bool plan(Cg *g) {
@@ -2137,8 +2148,12 @@ static bool plan(Cg *g) {
       t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
       if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
         plan_swizzled(g, t, ty);
-      g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].stages : 1);
+      g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : 1);
     }
+  }
+  if (g->ws) { /* full[stages], empty[stages] */
+    g->mbar_off = (g->smem_tiles + 7) & ~7;
+    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages;
   }
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
@@ -2184,8 +2199,10 @@ static bool check_func(Cg *g) {
 
 static void build_signature(Cg *g) {
   TirFunc *f = g->f;
-  int np = 0;
-  LLVMTypeRef ps[256];
+  int np = 0, cap = f->ndims + TIR_MAX_TMAPS + 1;
+  for (int i = 0; i < f->nargs; i++)
+    cap += f->args[i].kind == ARG_TENSOR ? f->args[i].rank : 1;
+  LLVMTypeRef *ps = arena_alloc(f->arena, sizeof(LLVMTypeRef) * (size_t)cap);
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {
@@ -2199,8 +2216,26 @@ static void build_signature(Cg *g) {
   for (int i = 0; i < f->ndims; i++)
     if (!f->dims[i].pinned)
       ps[np++] = g->i32;
+  int first_tmap = np, ntmaps = g->ws ? g->sched->ntmaps : 0;
+  /* CUtensorMap: 128 bytes, 64-byte aligned, by value (grid_constant: read in place) */
+  LLVMTypeRef tmap_ty = LLVMArrayType(g->i8, 128);
+  for (int t = 0; t < ntmaps; t++)
+    ps[np++] = g->p0;
   LLVMTypeRef ft = LLVMFunctionType(g->vd, ps, (unsigned)np, 0);
-  g->fn = LLVMAddFunction(g->mod, f->name, ft);
+  g->fn = LLVMAddFunction(g->mod, g->fn_name, ft);
+  g->tmap = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(ntmaps + 1));
+  LLVMMetadataRef idx[TIR_MAX_TMAPS];
+  for (int t = 0; t < ntmaps; t++) {
+    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+    LLVMAddAttributeAtIndex(g->fn, (unsigned)(first_tmap + t + 1), LLVMCreateTypeAttribute(g->ctx, byval, tmap_ty));
+    LLVMAddAttributeAtIndex(g->fn, (unsigned)(first_tmap + t + 1), LLVMCreateEnumAttribute(g->ctx, align, 64));
+    idx[t] = LLVMValueAsMetadata(ci32(g, first_tmap + t + 1)); /* 1-based */
+  }
+  if (ntmaps) { /* one annotation listing them all: LLVM 19 reads only one per kernel */
+    LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, "grid_constant", 13),
+                             LLVMMDNodeInContext2(g->ctx, idx, (size_t)ntmaps)};
+    LLVMAddNamedMetadataOperand(g->mod, "nvvm.annotations", LLVMMetadataAsValue(g->ctx, LLVMMDNodeInContext2(g->ctx, md, 3)));
+  }
   LLVMSetFunctionCallConv(g->fn, LLVMPTXKernelCallConv);
   g->entry = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "entry");
   LLVMPositionBuilderAtEnd(g->b, g->entry);
@@ -2230,15 +2265,21 @@ static void build_signature(Cg *g) {
       LLVMSetValueName2(g->dimv[i], f->dims[i].name, strlen(f->dims[i].name));
     }
   }
+  for (int t = 0; t < ntmaps; t++)
+    g->tmap[t] = LLVMGetParam(g->fn, (unsigned)p++);
+}
+
+static int block_threads(const Cg *g) {
+  return g->ws ? g->sched->consumer_threads + g->sched->producer_threads : g->f->threads;
 }
 
 static void annotate(Cg *g) {
   char buf[16];
-  snprintf(buf, sizeof buf, "%d", g->f->threads);
+  snprintf(buf, sizeof buf, "%d", block_threads(g));
   LLVMAttributeRef at = LLVMCreateStringAttribute(g->ctx, "nvvm.maxntid", 12, buf, (unsigned)strlen(buf));
   LLVMAddAttributeAtIndex(g->fn, LLVMAttributeFunctionIndex, at);
   const char *keys[2] = {"kernel", "maxntidx"};
-  int vals[2] = {1, g->f->threads};
+  int vals[2] = {1, block_threads(g)};
   for (int i = 0; i < 2; i++) {
     LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, keys[i], strlen(keys[i])),
                              LLVMValueAsMetadata(ci32(g, vals[i]))};
@@ -2659,7 +2700,10 @@ static void remat_remote_uses(Cg *g) {
 }
 
 
-static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
+/* Optimizes the module and prints it: PTX after the metadata, or LLVM IR. gs: the entry points
+ * (their peepholes run per function); meta: the "// tilec:" lines. */
+static char *emit(Cg **gs, int n, LLVMTargetMachineRef tm, const char *meta) {
+  Cg *g = gs[0];
   Arena *a = g->f->arena;
   char *err = NULL;
   if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &err)) {
@@ -2679,10 +2723,12 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
     LLVMDisposeErrorMessage(m);
     return NULL;
   }
-  arith_peepholes(g);
   const char *rm = getenv("TILEC_REMAT"); /* TILEC_REMAT=0: off, to compare */
-  if (!rm || strcmp(rm, "0") != 0)
-    remat_remote_uses(g);
+  for (int i = 0; i < n; i++) {
+    arith_peepholes(gs[i]);
+    if (!rm || strcmp(rm, "0") != 0)
+      remat_remote_uses(gs[i]);
+  }
   if (g->o->dump_llvm) {
     char *s = LLVMPrintModuleToString(g->mod);
     char *r = arena_strdup(a, s);
@@ -2695,7 +2741,6 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
     LLVMDisposeMessage(err);
     return NULL;
   }
-  const char *meta = meta_emit(a, g->f, smem);
   size_t ml = strlen(meta), pl = LLVMGetBufferSize(buf);
   char *out = arena_alloc(a, ml + pl + 1);
   memcpy(out, meta, ml);
@@ -2705,15 +2750,58 @@ static char *emit(Cg *g, LLVMTargetMachineRef tm, int smem) {
   return out;
 }
 
+/* Lowers the scheduled function into g->mod as entry point g->fn_name (g->ws: the warp-
+ * specialized one). Returns the dynamic shared bytes, or -1 (failed, or *retry_cap set). */
+static int build_kernel(Cg *g) {
+  TirFunc *f = g->f;
+  g->smem = new_smem_global(g, g->ws ? "tilec_smem_ws" : "tilec_smem");
+  if (g->wgmma)
+    LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
+  g->slot_ph[SLOT_A] = new_smem_global(g, "tilec_slot_a");
+  g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
+  g->slot_ph[SLOT_RED0] = new_smem_global(g, "tilec_slot_red0");
+  g->slot_ph[SLOT_RED1] = new_smem_global(g, "tilec_slot_red1");
+  build_signature(g);
+  annotate(g);
+  g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
+  g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
+  g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
+  plan(g);
+  annotate_occupancy(g);
+  if (g->ws)
+    emit_roles(g);
+  for (int i = 0; i < f->ninsts && !g->failed; i++) {
+    wait_for_operands(g, &f->insts[i]);
+    lower_inst(g, &f->insts[i]);
+  }
+  if (g->failed)
+    return -1;
+  flush_copies(g); /* no copy may land in the shared memory of an exited block */
+  LLVMBuildRetVoid(g->b);
+  int smem = finish_smem(g);
+  report_smem(g, smem);
+  return g->failed ? -1 : smem;
+}
+
 /* One compilation with at most stage_cap pipeline stages per loop; *retry_cap > 0 afterwards
- * when the stages overflowed shared memory (nothing reported; compile again with that cap). */
-static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out, int stage_cap,
+ * when the stages overflowed shared memory (nothing reported; compile again with that cap).
+ * A schedule with warp specialization gives two entry points in one module: NAME (cp.async,
+ * any view) and NAME__ws (TMA, picked by the runtime when the views allow it); when the latter
+ * would not fit shared memory, only the first. */
+static char *compile_once(TirFunc *f0, const NvptxOptions *o, Diag *d, int *smem_bytes_out, int stage_cap,
                           int *retry_cap) {
-  Cg cg = {.f = f, .d = d, .o = o, .loc = f->loc, .stage_cap = stage_cap, .retry_cap = retry_cap};
+  Cg cg = {.f = f0, .d = d, .o = o, .loc = f0->loc, .retry_cap = retry_cap};
   Cg *g = &cg;
-  g->wgmma = o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f);
-  if (!check_func(g) || !layout_assign_wgmma(f, d, g->wgmma))
+  g->wgmma = o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f0);
+  if (!check_func(g) || !layout_assign_wgmma(f0, d, g->wgmma))
     return NULL;
+  SchedOptions so = {.arch = o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap};
+  TirFunc *f = tir_schedule(f0, &so, d);
+  if (!f)
+    return NULL;
+  g->f = f;
+  g->sched = f->sched;
+  g->fn_name = f->name;
   targets_ready();
   LLVMTargetRef target;
   char *err = NULL;
@@ -2743,37 +2831,32 @@ static char *compile_once(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_
   g->bf16 = LLVMBFloatTypeInContext(g->ctx);
   g->f32 = LLVMFloatTypeInContext(g->ctx);
   g->vd = LLVMVoidTypeInContext(g->ctx);
+  g->p0 = LLVMPointerTypeInContext(g->ctx, 0);
   g->p1 = LLVMPointerTypeInContext(g->ctx, 1);
   g->p3 = LLVMPointerTypeInContext(g->ctx, 3);
-  g->smem = new_smem_global(g, "tilec_smem");
-  if (g->wgmma)
-    LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
-  g->slot_ph[SLOT_A] = new_smem_global(g, "tilec_slot_a");
-  g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
-  g->slot_ph[SLOT_RED0] = new_smem_global(g, "tilec_slot_red0");
-  g->slot_ph[SLOT_RED1] = new_smem_global(g, "tilec_slot_red1");
-  build_signature(g);
-  annotate(g);
-  g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
-  g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
-  g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
-  plan(g);
-  annotate_occupancy(g);
-  for (int i = 0; i < f->ninsts && !g->failed; i++) {
-    wait_for_operands(g, &f->insts[i]);
-    lower_inst(g, &f->insts[i]);
-  }
+  Cg ws = *g;
+  int smem = build_kernel(g), ws_smem = -1;
   char *out = NULL;
+  if (smem >= 0 && f->sched->ws ) {
+    ws.ws = true;
+    ws.fn_name = arena_printf(f->arena, "%s__ws", f->name);
+    int ws_retry = 0;
+    ws.retry_cap = &ws_retry;
+    if (smem + 16 * f->sched->pipes[0].stages + 8 <= arch_smem_limit(o->arch))
+      ws_smem = build_kernel(&ws);
+    if (ws.failed && ws_retry) /* the mbarriers tipped it over after all */
+      cg_error(g, "internal error: the warp-specialized entry of %s does not fit shared memory", f->name);
+    if (ws.failed)
+      g->failed = true;
+  }
   if (!g->failed) {
-    flush_copies(g); /* no copy may land in the shared memory of an exited block */
-    LLVMBuildRetVoid(g->b);
-    int smem = finish_smem(g);
-    report_smem(g, smem);
-    if (!g->failed) {
-      out = emit(g, tm, smem);
-      if (out && smem_bytes_out)
-        *smem_bytes_out = smem;
-    }
+    Cg *gs[2] = {g, &ws};
+    const char *meta = meta_emit(f->arena, f, smem);
+    if (ws_smem >= 0)
+      meta = arena_printf(f->arena, "%s%s", meta, meta_emit_ws(f->arena, f, ws.fn_name, ws_smem));
+    out = emit(gs, ws_smem >= 0 ? 2 : 1, tm, meta);
+    if (out && smem_bytes_out)
+      *smem_bytes_out = smem;
   }
   LLVMDisposeBuilder(g->b);
   LLVMDisposeBuilder(g->eb);

@@ -70,3 +70,25 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes) {
   free(buf);
   return s;
 }
+
+char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_smem_bytes) {
+  const TirSchedule *s = f->sched;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m)
+    return arena_strdup(a, "");
+  fprintf(m, "// tilec: ws %s threads %d smem %d\n", entry, s->consumer_threads + s->producer_threads,
+          dynamic_smem_bytes);
+  for (int t = 0; t < s->ntmaps; t++) {
+    const TirTmap *tm = &s->tmaps[t];
+    fprintf(m, "// tilec: tmap %s swizzle %d box", f->args[tm->arg].name, tm->swizzle);
+    for (int d = 0; d < f->args[tm->arg].rank; d++)
+      fprintf(m, " %d", tm->box[d]);
+    fputc('\n', m);
+  }
+  fclose(m);
+  char *out = arena_strdup(a, buf ? buf : "");
+  free(buf);
+  return out;
+}

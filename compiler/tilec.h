@@ -212,7 +212,10 @@ enum {
   X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
   X(TIR_IF, "if", 1, OPF_MARKER | OPF_SIDEFX)                                          \
   X(TIR_ELSE, "else", 0, OPF_MARKER | OPF_SIDEFX)                                      \
-  X(TIR_ENDIF, "endif", 0, OPF_MARKER | OPF_SIDEFX)
+  X(TIR_ENDIF, "endif", 0, OPF_MARKER | OPF_SIDEFX)                                   \
+  /* schedule (tir_schedule.c inserts them; lower_tir never does): axis = pipe number */ \
+  X(TIR_PIPE_WAIT, "pipe_wait", 0, OPF_SIDEFX)    /* this iteration's stage landed */  \
+  X(TIR_PIPE_RELEASE, "pipe_release", 0, OPF_SIDEFX) /* stage of iteration i-imm free */
 
 typedef enum {
 #define X(e, name, nargs, flags) e,
@@ -299,6 +302,7 @@ typedef struct TirFunc {
   int threads;             /* threads per block, compile-time */
   TirExpr *requires; int nrequires; /* launch-time conditions ("N <= BLOCK") */
   TirParamValue *params; int nparams; /* the compile-time parameters it was specialized with */
+  struct TirSchedule *sched; /* set by tir_schedule on its copy; NULL before */
   SrcLoc loc;
 } TirFunc;
 
@@ -355,6 +359,64 @@ typedef struct NvptxOptions {
   bool dump_llvm;          /* --emit=llvm: text of the LLVM module instead of PTX */
 } NvptxOptions;
 
+/* ------------------------------------------------------------ schedule
+ *
+ * tir_schedule.c: the GPU schedule of a kernel whose layouts are assigned, as a copy of the
+ * function with PIPE_WAIT / PIPE_RELEASE instructions in its pipelined loops and this table
+ * (docs/tir.md, "Schedule"). The interpreter never sees it; the emitter only follows it. */
+typedef struct TirPipe {
+  int first, last;         /* the FOR and its ENDFOR */
+  int stages;              /* ring depth, >= 2 */
+  int ahead;               /* cp.async entry: iterations its copies run ahead (stages - 1, or
+                              stages - 2 with overlap_dot) */
+  int overlap_dot;         /* the DOT whose wgmma group stays in flight one iteration, or -1 */
+  int *loads, nloads;      /* the LOADs filling the ring, in order (each tile's only write) */
+  int *chain, nchain;      /* pure scalar body instructions their index starts need, in order */
+  int wait, release;       /* its PIPE_WAIT and PIPE_RELEASE instructions */
+} TirPipe;
+
+/* One TMA tensor map (a kernel parameter): a LOAD of a ring as `chunks` boxes per stage. */
+typedef struct TirTmap {
+  int load;                /* the LOAD instruction */
+  int arg;                 /* its tensor argument */
+  int32_t box[TILE_MAX_RANK]; /* elements per tensor dimension (argument order); 1 for a
+                              scalar index; the innermost spans at most `swizzle` bytes */
+  int swizzle;             /* 32, 64 or 128: the wgmma tile's swizzle, which TMA writes */
+  int chunks;              /* boxes per stage, side by side along the innermost dimension */
+  int rows, row_bytes;     /* the shared tile: rows; bytes of one box row (= swizzle span) */
+} TirTmap;
+
+#define TIR_MAX_TMAPS 8
+
+typedef struct TirSchedule {
+  TirPipe *pipes; int npipes;
+  /* Warp specialization (sm_90a): a producer warpgroup issues TMA into the one pipelined loop's
+   * ring (full / empty mbarriers); the kernel's own threads are the consumers. */
+  bool ws;
+  int consumer_threads, producer_threads;
+  int consumer_regs, producer_regs; /* setmaxnreg budgets */
+  int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
+  TirTmap *tmaps; int ntmaps;
+  int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
+} TirSchedule;
+
+typedef struct SchedOptions {
+  GpuArch arch;
+  bool wgmma;              /* DOTs on wgmma (layout_kernel_uses_wgmma) */
+  int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
+} SchedOptions;
+
+/* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */
+TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d);
+/* The schedule's rules: every read of a ring is after its pipe's wait and before its release,
+ * the producer's slice computes what its loads need, budgets fit the SM. */
+bool tir_verify_schedule(const TirFunc *f, Diag *d);
+void tir_print_schedule(FILE *out, const TirFunc *f);
+/* A LOAD whose elements move in 16-byte runs (what cp.async needs). */
+bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
+/* Pipelining on (TILEC_PIPELINE=0 turns it off, to compare). */
+bool tir_pipelining_enabled(void);
+
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
@@ -364,6 +426,9 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
  * Everything the runtime needs to launch a kernel travels inside the PTX as comment lines
  * beginning "// tilec:" (format in docs/architecture.md, parsed by runtime/meta.c). */
 char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
+/* The lines of a scheduled kernel's warp-specialized entry point: its name, threads, shared
+ * memory and the tensor maps the runtime passes after the ordinary parameters. */
+char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_smem_bytes);
 
 /* ------------------------------------------------------- AOT (--emit=c)
  *

@@ -134,6 +134,12 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     if (in->pipeline > 1)
       fprintf(out, " pipeline %d", in->pipeline);
     break;
+  case TIR_PIPE_WAIT:
+    fprintf(out, " pipe %d", in->axis);
+    break;
+  case TIR_PIPE_RELEASE:
+    fprintf(out, " pipe %d%s", in->axis, in->imm == 1 ? ", previous stage" : "");
+    break;
   default: {
     int n = tir_op_info[in->op].nargs;
     print_args(out, f, in, n < 0 ? 0 : n);

@@ -80,7 +80,8 @@ static bool check_operands(Verifier *v) {
     if (!v->written[r])
       return fail(v, "operand %d (register %d) is read before any write", i, r);
   }
-  bool wants_dst = in->op != TIR_STORE && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
+  bool sync = in->op == TIR_PIPE_WAIT || in->op == TIR_PIPE_RELEASE;
+  bool wants_dst = in->op != TIR_STORE && !sync && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
   if (wants_dst && (in->dst < 0 || in->dst >= v->f->nregs))
     return fail(v, "result register %d out of range (%d registers)", in->dst, v->f->nregs);
   if (!wants_dst && in->dst != -1)
@@ -315,6 +316,11 @@ static bool check_types(Verifier *v) {
     return check_reduce(v);
   case TIR_DOT:
     return check_dot(v);
+  case TIR_PIPE_WAIT:
+  case TIR_PIPE_RELEASE: /* which pipe, and its rules: tir_verify_schedule */
+    if (v->in->axis < 0 || (v->in->imm != 0 && v->in->imm != 1))
+      return fail(v, "pipe %d, lag %g", v->in->axis, v->in->imm);
+    return true;
   case TIR_LOAD:
   case TIR_STORE:
     return check_memory(v);

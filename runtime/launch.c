@@ -13,7 +13,7 @@
 enum {
   JIT_LOG_BYTES = 8192,
   DEFAULT_SMEM_LIMIT = 48 * 1024, /* above this a kernel must opt in */
-  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + 2 * TILERT_MAX_ARGS,
+  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + 2 * TILERT_MAX_ARGS + TILERT_MAX_TMAPS,
 };
 
 /* ---------------------------------------------------------------- modules */
@@ -85,24 +85,50 @@ tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert
   return tilert__ok();
 }
 
-/* Checks what the device can give this kernel and opts in to large dynamic shared memory. */
-static tilert_status gpu_prepare(const tilert_driver *d, tilert_device *dev, tilert_kernel *k) {
-  if (k->info.smem_bytes > dev->max_smem_optin)
+/* Checks what the device can give an entry point and opts in to large dynamic shared memory. */
+static tilert_status gpu_prepare(const tilert_driver *d, tilert_device *dev, CUfunction fn, const char *name,
+                                 int threads, int smem) {
+  if (smem > dev->max_smem_optin)
     return tilert__err(TILERT_ERROR_UNSUPPORTED,
-                       "kernel '%s' needs %d bytes of dynamic shared memory; %s allows %d",
-                       k->info.name, k->info.smem_bytes, dev->name, dev->max_smem_optin);
-  if (k->info.smem_bytes > DEFAULT_SMEM_LIMIT)
-    TILERT_CU("cuFuncSetAttribute",
-              d->FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                  k->info.smem_bytes));
+                       "kernel '%s' needs %d bytes of dynamic shared memory; %s allows %d", name, smem,
+                       dev->name, dev->max_smem_optin);
+  if (smem > DEFAULT_SMEM_LIMIT)
+    TILERT_CU("cuFuncSetAttribute", d->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   int max_threads = 0;
-  TILERT_CU("cuFuncGetAttribute",
-            d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn));
-  if (max_threads < k->info.threads)
+  TILERT_CU("cuFuncGetAttribute", d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn));
+  if (max_threads < threads)
     return tilert__err(TILERT_ERROR_UNSUPPORTED,
                        "kernel '%s' is launched with %d threads but can run at most %d per "
                        "block (registers)",
-                       k->info.name, k->info.threads, max_threads);
+                       name, threads, max_threads);
+  return tilert__ok();
+}
+
+static tilert_status get_function(const tilert_driver *d, tilert_module *m, const char *name, CUfunction *fn) {
+  CUresult r = d->ModuleGetFunction(fn, m->mod, name);
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    tilert_status st = tilert__drv_err("cuModuleGetFunction", r, "the metadata names a kernel the PTX lacks");
+    st.code = TILERT_ERROR_NOT_FOUND;
+    return st;
+  }
+  return r == CUDA_SUCCESS ? tilert__ok() : tilert__drv_err("cuModuleGetFunction", r, name);
+}
+
+/* The warp-specialized entry, when the module has one, the device runs sm_90a code and
+ * TILERT_WS is not 0. The device refusing its resources is no error: the cp.async entry runs. */
+static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert_kernel *k) {
+  const char *env = getenv("TILERT_WS");
+  if (!k->info.ws_name[0] || m->dev->cc != 90 || (env && !strcmp(env, "0")))
+    return tilert__ok();
+  CUfunction fn;
+  tilert_status st = get_function(d, m, k->info.ws_name, &fn);
+  if (st.code)
+    return st;
+  if (gpu_prepare(d, m->dev, fn, k->info.ws_name, k->info.ws_threads, k->info.ws_smem_bytes).code)
+    return tilert__ok();
+  if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  k->ws_fn = fn;
   return tilert__ok();
 }
 
@@ -123,18 +149,14 @@ tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tiler
   const tilert_driver *d = NULL;
   if (!st.code)
     st = tilert__gpu_enter(m->dev, &d);
-  if (!st.code) {
-    CUresult r = d->ModuleGetFunction(&k->fn, m->mod, name);
-    if (r == CUDA_ERROR_NOT_FOUND) {
-      st = tilert__drv_err("cuModuleGetFunction", r, "the metadata names a kernel the PTX lacks");
-      st.code = TILERT_ERROR_NOT_FOUND;
-    } else if (r != CUDA_SUCCESS) {
-      st = tilert__drv_err("cuModuleGetFunction", r, name);
-    }
-  }
   if (!st.code)
-    st = gpu_prepare(d, m->dev, k);
+    st = get_function(d, m, name, &k->fn);
+  if (!st.code)
+    st = gpu_prepare(d, m->dev, k->fn, k->info.name, k->info.threads, k->info.smem_bytes);
+  if (!st.code)
+    st = prepare_ws(d, m, k);
   if (st.code) {
+    free(k->tmaps);
     free(k);
     return st;
   }
@@ -152,6 +174,7 @@ void tilert_module_unload(tilert_module *m) {
     d->ModuleUnload(m->mod);
   for (tilert_kernel *k = m->kernels, *next; k; k = next) {
     next = k->next;
+    free(k->tmaps);
     free(k);
   }
   free(m->meta);
@@ -246,9 +269,15 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
   const tilert_driver *d;
   tilert_status st = tilert__gpu_enter(k->dev, &d);
   if (!st.code) {
-    CUresult r = d->LaunchKernel(k->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                                 (unsigned)k->info.threads, 1, 1, (unsigned)k->info.smem_bytes,
-                                 stream ? stream->s : NULL, p->ptr, NULL);
+    CUfunction fn = k->fn;
+    int threads = k->info.threads, smem = k->info.smem_bytes;
+    if (k->ws_fn && tilert__tmaps_bind(d, k, args)) {
+      fn = k->ws_fn, threads = k->info.ws_threads, smem = k->info.ws_smem_bytes;
+      for (int i = 0; i < k->info.ntmaps; i++)
+        p->ptr[p->n++] = &k->tmaps->map[i]; /* by value: the driver copies the 128 bytes */
+    }
+    CUresult r = d->LaunchKernel(fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)threads, 1, 1,
+                                 (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
     if (r != CUDA_SUCCESS)
       st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
   }

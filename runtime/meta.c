@@ -104,6 +104,13 @@ static int find_dim(const tilert_kernel_info *info, const char *name) {
   return -1;
 }
 
+static int find_arg(const tilert_kernel_info *info, const char *name) {
+  for (int i = 0; i < info->nargs; i++)
+    if (strcmp(info->args[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
 static int tokenize_expr(const char *rpn, char *buf, char **toks) {
   if (strlen(rpn) >= MAX_LINE)
     return -1;
@@ -422,6 +429,48 @@ static tilert_status parse_require(Parser *p, const char *raw) {
   return tilert__ok();
 }
 
+/* ws NAME threads N smem S */
+static tilert_status parse_ws(Parser *p, char **t, int n) {
+  tilert_kernel_info *k = p->info;
+  int64_t th, sm;
+  if (k->ws_name[0])
+    return PERR(p, "duplicate 'ws' line");
+  if (n != 6 || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
+      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24))
+    return PERR(p, "expected 'ws NAME threads N smem S'");
+  if (!copy_name(k->ws_name, sizeof k->ws_name, t[1]))
+    return PERR(p, "bad entry point name '%s'", t[1]);
+  k->ws_threads = (int)th;
+  k->ws_smem_bytes = (int)sm;
+  return tilert__ok();
+}
+
+/* tmap ARG swizzle W box B0 .. B(rank-1) */
+static tilert_status parse_tmap(Parser *p, char **t, int n) {
+  tilert_kernel_info *k = p->info;
+  if (!k->ws_name[0])
+    return PERR(p, "'tmap' before the 'ws' line");
+  if (k->ntmaps == TILERT_MAX_TMAPS)
+    return PERR(p, "more than %d tensor maps", TILERT_MAX_TMAPS);
+  tilert_tmap_info *m = &k->tmaps[k->ntmaps];
+  int64_t v;
+  int a = n > 1 ? find_arg(k, t[1]) : -1;
+  if (a < 0 || k->args[a].kind != TILERT_ARG_TENSOR)
+    return PERR(p, "tmap: '%s' is not a tensor argument", n > 1 ? t[1] : "");
+  if (n != 5 + k->args[a].rank || strcmp(t[2], "swizzle") != 0 || strcmp(t[4], "box") != 0 ||
+      !parse_int(t[3], &v) || (v != 32 && v != 64 && v != 128))
+    return PERR(p, "expected 'tmap ARG swizzle 32|64|128 box' and one size per dimension of %s", t[1]);
+  m->arg = a;
+  m->swizzle = (int)v;
+  for (int d = 0; d < k->args[a].rank; d++) {
+    if (!parse_int(t[5 + d], &v) || v < 1 || v > 256)
+      return PERR(p, "tmap %s: box size '%s' is not in 1..256", t[1], t[5 + d]);
+    m->box[d] = (int)v;
+  }
+  k->ntmaps++;
+  return tilert__ok();
+}
+
 static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
   char raw[MAX_LINE], *t[MAX_TOKS];
   strcpy(raw, payload);
@@ -450,10 +499,14 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
       return PERR(p, "expected 'param NAME = VALUE'");
     return tilert__ok();
   }
+  if (!strcmp(t[0], "ws"))
+    return parse_ws(p, t, n);
+  if (!strcmp(t[0], "tmap"))
+    return parse_tmap(p, t, n);
   if (!strcmp(t[0], "kernel"))
     return PERR(p, "expected 'kernel NAME'");
   return PERR(p, "unknown metadata item '%s' (kernel, threads, smem, dim, arg, grid, require, "
-                 "param)", t[0]);
+                 "param, ws, tmap)", t[0]);
 }
 
 /* Every run-time dim must be the size of some tensor dimension, or it could never be bound. */

@@ -106,6 +106,15 @@ typedef struct tilert_dim_info {
   int64_t value;
 } tilert_dim_info;
 
+/* A TMA tensor map the warp-specialized entry point takes (after the ordinary parameters): the
+ * box a copy moves, per dimension of the tensor argument (outermost first), and the swizzle. */
+#define TILERT_MAX_TMAPS 8
+typedef struct tilert_tmap_info {
+  int arg;                       /* index into tilert_kernel_info.args */
+  int swizzle;                   /* bytes: 32, 64 or 128 */
+  int box[TILERT_MAX_RANK];
+} tilert_tmap_info;
+
 typedef struct tilert_kernel_info {
   char name[128];
   int threads;                   /* per block */
@@ -118,6 +127,12 @@ typedef struct tilert_kernel_info {
   int nrequires;
   char requires[8][256];         /* RPN */
   char requires_text[8][256];    /* as written in the source, for messages */
+  /* The warp-specialized entry point (sm_90a, TMA + mbarriers; "" if none). tilert_launch takes
+   * it when the tensors suit TMA (16-byte aligned bases and strides), else the entry above. */
+  char ws_name[128];
+  int ws_threads, ws_smem_bytes;
+  int ntmaps;
+  tilert_tmap_info tmaps[TILERT_MAX_TMAPS];
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

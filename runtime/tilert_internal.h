@@ -5,6 +5,8 @@
 
 #include "tilert.h"
 
+#include <stdbool.h>
+
 #include <cuda.h> /* types only: every entry point comes from cuGetProcAddress (cuda_loader.c) */
 
 /* ---------------------------------------------------------------- status */
@@ -59,6 +61,10 @@ typedef struct tilert_driver {
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                   const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                   CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                   CUtensorMapFloatOOBfill);
 } tilert_driver;
 
 /* Loads libcuda once per process (dlopen of $TILERT_LIBCUDA or "libcuda.so.1", then
@@ -84,10 +90,19 @@ struct tilert_device {
   char name[160];
 };
 
+/* The tensor maps of a warp-specialized entry, cached for the last binding they were built for. */
+typedef struct tilert_tmaps {
+  CUtensorMap map[TILERT_MAX_TMAPS];
+  tilert_tensor key[TILERT_MAX_TMAPS]; /* the views they describe */
+  int valid;                   /* 1: map[] describes key[]; -1: key[] cannot be described */
+} tilert_tmaps;
+
 struct tilert_kernel {
   tilert_device *dev;
   tilert_kernel_info info;
   CUfunction fn;               /* GPU */
+  CUfunction ws_fn;            /* GPU: the warp-specialized entry (info.ws_name), or NULL */
+  tilert_tmaps *tmaps;         /* with ws_fn */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */
@@ -110,6 +125,13 @@ struct tilert_event {
   CUevent e;                   /* GPU */
   double host_ms;              /* CPU: CLOCK_MONOTONIC at record, -1 before */
 };
+
+/* ---------------------------------------------------------------- TMA (tma.c) */
+
+/* Fills k->tmaps for these arguments (reusing them when the views are the ones they were built
+ * for). False when some view cannot be a TMA tensor map (unaligned base or stride, too large):
+ * the caller launches the cp.async entry instead. */
+bool tilert__tmaps_bind(const tilert_driver *d, tilert_kernel *k, const tilert_arg *args);
 
 /* ---------------------------------------------------------------- metadata */
 

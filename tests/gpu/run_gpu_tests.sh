@@ -8,8 +8,13 @@ mkdir -p "$OUT"
 runner=$B/example_runner
 [ -x "$runner" ] || { echo "gpu-test: $runner missing: run 'make gpu-prep' on a build machine"; exit 1; }
 status=0
-echo "== correctness: every GPU case against the float64 reference"
-"$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test.json" || status=1
+# A wrong mbarrier parity hangs instead of failing: every GPU run has a deadline.
+T=${GPU_TEST_TIMEOUT:-240}
+echo "== correctness: every GPU case against the float64 reference (sm_90a: warp-specialized entries where the views allow)"
+timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test.json" || { echo "gpu-test: FAILED or timed out"; status=1; }
+echo "== correctness again through the cp.async entry points (TILERT_WS=0)"
+TILERT_WS=0 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test_cpasync.json" > "$OUT/gpu_test_cpasync.txt" 2>&1 \
+  && tail -2 "$OUT/gpu_test_cpasync.txt" || { tail -30 "$OUT/gpu_test_cpasync.txt"; echo "gpu-test (TILERT_WS=0): FAILED or timed out"; status=1; }
 # stamp the results with the commit the build came from and the driver
 python3 - "$OUT/gpu_test.json" "$B/COMMIT" <<'PY' || true
 import json, subprocess, sys
@@ -48,10 +53,10 @@ san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 summary="$OUT/sanitizer_summary.txt"
 : > "$summary"
 for c in vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128 attn_d64_causal \
-         softmax_off1 gemm_off1 attn_d64_off1; do
+         softmax_off1 gemm_off1 attn_d64_off1 gemm_relu attn_d64 gemm_ws_128x128_s6 attn_ws_d64_causal; do
   for tool in memcheck racecheck synccheck; do
     log="$OUT/san_${c}_${tool}.log"
-    "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir "$B/ptx" --case "$c" > "$log" 2>&1
+    timeout -k 5 300 "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir "$B/ptx" --case "$c" > "$log" 2>&1
     rc=$?
     errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+$')
     hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | grep -Eo '[0-9]+' | head -1)

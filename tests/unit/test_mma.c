@@ -238,21 +238,8 @@ Test(mma, layout_pass_gives_dot_results_the_accumulator_layout) {
 /* ------------------------------------------------------- PTX of the examples */
 
 static char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch) {
-  size_t len = strlen(text);
-  SourceFile *src = arena_alloc(a, sizeof *src);
-  *src = (SourceFile){path, arena_strndup(a, text, len), len};
   Diag d;
-  diag_init(&d, src, stderr);
-  int nd = 0;
-  Define *dv = arena_alloc(a, sizeof *dv * 8);
-  for (; defs && defs[nd]; nd++) {
-    const char *eq = strchr(defs[nd], '=');
-    dv[nd] = (Define){arena_strndup(a, defs[nd], (size_t)(eq - defs[nd])), eq + 1, {0}};
-  }
-  AstProgram *prog = parse_program(a, src, &d);
-  cr_assert(prog && sema_check(a, prog, dv, nd, arch, &d));
-  TirFunc *f = lower_tir(a, prog->kernels, &d);
-  cr_assert(f && tir_fold_constants(f, &d) && tir_eliminate_dead(f, &d));
+  TirFunc *f = source_tir(a, path, text, defs, arch, &d);
   NvptxOptions o = {.arch = arch, .opt_level = 3};
   char *ptx = nvptx_compile(f, &o, &d, NULL);
   cr_assert(ptx, "%s: nvptx_compile failed", path);
@@ -260,14 +247,8 @@ static char *source_ptx(Arena *a, const char *path, const char *text, const char
 }
 
 static char *example_ptx(Arena *a, const char *example, const char **defs, GpuArch arch) {
-  char *path = arena_printf(a, "dsl/examples/%s.tile", example);
-  FILE *fp = fopen(path, "rb");
-  cr_assert(fp, "cannot open %s (tests run from the repository root)", path);
-  static char buf[1 << 16];
-  size_t len = fread(buf, 1, sizeof buf - 1, fp);
-  fclose(fp);
-  buf[len] = 0;
-  return source_ptx(a, path, buf, defs, arch);
+  const char *path = arena_printf(a, "dsl/examples/%s.tile", example);
+  return ptx_without_ws(a, source_ptx(a, path, example_text(a, example), defs, arch));
 }
 
 static int count(const char *s, const char *needle) {

@@ -1,6 +1,8 @@
 /* test_support.c — helpers shared by the unit test files (test_support.h). */
 #include "test_support.h"
 
+#include "ast.h"
+
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,4 +31,57 @@ void ptxas_assert_clean(const char *ptx, GpuArch arch) {
   unlink(path);
   cr_assert_eq(rc, 0, "ptxas failed:\n%s", all);
   cr_assert(strstr(all, "0 bytes spill stores, 0 bytes spill loads"), "spills:\n%s", all);
+}
+
+char *ptx_entry(Arena *a, const char *ptx, const char *name) {
+  char *head = arena_printf(a, ".visible .entry %s(", name);
+  const char *start = strstr(ptx, head);
+  if (!start)
+    return NULL;
+  const char *end = strstr(start, "// -- End function"); /* a "}" line may end an asm block */
+  return arena_strndup(a, start, end ? (size_t)(end - start) : strlen(start));
+}
+
+char *ptx_without_ws(Arena *a, const char *ptx) {
+  const char *start = strstr(ptx, "__ws(\n");
+  if (!start)
+    return arena_strdup(a, ptx);
+  while (start > ptx && start[-1] != '\n')
+    start--;
+  const char *end = strstr(start, "// -- End function");
+  end = end ? end + strlen("// -- End function") : start + strlen(start);
+  size_t n1 = (size_t)(start - ptx);
+  char *out = arena_alloc(a, strlen(ptx) + 1);
+  memcpy(out, ptx, n1);
+  strcpy(out + n1, end);
+  return out;
+}
+
+TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, Diag *d) {
+  size_t len = strlen(text);
+  SourceFile *src = arena_alloc(a, sizeof *src);
+  *src = (SourceFile){path, arena_strndup(a, text, len), len};
+  diag_init(d, src, stderr);
+  int nd = 0;
+  Define *dv = arena_alloc(a, sizeof *dv * 8);
+  for (; defs && defs[nd]; nd++) {
+    const char *eq = strchr(defs[nd], '=');
+    dv[nd] = (Define){arena_strndup(a, defs[nd], (size_t)(eq - defs[nd])), eq + 1, {0}};
+  }
+  AstProgram *prog = parse_program(a, src, d);
+  cr_assert(prog && sema_check(a, prog, dv, nd, arch, d));
+  TirFunc *f = lower_tir(a, prog->kernels, d);
+  cr_assert(f && tir_fold_constants(f, d) && tir_eliminate_dead(f, d));
+  return f;
+}
+
+char *example_text(Arena *a, const char *name) {
+  char *path = arena_printf(a, "dsl/examples/%s.tile", name);
+  FILE *fp = fopen(path, "rb");
+  cr_assert(fp, "cannot open %s (tests run from the repository root)", path);
+  char *buf = arena_alloc(a, 1 << 16);
+  size_t len = fread(buf, 1, (1 << 16) - 1, fp);
+  fclose(fp);
+  buf[len] = 0;
+  return buf;
 }

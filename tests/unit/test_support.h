@@ -4,8 +4,22 @@
 
 #include "tilec.h"
 
+#include <stdio.h>
+
 /* Assembles ptx with ptxas for arch when CUDA is installed (else returns): a Criterion assertion
  * fails on a ptxas error and on any register spill. */
 void ptxas_assert_clean(const char *ptx, GpuArch arch);
+
+/* Source text -> checked, folded TIR of its first kernel with -D defs ("NAME=VALUE", NULL-ended)
+ * for arch; d reports to stderr. A Criterion assertion fails on any error. */
+TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, Diag *d);
+/* The text of dsl/examples/NAME.tile (tests run from the repository root). */
+char *example_text(Arena *a, const char *name);
+
+/* The module without its warp-specialized entry point (NAME__ws, sm_90a), or ptx itself when
+ * it has none: the tests of the cp.async / wgmma protocols count instructions of entry NAME. */
+char *ptx_without_ws(Arena *a, const char *ptx);
+/* The text of entry point `name` (".visible .entry NAME(" to its closing brace), or NULL. */
+char *ptx_entry(Arena *a, const char *ptx, const char *name);
 
 #endif

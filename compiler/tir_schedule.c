@@ -1,0 +1,605 @@
+/* tir_schedule.c — the GPU schedule of a kernel: pipelined loops, their rings and the warp roles.
+ *
+ * Runs in the GPU backend after the layout pass (it needs the layouts: 16-byte runs, swizzled
+ * wgmma tiles) on a copy of the function, so that the interpreter and other targets keep the
+ * unscheduled IR. What it decides (docs/tir.md, "Schedule"; docs/architecture.md, "Pipelines"):
+ *
+ *  - pipes: a `for ... pipeline P` loop whose shared-tile LOADs fill a ring of P stages ahead of
+ *    the iteration that reads them. The pass inserts PIPE_WAIT at the top of the body (the
+ *    iteration's stage has landed) and PIPE_RELEASE after the last reader (the stage may be
+ *    refilled); with an overlapped wgmma DOT the release follows that DOT and frees the previous
+ *    iteration's stage (imm = 1), whose group the DOT's wait_group 1 retired;
+ *  - warp specialization (sm_90a, one pipelined loop at the top level whose loads TMA can make):
+ *    one producer warpgroup replays the scalar slice the loads' coordinates need and issues TMA
+ *    boxes into the ring; the kernel's own warps are the consumers (setmaxnreg budgets below);
+ *  - tensor maps: per ring LOAD, the box TMA copies (the wgmma tile's swizzled layout is what a
+ *    box of one swizzle span per row writes, so the tile is `chunks` boxes side by side).
+ *
+ * A LOAD joins a ring when it sits in the body of the loop (P >= 2, TILEC_PIPELINE not 0)
+ * outside any nested if/for; it is the tile's only definition and every read of the tile
+ * follows it inside the loop; the tile moves in 16-byte runs; and each index start is
+ * computable for a future iteration: the loop variable, a register the loop does not write, or
+ * a pure scalar computed once in the body before the load from such values (the chain). */
+#include "layout.h"
+#include "tilec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The producer's register budget, and the most any thread may ask for (setmaxnreg's range is
+ * 24..256 in steps of 8; 240 leaves the consumers of FA3/CUTLASS-sized tiles room). */
+enum { PRODUCER_REGS = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+
+typedef struct Sched {
+  const TirFunc *f;
+  const SchedOptions *o;
+  Diag *d;
+  TirSchedule *s;
+} Sched;
+
+static bool is_written(const TirInst *in, int r) { return in->dst == r; }
+
+static int count_writes(const TirFunc *f, int r, int lo, int hi) {
+  int n = 0;
+  for (int i = lo; i < hi; i++)
+    n += is_written(&f->insts[i], r);
+  return n;
+}
+
+static int match_endfor(const TirFunc *f, int first) {
+  int depth = 0;
+  for (int i = first; i < f->ninsts; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+    if (depth == 0)
+      return i;
+  }
+  return -1;
+}
+
+/* Nesting depth of instruction j counted from just after `first` (0: the top level there). */
+static int depth_at(const TirFunc *f, int first, int j) {
+  int depth = 0;
+  for (int i = first + 1; i < j; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+  }
+  return depth;
+}
+
+static bool top_level(const TirFunc *f, int first, int j) { return depth_at(f, first, j) == 0; }
+
+bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in) {
+  const TirArg *a = &f->args[in->arg_index];
+  const TileType *t = &f->regs[in->dst].type;
+  if (!in->index[a->rank - 1].is_range || !t->layout)
+    return false;
+  return layout_vec_chunk(t->layout, t->elem) * elem_bytes(t->elem) == 16;
+}
+
+/* Scalar ops a replay may run; `anywhere` adds DIV/REM (code that runs unconditionally anyway:
+ * the producer's slice; a body replay could divide by zero in an iteration that never runs). */
+static bool replayable_op(const TirInst *in, bool anywhere) {
+  if ((in->op == TIR_DIV || in->op == TIR_REM) && !anywhere)
+    return false;
+  return in->op == TIR_CONST || in->op == TIR_PARAM || in->op == TIR_DIM || in->op == TIR_BLOCK_ID ||
+         in->op == TIR_CVT || (tir_op_info[in->op].flags & OPF_ELEMWISE);
+}
+
+/* Whether register r's value for a future iteration is computable at the load `before`;
+ * marks the body instructions to replay. */
+static bool replayable(const TirFunc *f, const TirPipe *p, int r, int before, int depth, bool *mark) {
+  if (r == f->insts[p->first].dst || count_writes(f, r, p->first, p->last + 1) == 0)
+    return true;
+  if (depth > 16 || count_writes(f, r, 0, f->ninsts) != 1 || f->regs[r].type.rank != 0)
+    return false;
+  for (int k = p->first + 1; k < before; k++) {
+    const TirInst *in = &f->insts[k];
+    if (in->dst != r)
+      continue;
+    if (!top_level(f, p->first, k) || !replayable_op(in, false))
+      return false;
+    for (int a = 0; a < 3; a++)
+      if (in->args[a] >= 0 && !replayable(f, p, in->args[a], k, depth + 1, mark))
+        return false;
+    mark[k] = true;
+    return true;
+  }
+  return false;
+}
+
+static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
+  const TirInst *in = &f->insts[j];
+  if (in->op != TIR_LOAD || !top_level(f, p->first, j))
+    return false;
+  const TileType *ty = &f->regs[in->dst].type;
+  const TirArg *a = &f->args[in->arg_index];
+  if (ty->place != PLACE_SHARED || count_writes(f, in->dst, 0, f->ninsts) != 1)
+    return false;
+  for (int k = 0; k < f->ninsts; k++)
+    if (tir_inst_reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
+      return false;
+  if (!tir_load_moves_16_bytes(f, in))
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (!replayable(f, p, in->index[d].start, j, 0, mark))
+      return false;
+  return true;
+}
+
+static bool env_off(const char *name) {
+  const char *e = getenv(name);
+  return e && !strcmp(e, "0");
+}
+
+bool tir_pipelining_enabled(void) { return !env_off("TILEC_PIPELINE"); }
+
+/* ---------------------------------------------- wgmma overlap (GEMM main loop)
+ *
+ * In a loop of P >= 3 stages whose body holds one DOT acc = dot(a, b, acc), that DOT ends with
+ * wgmma.wait_group 1: iteration i's wgmmas run on while the loop goes round, and iteration
+ * i+1's wait retires them. acc is touched by no other body instruction, both operands are ring
+ * tiles of this loop or shared tiles the loop never writes, and A is in shared memory (a register
+ * A would be rewritten while the group reads it). TILEC_WGMMA_OVERLAP=0 turns it off. */
+
+/* The shared tile a wgmma operand register reads (itself, or the source of its one TRANS), or -1. */
+static int operand_tile(const TirFunc *f, int r) {
+  if (f->regs[r].type.place == PLACE_SHARED)
+    return r;
+  int src = -1;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (!is_written(in, r))
+      continue;
+    if (src >= 0 || in->op != TIR_TRANS || f->regs[in->args[0]].type.place != PLACE_SHARED)
+      return -1;
+    src = in->args[0];
+  }
+  return src;
+}
+
+static bool in_ring(const TirPipe *p, const TirFunc *f, int tile) {
+  for (int l = 0; l < p->nloads; l++)
+    if (f->insts[p->loads[l]].dst == tile)
+      return true;
+  return false;
+}
+
+static int plan_overlap(const Sched *S, const TirPipe *p) {
+  const TirFunc *f = S->f;
+  if (!S->o->wgmma || p->stages < 3 || env_off("TILEC_WGMMA_OVERLAP"))
+    return -1;
+  int dot = -1;
+  for (int j = p->first + 1; j < p->last; j++)
+    if (f->insts[j].op == TIR_DOT) {
+      if (dot >= 0)
+        return -1;
+      dot = j;
+    }
+  if (dot < 0 || !top_level(f, p->first, dot))
+    return -1;
+  const TirInst *d = &f->insts[dot];
+  int acc = d->dst;
+  if (d->args[2] != acc || f->regs[acc].type.place == PLACE_SHARED)
+    return -1;
+  for (int j = p->first + 1; j < p->last; j++)
+    if (j != dot && (is_written(&f->insts[j], acc) || tir_inst_reads(&f->insts[j], acc)))
+      return -1;
+  for (int o = 0; o < 2; o++) {
+    int t = operand_tile(f, d->args[o]);
+    if (t < 0)
+      return -1;
+    if (!in_ring(p, f, t) && count_writes(f, t, p->first, p->last + 1) != 0)
+      return -1;
+  }
+  return dot;
+}
+
+/* Whether instruction j reads shared tile t, directly or through a register that is a TRANS of
+ * it (the emitter reads such a TRANS in place, at its user). */
+static bool reads_tile(const TirFunc *f, int j, int t) {
+  const TirInst *in = &f->insts[j];
+  if (tir_inst_reads(in, t))
+    return true;
+  for (int a = 0; a < 3; a++)
+    if (in->args[a] >= 0 && in->args[a] != t && f->regs[in->args[a]].type.place != PLACE_SHARED &&
+        operand_tile(f, in->args[a]) == t)
+      return true;
+  return false;
+}
+
+/* The last top-level body instruction at or after which every read of p's tiles is done. */
+static int last_reader(const TirFunc *f, const TirPipe *p) {
+  int last = p->first;
+  for (int j = p->first + 1; j < p->last; j++)
+    for (int l = 0; l < p->nloads; l++)
+      if (reads_tile(f, j, f->insts[p->loads[l]].dst))
+        last = j;
+  /* Inside a nested if/for: the end of the outermost construct holding it. */
+  while (!top_level(f, p->first, last)) {
+    int k = p->first + 1, open = -1;
+    for (int depth = 0; k <= last; k++) {
+      TirOp op = f->insts[k].op;
+      if (depth == 0 && (op == TIR_FOR || op == TIR_IF))
+        open = k;
+      depth += op == TIR_FOR || op == TIR_IF;
+      depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+    }
+    last = match_endfor(f, open);
+  }
+  return last;
+}
+
+/* Finds the pipelined loops and their ring loads (on the unscheduled instruction numbering). */
+static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
+  const TirFunc *f = S->f;
+  Arena *a = f->arena;
+  *npipes = 0;
+  if (env_off("TILEC_PIPELINE"))
+    return;
+  bool *mark = arena_alloc(a, sizeof(bool) * (size_t)(f->ninsts + 1));
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *fi = &f->insts[i];
+    int stages = fi->pipeline < S->o->stage_cap ? fi->pipeline : S->o->stage_cap;
+    if (fi->op != TIR_FOR || stages < 2)
+      continue;
+    TirPipe *p = &pipes[*npipes];
+    *p = (TirPipe){.first = i, .last = match_endfor(f, i), .stages = stages, .overlap_dot = -1};
+    if (p->last < 0)
+      continue;
+    memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
+    p->loads = arena_alloc(a, sizeof(int) * (size_t)(p->last - i));
+    p->chain = arena_alloc(a, sizeof(int) * (size_t)(p->last - i));
+    for (int j = i + 1; j < p->last; j++)
+      if (ring_load(f, p, j, mark))
+        p->loads[p->nloads++] = j;
+    if (!p->nloads)
+      continue;
+    for (int j = i + 1; j < p->last; j++)
+      if (mark[j])
+        p->chain[p->nchain++] = j;
+    p->overlap_dot = plan_overlap(S, p);
+    p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
+    p->release = p->overlap_dot >= 0 ? p->overlap_dot : last_reader(f, p);
+    (*npipes)++;
+  }
+}
+
+/* ---------------------------------------------- TMA and warp specialization */
+
+/* The tensor map of ring LOAD j, or false when TMA cannot make the tile: a swizzled wgmma
+ * tile (TMA writes exactly that layout) of 2-byte elements, zero fill (TMA fills with +0), the
+ * innermost tensor dimension a range, two range dimensions whose sizes are the tile's (no
+ * padding: a box reads every element it covers), boxes of at most 256 per dimension. */
+static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
+  const TirInst *in = &f->insts[j];
+  const TileType *t = &f->regs[in->dst].type;
+  const TirArg *a = &f->args[in->arg_index];
+  SmemLayout sl;
+  if (!t->layout || t->rank != 2 || elem_bytes(t->elem) != 2 || in->imm != 0 || signbit(in->imm) ||
+      !layout_is_wgmma_operand_tile(f, in->dst) || t->layout->shape[0] != t->dims[0] ||
+      t->layout->shape[1] != t->dims[1] || !layout_smem_wgmma(t->dims[0], t->dims[1], 2, &sl))
+    return false;
+  if (!in->index[a->rank - 1].is_range || t->dims[0] > 256)
+    return false;
+  int nranges = 0;
+  memset(m, 0, sizeof *m);
+  for (int d = 0; d < a->rank; d++) {
+    m->box[d] = in->index[d].is_range ? in->index[d].size : 1;
+    nranges += in->index[d].is_range;
+  }
+  if (nranges != 2)
+    return false;
+  m->load = j;
+  m->arg = in->arg_index;
+  m->swizzle = sl.swizzle;
+  m->row_bytes = sl.swizzle;
+  m->rows = t->dims[0];
+  m->box[a->rank - 1] = sl.swizzle / 2;
+  m->chunks = t->dims[1] / m->box[a->rank - 1];
+  return m->chunks >= 1 && m->chunks * m->box[a->rank - 1] == t->dims[1];
+}
+
+/* Marks the instructions before `first` (top level, one write each, scalar, replayable) that
+ * register r's value needs; false if some cannot be replayed by the producer. */
+static bool slice_reg(const TirFunc *f, int first, int r, bool *mark, int depth) {
+  if (depth > 32)
+    return false;
+  int def = -1;
+  for (int k = 0; k < f->ninsts; k++)
+    if (is_written(&f->insts[k], r)) {
+      if (def >= 0)
+        return false;
+      def = k;
+    }
+  if (def < 0 || def >= first || !top_level(f, -1, def) || f->regs[r].type.rank != 0 ||
+      !replayable_op(&f->insts[def], true))
+    return false;
+  if (mark[def])
+    return true;
+  mark[def] = true;
+  for (int a = 0; a < 3; a++)
+    if (f->insts[def].args[a] >= 0 && !slice_reg(f, first, f->insts[def].args[a], mark, depth + 1))
+      return false;
+  return true;
+}
+
+/* Whether register r is produced inside the producer: the loop variable or the chain. */
+static bool producer_body_reg(const TirFunc *f, const TirPipe *p, int r) {
+  if (r == f->insts[p->first].dst)
+    return true;
+  for (int c = 0; c < p->nchain; c++)
+    if (f->insts[p->chain[c]].dst == r)
+      return true;
+  return false;
+}
+
+static bool need_reg(const TirFunc *f, const TirPipe *p, int r, bool *mark) {
+  return producer_body_reg(f, p, r) || slice_reg(f, p->first, r, mark, 0);
+}
+
+static bool plan_ws(Sched *S, const TirPipe *p) {
+  const TirFunc *f = S->f;
+  TirSchedule *s = S->s;
+  if (S->o->arch != ARCH_SM90A || !S->o->wgmma || s->npipes != 1 || env_off("TILEC_WS") ||
+      !top_level(f, -1, p->first) || f->threads % WARPGROUP || f->threads + WARPGROUP > 1024 ||
+      p->nloads > TIR_MAX_TMAPS)
+    return false;
+  s->tmaps = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)p->nloads);
+  for (int l = 0; l < p->nloads; l++)
+    if (!plan_tmap(f, p->loads[l], &s->tmaps[l]))
+      return false;
+  bool *mark = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
+  const TirInst *fi = &f->insts[p->first];
+  for (int a = 0; a < 3; a++)
+    if (!slice_reg(f, p->first, fi->args[a], mark, 0))
+      return false;
+  for (int c = 0; c < p->nchain; c++)
+    for (int a = 0; a < 3; a++) {
+      int r = f->insts[p->chain[c]].args[a];
+      if (r >= 0 && !need_reg(f, p, r, mark))
+        return false;
+    }
+  for (int l = 0; l < p->nloads; l++) {
+    const TirInst *in = &f->insts[p->loads[l]];
+    for (int d = 0; d < f->args[in->arg_index].rank; d++)
+      if (!need_reg(f, p, in->index[d].start, mark))
+        return false;
+  }
+  s->slice = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1));
+  for (int k = 0; k < p->first; k++)
+    if (mark[k])
+      s->slice[s->nslice++] = k;
+  s->ntmaps = p->nloads;
+  for (int l = 0; l < p->nloads; l++)
+    s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
+  s->ws = true;
+  s->consumer_threads = f->threads;
+  s->producer_threads = WARPGROUP;
+  s->producer_regs = PRODUCER_REGS;
+  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / f->threads / 8 * 8;
+  s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
+  return true;
+}
+
+/* ---------------------------------------------- the scheduled copy */
+
+/* Copies f's instructions with PIPE_WAIT after each pipe's FOR and PIPE_RELEASE after its last
+ * reader, renumbering the table. */
+static void insert_sync(TirFunc *g, const TirFunc *f, TirPipe *pipes, int npipes) {
+  int *map = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1));
+  int *release = arena_alloc(f->arena, sizeof(int) * (size_t)(npipes + 1)); /* old numbering */
+  for (int k = 0; k < npipes; k++)
+    release[k] = pipes[k].release;
+  g->cap_insts = f->ninsts + 2 * npipes + 1;
+  g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)g->cap_insts);
+  g->ninsts = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    map[i] = g->ninsts;
+    g->insts[g->ninsts++] = f->insts[i];
+    for (int k = 0; k < npipes; k++) {
+      TirInst sync = {.op = TIR_PIPE_WAIT, .dst = -1, .args = {-1, -1, -1}, .axis = k,
+                      .arg_index = -1, .loc = f->insts[i].loc};
+      if (pipes[k].first == i) {
+        pipes[k].wait = g->ninsts;
+        g->insts[g->ninsts++] = sync;
+      }
+      if (release[k] == i) {
+        sync.op = TIR_PIPE_RELEASE;
+        sync.imm = pipes[k].overlap_dot >= 0 ? 1 : 0;
+        pipes[k].release = g->ninsts;
+        g->insts[g->ninsts++] = sync;
+      }
+    }
+  }
+  map[f->ninsts] = g->ninsts;
+  for (int k = 0; k < npipes; k++) {
+    TirPipe *p = &pipes[k];
+    p->first = map[p->first];
+    p->last = map[p->last];
+    if (p->overlap_dot >= 0)
+      p->overlap_dot = map[p->overlap_dot];
+    for (int l = 0; l < p->nloads; l++)
+      p->loads[l] = map[p->loads[l]];
+    for (int c = 0; c < p->nchain; c++)
+      p->chain[c] = map[p->chain[c]];
+  }
+}
+
+TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
+  Arena *a = f->arena;
+  TirFunc *g = arena_alloc(a, sizeof *g);
+  *g = *f;
+  TirSchedule *s = arena_alloc(a, sizeof *s);
+  g->sched = s;
+  Sched S = {.f = f, .o = o, .d = d, .s = s};
+  TirPipe *pipes = arena_alloc(a, sizeof(TirPipe) * (size_t)(f->ninsts + 1));
+  find_pipes(&S, pipes, &s->npipes);
+  s->pipes = pipes;
+  if (s->npipes == 1)
+    plan_ws(&S, &pipes[0]);
+  insert_sync(g, f, pipes, s->npipes);
+  for (int t = 0; t < s->ntmaps; t++)
+    s->tmaps[t].load = pipes[0].loads[t];
+  if (!tir_verify(g, d, "schedule") || !tir_verify_schedule(g, d))
+    return NULL;
+  return g;
+}
+
+/* ---------------------------------------------- verifier */
+
+typedef struct SchedVerifier {
+  const TirFunc *f;
+  Diag *d;
+} SchedVerifier;
+
+__attribute__((format(printf, 3, 4))) static bool sfail(const SchedVerifier *v, int at, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  SrcLoc loc = at >= 0 && at < v->f->ninsts ? v->f->insts[at].loc : v->f->loc;
+  diag_report(v->d, DIAG_ERROR, loc, "internal error: invalid schedule: instruction %d: %s", at, msg);
+  return false;
+}
+
+static bool verify_pipe(const SchedVerifier *v, int k) {
+  const TirFunc *f = v->f;
+  const TirPipe *p = &f->sched->pipes[k];
+  if (p->first < 0 || p->first >= f->ninsts || f->insts[p->first].op != TIR_FOR ||
+      match_endfor(f, p->first) != p->last || p->stages < 2)
+    return sfail(v, p->first, "pipe %d is not a for loop of at least 2 stages", k);
+  for (int at = 0; at < 2; at++) {
+    int j = at ? p->release : p->wait;
+    TirOp op = at ? TIR_PIPE_RELEASE : TIR_PIPE_WAIT;
+    if (j <= p->first || j >= p->last || f->insts[j].op != op || f->insts[j].axis != k ||
+        !top_level(f, p->first, j))
+      return sfail(v, j, "pipe %d has no %s at the top level of its loop", k, tir_op_info[op].name);
+  }
+  bool lagged = f->insts[p->release].imm == 1;
+  if (lagged && p->release != p->overlap_dot + 1)
+    return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
+  for (int l = 0; l < p->nloads; l++) {
+    int j = p->loads[l], t = f->insts[j].dst;
+    if (j <= p->first || j >= p->last || f->insts[j].op != TIR_LOAD || !top_level(f, p->first, j) ||
+        count_writes(f, t, 0, f->ninsts) != 1)
+      return sfail(v, j, "pipe %d: ring load is not the only top-level write of its tile", k);
+    for (int r = 0; r < f->ninsts; r++) {
+      if (r == j || !reads_tile(f, r, t))
+        continue;
+      if (r <= p->first || r >= p->last)
+        return sfail(v, r, "reads ring tile %%%d outside its loop", t);
+      if (r < p->wait)
+        return sfail(v, r, "reads ring tile %%%d before its stage is waited for (pipe_wait)", t);
+      if (!lagged && r > p->release)
+        return sfail(v, r, "reads ring tile %%%d after its stage is released (pipe_release)", t);
+    }
+  }
+  return true;
+}
+
+static bool verify_ws(const SchedVerifier *v) {
+  const TirFunc *f = v->f;
+  const TirSchedule *s = f->sched;
+  if (s->npipes != 1 || !top_level(f, -1, s->pipes[0].first))
+    return sfail(v, -1, "warp specialization needs exactly one pipelined loop, at the top level");
+  if (s->producer_threads != 128 || s->consumer_threads != f->threads || s->consumer_threads % 128)
+    return sfail(v, -1, "roles: %d producer and %d consumer threads are not whole warpgroups",
+                 s->producer_threads, s->consumer_threads);
+  if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
+      s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads > SM_REGS)
+    return sfail(v, -1, "register budgets %d / %d do not fit the SM", s->producer_regs, s->consumer_regs);
+  const TirPipe *p = &s->pipes[0];
+  if (s->ntmaps != p->nloads)
+    return sfail(v, -1, "%d tensor maps for %d ring loads", s->ntmaps, p->nloads);
+  for (int t = 0; t < s->ntmaps; t++) {
+    const TirTmap *m = &s->tmaps[t];
+    const TirArg *a = &f->args[m->arg];
+    if (m->load != p->loads[t] || f->insts[m->load].arg_index != m->arg)
+      return sfail(v, m->load, "tensor map %d does not describe ring load %d", t, t);
+    if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
+        m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
+      return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
+  }
+  bool *in_slice = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
+  for (int k = 0; k < s->nslice; k++) {
+    int j = s->slice[k];
+    if (j >= p->first || !top_level(f, -1, j) || f->regs[f->insts[j].dst].type.rank != 0 ||
+        !replayable_op(&f->insts[j], true))
+      return sfail(v, j, "the producer's slice holds an instruction it cannot replay");
+    in_slice[j] = true;
+  }
+  /* Every register the producer reads is the loop variable, a chain result, or a slice result. */
+  for (int k = 0; k < s->nslice; k++)
+    for (int a = 0; a < 3; a++) {
+      int r = f->insts[s->slice[k]].args[a];
+      bool ok = r < 0;
+      for (int m = 0; !ok && m < k; m++)
+        ok = f->insts[s->slice[m]].dst == r;
+      if (!ok)
+        return sfail(v, s->slice[k], "the producer's slice reads %%%d before computing it", r);
+    }
+  for (int a = 0; a < 3; a++) {
+    int r = f->insts[p->first].args[a];
+    bool ok = false;
+    for (int m = 0; !ok && m < s->nslice; m++)
+      ok = f->insts[s->slice[m]].dst == r;
+    if (!ok)
+      return sfail(v, p->first, "the producer cannot compute the loop bound %%%d", r);
+  }
+  return true;
+}
+
+bool tir_verify_schedule(const TirFunc *f, Diag *d) {
+  SchedVerifier v = {f, d};
+  if (!f->sched)
+    return sfail(&v, -1, "no schedule");
+  for (int j = 0; j < f->ninsts; j++) {
+    TirOp op = f->insts[j].op;
+    if ((op == TIR_PIPE_WAIT || op == TIR_PIPE_RELEASE) &&
+        (f->insts[j].axis < 0 || f->insts[j].axis >= f->sched->npipes))
+      return sfail(&v, j, "%s of no pipe", tir_op_info[op].name);
+  }
+  for (int k = 0; k < f->sched->npipes; k++)
+    if (!verify_pipe(&v, k))
+      return false;
+  return !f->sched->ws || verify_ws(&v);
+}
+
+/* ---------------------------------------------- printer (--emit=tir with a schedule) */
+
+void tir_print_schedule(FILE *out, const TirFunc *f) {
+  const TirSchedule *s = f->sched;
+  if (!s)
+    return;
+  for (int k = 0; k < s->npipes; k++) {
+    const TirPipe *p = &s->pipes[k];
+    fprintf(out, "// pipe %d: for @%d, %d stages, loads", k, p->first, p->stages);
+    for (int l = 0; l < p->nloads; l++)
+      fprintf(out, " @%d", p->loads[l]);
+    fprintf(out, ", wait @%d, release @%d", p->wait, p->release);
+    if (p->overlap_dot >= 0)
+      fprintf(out, ", overlapped dot @%d", p->overlap_dot);
+    fputc('\n', out);
+  }
+  if (!s->ws)
+    return;
+  fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)\n",
+          s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
+  fputs("// producer slice:", out);
+  for (int k = 0; k < s->nslice; k++)
+    fprintf(out, " @%d", s->slice[k]);
+  fputc('\n', out);
+  for (int t = 0; t < s->ntmaps; t++) {
+    const TirTmap *m = &s->tmaps[t];
+    fprintf(out, "// tmap %d: load @%d, %s box [", t, m->load, f->args[m->arg].name);
+    for (int dd = 0; dd < f->args[m->arg].rank; dd++)
+      fprintf(out, dd ? ", %d" : "%d", m->box[dd]);
+    fprintf(out, "] x %d, swizzle %d\n", m->chunks, m->swizzle);
+  }
+  fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
+}
