@@ -50,7 +50,10 @@ IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cud
 PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch")
 ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
 # Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
-TENSOR_CORE = ("gemm", "attention")
+TENSOR_CORE = ("gemm", "gemm_gelu", "attention")
+# Cases whose kernel is another example's: gemm_gelu is dsl/examples/gemm.tile with ACT=2 (the
+# GELU(tanh) epilogue), against torch's gelu(addmm(...)) (two kernels): does fusion pay.
+EXAMPLE_OF = {"gemm_gelu": "gemm"}
 # Memory-bound kernels: a same-size device copy row and the steady-state (stream) timing.
 MEMORY_BOUND = ("vadd",) + ROW_KERNELS
 STREAM_BYTES = 1 << 30  # rotating buffer sets: at least this much moved per cycle (> 15x the L2)
@@ -104,6 +107,9 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
     for m, n, k in gemm_shapes:
         for dt in dts:
             add("gemm", {"M": m, "N": n, "K": k}, dt)
+    for m, n, k in gemm_shapes[:2]:
+        for dt in dts:
+            add("gemm_gelu", {"M": m, "N": n, "K": k}, dt)
     seqlens = [1024, 8192] if quick else [512, 1024, 2048, 4096, 8192, 16384]
     for d in (64, 128):
         for causal in (0, 1):
@@ -151,9 +157,17 @@ def variant_dtype(example, params):
     return params.get("T", EXAMPLE_DTYPE.get(example, "f16"))
 
 
+def act_matches(c, v):
+    """gemm variants: ACT=2 serves gemm_gelu cases, any other ACT the gemm cases."""
+    if v["example"] != "gemm":
+        return True
+    return (v["params"].get("ACT") == "2") == (c["kernel"] == "gemm_gelu")
+
+
 def tilec_variants(c, configs):
     """The variants that serve case c: same example, MATCH agrees, compiled for c's dtype."""
-    return [v for v in configs if v["example"] == c["kernel"] and case_matches(c, v["match"])
+    ex = EXAMPLE_OF.get(c["kernel"], c["kernel"])
+    return [v for v in configs if v["example"] == ex and case_matches(c, v["match"]) and act_matches(c, v)
             and v.get("dtype", variant_dtype(v["example"], v["params"])) == c["dtype"]]
 
 
@@ -163,13 +177,14 @@ def impls_for(c, configs):
     out, absent = [], []
     vs = tilec_variants(c, configs)
     if not vs:
-        if any(v["example"] == k and case_matches(c, v["match"]) for v in configs):
+        if any(v["example"] == EXAMPLE_OF.get(k, k) and case_matches(c, v["match"]) for v in configs):
             absent.append(("tilec", f"no {dt} variant of dsl/examples/{k}.tile in bench/configs.txt (add one with T={dt})"))
         else:
             absent.append(("tilec", "no variant in bench/configs.txt matches"))
     else:
         out += [("tilec", v["name"]) for v in vs]
-    out.append(("baseline", None))
+    if k != "gemm_gelu":  # the hand-written baseline has no GELU epilogue
+        out.append(("baseline", None))
     if k == "gemm":
         out.append(("cublas", None))
     elif k == "attention":
@@ -199,7 +214,7 @@ def flops_bytes(c):
         b = {"softmax": 2 * m * n, "rmsnorm": 2 * m * n + n, "layernorm": 2 * m * n + 2 * n,
              "add_rmsnorm": 4 * m * n + n}[k] * e
         return f, b
-    if k == "gemm":
+    if k in ("gemm", "gemm_gelu"):
         m, n, kk = s["M"], s["N"], s["K"]
         return 2 * m * n * kk, e * (m * kk + kk * n + m * n + n)
     if k == "attention":
@@ -266,7 +281,7 @@ def _ctypes_api():
                     ("nrequires", C.c_int), ("requires", (C.c_char * 256) * 8),
                     ("requires_text", (C.c_char * 256) * 8), ("ws_name", C.c_char * 128),
                     ("ws_threads", C.c_int), ("ws_smem_bytes", C.c_int), ("ntmaps", C.c_int),
-                    ("tmaps", TmapInfo * 8)]
+                    ("tmaps", TmapInfo * 8), ("ws_persistent", C.c_int)]
 
     return {"Status": Status, "Tensor": Tensor, "Arg": Arg, "ArgInfo": ArgInfo, "DimInfo": DimInfo,
             "KernelInfo": KernelInfo}
@@ -346,16 +361,19 @@ class Tilert:
         self._check(self.lib.tilert_module_load_ptx(self.dev, ptx, C.byref(mod)), f"module_load_ptx({variant})")
         # A variant named *_cpasync is its twin's PTX launched through the cp.async entry point
         # (TILERT_WS=0 while the runtime prepares the kernel): the A/B of warp specialization.
-        saved = os.environ.get("TILERT_WS")
-        if variant.endswith("_cpasync"):
-            os.environ["TILERT_WS"] = "0"
+        # *_tiles: the persistent entry launched with one block per tile (TILERT_PERSISTENT=0).
+        env = {"_cpasync": "TILERT_WS", "_tiles": "TILERT_PERSISTENT"}
+        var = next((v for sfx, v in env.items() if variant.endswith(sfx)), None)
+        saved = os.environ.get(var) if var else None
+        if var:
+            os.environ[var] = "0"
         try:
             self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
         finally:
-            if saved is None:
-                os.environ.pop("TILERT_WS", None)
-            else:
-                os.environ["TILERT_WS"] = saved
+            if var and saved is None:
+                os.environ.pop(var, None)
+            elif var:
+                os.environ[var] = saved
         info = self.lib.tilert_kernel_get_info(k).contents
         self.kernels[variant] = (k, info)
         return self.kernels[variant]
@@ -579,12 +597,13 @@ class Worker:
             if w is not None:
                 ctx["inputs"]["W"] = w
             ctx["outs"]["Y"] = torch.empty_like(x)
-        elif k == "gemm":
+        elif k in ("gemm", "gemm_gelu"):
             m, n, kk = s["M"], s["N"], s["K"]
             a, b, bias = rnd(m, kk, scale=kk ** -0.5), rnd(kk, n), rnd(n)
             ctx["inputs"] = {"A": a, "B": b, "bias": bias}
             ctx["outs"] = {"C": torch.empty(m, n, device=self.dev, dtype=dt)}
-            ctx["ref"] = {"C": torch.relu(a.float() @ b.float() + bias.float())}
+            y = a.float() @ b.float() + bias.float()
+            ctx["ref"] = {"C": torch.relu(y) if k == "gemm" else torch.nn.functional.gelu(y, approximate="tanh")}
         elif k == "attention":
             B, H, N, D = s["B"], s["H"], s["N"], s["D"]
             q, kt, v = rnd(B, H, N, D), rnd(B, H, N, D), rnd(B, H, N, D)
@@ -653,6 +672,7 @@ class Worker:
                 "layernorm": [I.get("X"), I.get("W"), I.get("Bias"), O.get("Y"), EPS],
                 "add_rmsnorm": [I.get("X"), I.get("R"), I.get("W"), O.get("Y"), EPS],
                 "gemm": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
+                "gemm_gelu": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
                 "attention": [I.get("Q"), I.get("K"), I.get("V"), O.get("O"), ctx.get("scale")],
             }[k]
             launch = self.tilert.launcher(variant, order)
@@ -710,6 +730,8 @@ class Worker:
                 r = torch.add(I["X"], I["R"], out=I["R"])
                 return {"R": r, "Y": F.rms_norm(r, (s["N"],), I["W"], EPS)}
             return fn
+        if k == "gemm_gelu":
+            return lambda: {"C": F.gelu(torch.addmm(I["bias"], I["A"], I["B"]), approximate="tanh")}
         if k == "gemm":
             if hasattr(torch, "_addmm_activation"):  # cuBLASLt with the relu epilogue fused
                 return lambda: {"C": torch._addmm_activation(I["bias"], I["A"], I["B"])}
@@ -1268,7 +1290,7 @@ def shape_str(r):
     k = r["kernel"]
     if k == "attention":
         return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']}" + (" causal" if r.get("causal") else "")
-    if k == "gemm":
+    if k in ("gemm", "gemm_gelu"):
         return f"{s['M']}x{s['N']}x{s['K']}"
     if k == "vadd":
         return f"N={s['N']}"

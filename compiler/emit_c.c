@@ -1136,6 +1136,11 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
         diag_plain(d, DIAG_ERROR, "--emit=c: --arch=%s given twice", arch_name(archs[i]));
         return false;
       }
+    /* The AOT launcher runs the cp.async entry point; a warp-specialized one (sm_90a) is the
+     * runtime's to pick (it needs tensor maps made per launch): not part of the contract. */
+    memset(ki->ws_name, 0, sizeof ki->ws_name);
+    ki->ws_threads = ki->ws_smem_bytes = ki->ntmaps = 0;
+    memset(ki->tmaps, 0, sizeof ki->tmaps);
     im[i] = (Image){.arch = archs[i], .ptx = ptx_per_arch[i], .smem = ki->smem_bytes};
     /* Every image must have the same contract; only shared memory may differ per arch. */
     other->smem_bytes = k->smem_bytes;

@@ -117,6 +117,9 @@ typedef struct Cg {
   bool ws;                           /* this entry is the warp-specialized one (sched->ws) */
   int mbar_off;                      /* ws: byte offset of full[stages] then empty[stages] */
   LLVMValueRef *tmap;                /* ws: per tensor map, its generic address (grid_constant) */
+  bool persistent;                   /* ws and sched->persistent: the body runs once per tile */
+  LLVMValueRef grid_tiles[3];        /* persistent: the logical grid (i32 parameters) */
+  LLVMValueRef pblock[3];            /* persistent: i32 allocas, the tile's block index */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
@@ -788,7 +791,7 @@ static void lower_leaf(Cg *g, const TirInst *in) {
       cg_error(g, "internal error: block axis %d", in->axis);
       return;
     }
-    out[0] = intrin0(g, names[in->axis]);
+    out[0] = g->persistent ? LLVMBuildLoad2(g->b, g->i32, g->pblock[in->axis], "") : intrin0(g, names[in->axis]);
     break;
   }
   default: { /* IOTA */
@@ -1458,12 +1461,11 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
 
 /* At the FOR, before the loop: the first P - 1 iterations' copies. */
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
-  LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
-  if (g->ws) {
-    LLVMBuildStore(g->b, ci32(g, 0), p->phase);
+  if (g->ws) { /* the ring's stage and parity run on across tiles (emit_roles starts them) */
     LLVMBuildStore(g->b, ci32(g, 0), p->iter);
     return;
   }
+  LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
   if (g->dirty)
     barrier(g); /* the stages may still be read from a previous run of the loop */
   for (int s = 0; s < p->tp->ahead; s++) {
@@ -1617,9 +1619,65 @@ static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
   }
 }
 
+/* ---------------------------------------------- persistent grid: the tile loop
+ *
+ * The block walks tiles t = ctaid.x, ctaid.x + nctaid.x, ... below tiles.x * tiles.y * tiles.z,
+ * each decoded to the block index the body sees (pblock): z outermost, then groups of
+ * TILE_GROUP rows of y, x along a group's rows (neighbouring blocks share the rows of the
+ * operands they read: L2 reuse, the grouped order of Triton's matmul tutorial). */
+enum { TILE_GROUP = 8 };
+
+typedef struct TileLoop {
+  LLVMValueRef t;               /* i32 alloca: the tile */
+  LLVMBasicBlockRef cond, exit;
+} TileLoop;
+
+static LLVMValueRef umin(Cg *g, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntULT, a, b, ""), a, b, "");
+}
+
+static void tile_decode(Cg *g, LLVMValueRef t) {
+  LLVMValueRef gx = g->grid_tiles[0], gy = g->grid_tiles[1], b = NULL;
+  LLVMValueRef per_z = LLVMBuildMul(g->b, gx, gy, "");
+  LLVMValueRef r = LLVMBuildURem(g->b, t, per_z, "");
+  LLVMValueRef width = LLVMBuildMul(g->b, gx, ci32(g, TILE_GROUP), "");
+  LLVMValueRef first_y = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, r, width, ""), ci32(g, TILE_GROUP), "");
+  LLVMValueRef gsize = umin(g, LLVMBuildSub(g->b, gy, first_y, ""), ci32(g, TILE_GROUP));
+  LLVMValueRef q = LLVMBuildURem(g->b, r, width, "");
+  b = LLVMBuildUDiv(g->b, q, gsize, "");
+  LLVMBuildStore(g->b, b, g->pblock[0]);
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), ""), g->pblock[1]);
+  LLVMBuildStore(g->b, LLVMBuildUDiv(g->b, t, per_z, ""), g->pblock[2]);
+}
+
+/* Opens the loop; the builder is left in its body with pblock set. */
+static TileLoop tile_loop_begin(Cg *g) {
+  TileLoop l = {entry_alloca(g, g->i32, 1), new_bb(g, "tile"), NULL};
+  LLVMBuildStore(g->b, intrin0(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), l.t);
+  LLVMBuildBr(g->b, l.cond);
+  LLVMPositionBuilderAtEnd(g->b, l.cond);
+  LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l.t, "");
+  LLVMValueRef total = LLVMBuildMul(g->b, LLVMBuildMul(g->b, g->grid_tiles[0], g->grid_tiles[1], ""), g->grid_tiles[2], "");
+  LLVMBasicBlockRef body = new_bb(g, "tile.body");
+  l.exit = new_bb(g, "tile.end");
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, t, total, ""), body, l.exit);
+  LLVMPositionBuilderAtEnd(g->b, body);
+  tile_decode(g, t);
+  return l;
+}
+
+/* The latch (the builder's block falls through to the next tile); the builder ends at the exit. */
+static void tile_loop_end(Cg *g, const TileLoop *l) {
+  LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, "");
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, intrin0(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ""), l->t);
+  LLVMBuildBr(g->b, l->cond);
+  LLVMPositionBuilderAtEnd(g->b, l->exit);
+}
+
 /* The producer warpgroup: gives registers back, then one thread replays the slice and walks the
  * loop, per iteration: wait for the stage to be empty, expect its bytes, replay the chain,
- * issue the boxes. The other producer threads exit at once. */
+ * issue the boxes; persistent: for every tile of the block, the ring running on. The other
+ * producer threads exit at once. */
 static void emit_producer(Cg *g) {
   const TirFunc *f = g->f;
   const TirSchedule *s = g->sched;
@@ -1631,6 +1689,12 @@ static void emit_producer(Cg *g) {
   LLVMBasicBlockRef work = new_bb(g, "producer");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, s->consumer_threads), ""), work, done);
   LLVMPositionBuilderAtEnd(g->b, work);
+  LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
+  LLVMBuildStore(g->b, ci32(g, 0), slot);
+  LLVMBuildStore(g->b, ci32(g, 1), phase);
+  TileLoop tl;
+  if (g->persistent)
+    tl = tile_loop_begin(g);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
   const TirInst *fi = &f->insts[p->first];
@@ -1638,16 +1702,14 @@ static void emit_producer(Cg *g) {
   get_tile(g, fi->args[0], &lo);
   get_tile(g, fi->args[1], &hi);
   get_tile(g, fi->args[2], &step);
-  LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), ctr);
-  LLVMBuildStore(g->b, ci32(g, 0), slot);
-  LLVMBuildStore(g->b, ci32(g, 1), phase);
   LLVMValueRef hi64 = LLVMBuildSExt(g->b, hi, g->i64, ""), step64 = LLVMBuildSExt(g->b, step, g->i64, "");
   LLVMBasicBlockRef cond = new_bb(g, "producer.for"), body = new_bb(g, "producer.body");
+  LLVMBasicBlockRef walked = new_bb(g, "producer.walked");
   LLVMBuildBr(g->b, cond);
   LLVMPositionBuilderAtEnd(g->b, cond);
   LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ctr, "");
-  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, done);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, walked);
   LLVMPositionBuilderAtEnd(g->b, body);
   LLVMValueRef sl = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
   mbar_wait(g, mbar_addr(g, 1, sl), ph);
@@ -1666,6 +1728,10 @@ static void emit_producer(Cg *g) {
   LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrap, g->i32, ""), ""), phase);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
+  LLVMPositionBuilderAtEnd(g->b, walked);
+  if (g->persistent)
+    tile_loop_end(g, &tl);
+  LLVMBuildBr(g->b, done);
   LLVMPositionBuilderAtEnd(g->b, done);
   LLVMBuildRetVoid(g->b);
 }
@@ -1696,6 +1762,8 @@ static void emit_roles(Cg *g) {
   char text[64];
   snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %d;", s->consumer_regs);
   inline_asm0(g, text);
+  LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].rslot);
+  LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].phase);
 }
 
 /* Masked scalar loads of elements r .. r+len-1 into the slots of tmp (the fill when masked). */
@@ -2004,6 +2072,8 @@ static void lower_marker(Cg *g, const TirInst *in) {
       get_tile(g, acc, v);
       nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
       store_regs(g, acc, v);
+      if (g->ws) /* the last iteration's stage: its group retired with the drain */
+        ws_release(g, ns->pipe, 1);
     }
     return;
   }
@@ -2216,6 +2286,10 @@ static void build_signature(Cg *g) {
   for (int i = 0; i < f->ndims; i++)
     if (!f->dims[i].pinned)
       ps[np++] = g->i32;
+  int first_tiles = np;
+  if (g->persistent)
+    for (int k = 0; k < 3; k++)
+      ps[np++] = g->i32;
   int first_tmap = np, ntmaps = g->ws ? g->sched->ntmaps : 0;
   /* CUtensorMap: 128 bytes, 64-byte aligned, by value (grid_constant: read in place) */
   LLVMTypeRef tmap_ty = LLVMArrayType(g->i8, 128);
@@ -2265,8 +2339,10 @@ static void build_signature(Cg *g) {
       LLVMSetValueName2(g->dimv[i], f->dims[i].name, strlen(f->dims[i].name));
     }
   }
+  for (int k = 0; g->persistent && k < 3; k++)
+    g->grid_tiles[k] = LLVMGetParam(g->fn, (unsigned)(first_tiles + k));
   for (int t = 0; t < ntmaps; t++)
-    g->tmap[t] = LLVMGetParam(g->fn, (unsigned)p++);
+    g->tmap[t] = LLVMGetParam(g->fn, (unsigned)(first_tmap + t));
 }
 
 static int block_threads(const Cg *g) {
@@ -2754,6 +2830,7 @@ static char *emit(Cg **gs, int n, LLVMTargetMachineRef tm, const char *meta) {
  * specialized one). Returns the dynamic shared bytes, or -1 (failed, or *retry_cap set). */
 static int build_kernel(Cg *g) {
   TirFunc *f = g->f;
+  g->persistent = g->ws && g->sched->persistent;
   g->smem = new_smem_global(g, g->ws ? "tilec_smem_ws" : "tilec_smem");
   if (g->wgmma)
     LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
@@ -2768,8 +2845,16 @@ static int build_kernel(Cg *g) {
   g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
   plan(g);
   annotate_occupancy(g);
+  for (int k = 0; g->persistent && k < 3; k++)
+    g->pblock[k] = entry_alloca(g, g->i32, 1);
   if (g->ws)
     emit_roles(g);
+  TileLoop tl;
+  if (g->persistent) {
+    tl = tile_loop_begin(g);
+    g->dirty = true; /* the previous tile's reads of shared memory */
+    g->red_read[0] = g->red_read[1] = true;
+  }
   for (int i = 0; i < f->ninsts && !g->failed; i++) {
     wait_for_operands(g, &f->insts[i]);
     lower_inst(g, &f->insts[i]);
@@ -2777,6 +2862,8 @@ static int build_kernel(Cg *g) {
   if (g->failed)
     return -1;
   flush_copies(g); /* no copy may land in the shared memory of an exited block */
+  if (g->persistent)
+    tile_loop_end(g, &tl);
   LLVMBuildRetVoid(g->b);
   int smem = finish_smem(g);
   report_smem(g, smem);

@@ -78,8 +78,8 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
   FILE *m = open_memstream(&buf, &len);
   if (!m)
     return arena_strdup(a, "");
-  fprintf(m, "// tilec: ws %s threads %d smem %d\n", entry, s->consumer_threads + s->producer_threads,
-          dynamic_smem_bytes);
+  fprintf(m, "// tilec: ws %s threads %d smem %d%s\n", entry, s->consumer_threads + s->producer_threads,
+          dynamic_smem_bytes, s->persistent ? " persistent" : "");
   for (int t = 0; t < s->ntmaps; t++) {
     const TirTmap *tm = &s->tmaps[t];
     fprintf(m, "// tilec: tmap %s swizzle %d box", f->args[tm->arg].name, tm->swizzle);

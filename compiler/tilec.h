@@ -393,6 +393,10 @@ typedef struct TirSchedule {
   /* Warp specialization (sm_90a): a producer warpgroup issues TMA into the one pipelined loop's
    * ring (full / empty mbarriers); the kernel's own threads are the consumers. */
   bool ws;
+  /* Persistent (with ws): a grid of at most the resident blocks, each walking output tiles
+   * (grouped raster) with the ring running on across tiles, so a tile's epilogue overlaps the
+   * next tile's loads. The block index the body sees is the tile's. */
+  bool persistent;
   int consumer_threads, producer_threads;
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */

@@ -377,6 +377,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   for (int l = 0; l < p->nloads; l++)
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
+  s->persistent = !env_off("TILEC_PERSISTENT");
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->producer_regs = PRODUCER_REGS;
@@ -558,6 +559,8 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
   SchedVerifier v = {f, d};
   if (!f->sched)
     return sfail(&v, -1, "no schedule");
+  if (f->sched->persistent && !f->sched->ws)
+    return sfail(&v, -1, "a persistent grid needs the warp-specialized ring");
   for (int j = 0; j < f->ninsts; j++) {
     TirOp op = f->insts[j].op;
     if ((op == TIR_PIPE_WAIT || op == TIR_PIPE_RELEASE) &&
@@ -588,8 +591,9 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
   }
   if (!s->ws)
     return;
-  fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)\n",
-          s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
+  fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)%s\n",
+          s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs,
+          s->persistent ? "; persistent grid" : "");
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);

@@ -60,6 +60,7 @@ static const struct {
     DRIVER_ENTRY(MemcpyHtoD, 3020),
     DRIVER_ENTRY(MemcpyDtoH, 3020),
     DRIVER_ENTRY(MemsetD8, 3020),
+    DRIVER_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor, 6050),
     DRIVER_ENTRY(TensorMapEncodeTiled, 12000),
 };
 

@@ -55,6 +55,7 @@ static tilert_status gpu_query(const tilert_driver *d, tilert_device *dev) {
     TILERT_CU("cuDeviceGetAttribute",
               d->DeviceGetAttribute(&dev->max_grid[i], grid_attr[i], dev->cu_dev));
   dev->cc = major * 10 + minor;
+  dev->sms = sms;
   snprintf(dev->name, sizeof dev->name, "%s (sm_%d%d, %d SMs)", name, major, minor, sms);
   return tilert__ok();
 }

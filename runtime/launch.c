@@ -126,6 +126,15 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     return st;
   if (gpu_prepare(d, m->dev, fn, k->info.ws_name, k->info.ws_threads, k->info.ws_smem_bytes).code)
     return tilert__ok();
+  int per_sm = 0;
+  if (k->info.ws_persistent) {
+    const char *pe = getenv("TILERT_PERSISTENT");
+    TILERT_CU("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+              d->OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, k->info.ws_threads, (size_t)k->info.ws_smem_bytes));
+    if (per_sm < 1)
+      return tilert__ok(); /* cannot be resident at all: the cp.async entry */
+    k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : per_sm * m->dev->sms;
+  }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   k->ws_fn = fn;
@@ -271,13 +280,22 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
   if (!st.code) {
     CUfunction fn = k->fn;
     int threads = k->info.threads, smem = k->info.smem_bytes;
-    if (k->ws_fn && tilert__tmaps_bind(d, k, args)) {
+    int64_t launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];
+    /* A persistent entry decodes tiles in 32-bit unsigned arithmetic. */
+    bool fits = !k->info.ws_persistent || total <= INT32_MAX;
+    if (k->ws_fn && fits && tilert__tmaps_bind(d, k, args)) {
       fn = k->ws_fn, threads = k->info.ws_threads, smem = k->info.ws_smem_bytes;
+      if (k->info.ws_persistent) {
+        for (int ax = 0; ax < 3; ax++)
+          push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
+        launch[0] = k->ws_blocks && total > k->ws_blocks ? k->ws_blocks : total;
+        launch[1] = launch[2] = 1;
+      }
       for (int i = 0; i < k->info.ntmaps; i++)
         p->ptr[p->n++] = &k->tmaps->map[i]; /* by value: the driver copies the 128 bytes */
     }
-    CUresult r = d->LaunchKernel(fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2], (unsigned)threads, 1, 1,
-                                 (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
+    CUresult r = d->LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2], (unsigned)threads,
+                                 1, 1, (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
     if (r != CUDA_SUCCESS)
       st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
   }

@@ -429,15 +429,17 @@ static tilert_status parse_require(Parser *p, const char *raw) {
   return tilert__ok();
 }
 
-/* ws NAME threads N smem S */
+/* ws NAME threads N smem S [persistent] */
 static tilert_status parse_ws(Parser *p, char **t, int n) {
   tilert_kernel_info *k = p->info;
   int64_t th, sm;
   if (k->ws_name[0])
     return PERR(p, "duplicate 'ws' line");
-  if (n != 6 || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
-      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24))
-    return PERR(p, "expected 'ws NAME threads N smem S'");
+  if ((n != 6 && n != 7) || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
+      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) ||
+      (n == 7 && strcmp(t[6], "persistent") != 0))
+    return PERR(p, "expected 'ws NAME threads N smem S [persistent]'");
+  k->ws_persistent = n == 7;
   if (!copy_name(k->ws_name, sizeof k->ws_name, t[1]))
     return PERR(p, "bad entry point name '%s'", t[1]);
   k->ws_threads = (int)th;

@@ -133,6 +133,8 @@ typedef struct tilert_kernel_info {
   int ws_threads, ws_smem_bytes;
   int ntmaps;
   tilert_tmap_info tmaps[TILERT_MAX_TMAPS];
+  int ws_persistent;             /* the ws entry walks tiles: launched on at most the resident
+                                    blocks, it takes the logical grid as 3 more s32 parameters */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -61,6 +61,7 @@ typedef struct tilert_driver {
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
   CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
@@ -85,6 +86,7 @@ struct tilert_device {
   CUdevice cu_dev;
   CUcontext ctx;               /* the primary context, retained */
   int cc;                      /* 90 for sm_90 */
+  int sms;                     /* multiprocessors */
   int max_smem_optin;          /* bytes per block with the opt-in attribute */
   int max_grid[3];
   char name[160];
@@ -103,6 +105,8 @@ struct tilert_kernel {
   CUfunction fn;               /* GPU */
   CUfunction ws_fn;            /* GPU: the warp-specialized entry (info.ws_name), or NULL */
   tilert_tmaps *tmaps;         /* with ws_fn */
+  int ws_blocks;               /* persistent ws_fn: blocks to launch at most (resident blocks),
+                                  0: one per tile (TILERT_PERSISTENT=0) */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */

@@ -38,7 +38,7 @@ char *ptx_entry(Arena *a, const char *ptx, const char *name) {
   const char *start = strstr(ptx, head);
   if (!start)
     return NULL;
-  const char *end = strstr(start, "// -- End function"); /* a "}" line may end an asm block */
+  const char *end = strstr(start, "\t// .globl"); /* the next function; a "}" line may end an asm block */
   return arena_strndup(a, start, end ? (size_t)(end - start) : strlen(start));
 }
 
@@ -48,8 +48,8 @@ char *ptx_without_ws(Arena *a, const char *ptx) {
     return arena_strdup(a, ptx);
   while (start > ptx && start[-1] != '\n')
     start--;
-  const char *end = strstr(start, "// -- End function");
-  end = end ? end + strlen("// -- End function") : start + strlen(start);
+  const char *end = strstr(start, "\t// .globl");
+  end = end ? end : start + strlen(start);
   size_t n1 = (size_t)(start - ptx);
   char *out = arena_alloc(a, strlen(ptx) + 1);
   memcpy(out, ptx, n1);

@@ -1,0 +1,279 @@
+/* test_schedule.c — the GPU schedule pass (tir_schedule.c), its verifier, and the warp-specialized
+ * entry points it leads to: TMA, mbarriers and setmaxnreg on sm_90a, none of them on sm_80. */
+#include "layout.h"
+#include "test_support.h"
+#include "tilert.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+static const SourceFile *g_src; /* of the last scheduled(): diagnostics quote it */
+
+/* The scheduled TIR of an example (layouts assigned as the GPU backend does). */
+static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuArch arch, Diag *d) {
+  TirFunc *f = source_tir(a, example, example_text(a, example), defs, arch, d);
+  bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(f);
+  cr_assert(layout_assign_wgmma(f, d, wgmma));
+  SchedOptions o = {.arch = arch, .wgmma = wgmma, .stage_cap = 8};
+  TirFunc *g = tir_schedule(f, &o, d);
+  cr_assert(g, "%s: tir_schedule failed", example);
+  g_src = d->file;
+  return g;
+}
+
+static const char *GEMM_BIG[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
+static const char *ATTN_D128[] = {"D=128", "BM=128", "BN=128", "WARPS=8", NULL};
+
+Test(schedule, gemm_is_warp_specialized_on_sm90a) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "gemm", GEMM_BIG, ARCH_SM90A, &d);
+  const TirSchedule *s = f->sched;
+  cr_assert_eq(s->npipes, 1);
+  const TirPipe *p = &s->pipes[0];
+  cr_assert_eq(p->stages, 4);
+  cr_assert_eq(p->nloads, 2);
+  cr_assert_eq(f->insts[p->wait].op, TIR_PIPE_WAIT);
+  cr_assert_eq(p->wait, p->first + 1, "the wait opens the body");
+  cr_assert_geq(p->overlap_dot, 0, "k64 s4: the dot stays in flight");
+  cr_assert_eq(f->insts[p->release].op, TIR_PIPE_RELEASE);
+  cr_assert_eq(p->release, p->overlap_dot + 1);
+  cr_assert_eq(f->insts[p->release].imm, 1, "it frees the previous iteration's stage");
+  cr_assert(s->ws);
+  cr_assert_eq(s->consumer_threads, 256);
+  cr_assert_eq(s->producer_threads, 128);
+  cr_assert_eq(s->consumer_regs, 232);
+  cr_assert_eq(s->producer_regs, 40);
+  cr_assert_gt(s->nslice, 0, "the producer computes m0, n0 and the bounds itself");
+  cr_assert_eq(s->ntmaps, 2);
+  /* A[m0 : +128, k0 : +64]: one 128-byte box row; B[k0 : +64, n0 : +256]: four boxes of 64 columns */
+  cr_assert_eq(s->tmaps[0].box[0], 128);
+  cr_assert_eq(s->tmaps[0].box[1], 64);
+  cr_assert_eq(s->tmaps[0].chunks, 1);
+  cr_assert_eq(s->tmaps[1].box[0], 64);
+  cr_assert_eq(s->tmaps[1].box[1], 64);
+  cr_assert_eq(s->tmaps[1].chunks, 4);
+  cr_assert_eq(s->tx_bytes, 128 * 64 * 2 + 64 * 256 * 2);
+  arena_free(a);
+}
+
+Test(schedule, attention_releases_after_its_last_reader) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  const TirSchedule *s = f->sched;
+  const TirPipe *p = &s->pipes[0];
+  cr_assert(s->ws);
+  cr_assert_eq(p->overlap_dot, -1, "two dots: no overlap");
+  cr_assert_eq(f->insts[p->release].imm, 0);
+  int last_dot = -1;
+  for (int j = p->first; j < p->last; j++)
+    if (f->insts[j].op == TIR_DOT)
+      last_dot = j;
+  cr_assert_gt(p->release, last_dot, "V is read by the second dot: the release follows it");
+  /* K[b, h, n0 : +128, :] with D = 128: boxes {1, 1, 128, 64}, two per stage */
+  cr_assert_eq(s->ntmaps, 2);
+  int want[4] = {1, 1, 128, 64};
+  for (int k = 0; k < 4; k++)
+    cr_assert_eq(s->tmaps[0].box[k], want[k]);
+  cr_assert_eq(s->tmaps[0].chunks, 2);
+  arena_free(a);
+}
+
+Test(schedule, no_warp_specialization_on_sm80) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "gemm", GEMM_BIG, ARCH_SM80, &d);
+  cr_assert_eq(f->sched->npipes, 1, "cp.async rings still");
+  cr_assert_not(f->sched->ws);
+  cr_assert_eq(f->sched->ntmaps, 0);
+  arena_free(a);
+}
+
+/* The verifier's failures, with the message captured. */
+static char *verify_msg(Arena *a, TirFunc *f) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  Diag d;
+  diag_init(&d, g_src, m);
+  bool ok = tir_verify_schedule(f, &d);
+  fclose(m);
+  char *out = arena_strdup(a, ok ? "" : buf);
+  free(buf);
+  return out;
+}
+
+static void swap_insts(TirFunc *f, int i, int j) {
+  TirInst t = f->insts[i];
+  f->insts[i] = f->insts[j];
+  f->insts[j] = t;
+}
+
+Test(schedule, verifier_rejects_a_read_before_the_wait) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  TirPipe *p = &f->sched->pipes[0];
+  int first_dot = p->wait;
+  while (f->insts[first_dot].op != TIR_DOT)
+    first_dot++;
+  /* the wait moves past S = Q K^T, which reads the K stage */
+  TirInst w = f->insts[p->wait];
+  memmove(&f->insts[p->wait], &f->insts[p->wait + 1], sizeof(TirInst) * (size_t)(first_dot - p->wait));
+  f->insts[first_dot] = w;
+  p->wait = first_dot;
+  for (int l = 0; l < p->nloads; l++)
+    if (p->loads[l] <= first_dot)
+      p->loads[l]--;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "before its stage is waited for"), "%s", msg);
+  arena_free(a);
+}
+
+Test(schedule, verifier_rejects_a_read_after_the_release) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  /* the release swaps with the instruction before it: the last reader of V */
+  swap_insts(f, p->release, p->release - 1);
+  p->release--;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "after its stage is released"), "%s", msg);
+  arena_free(a);
+}
+
+Test(schedule, verifier_rejects_a_lagged_release_away_from_the_overlapped_dot) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "gemm", GEMM_BIG, ARCH_SM90A, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  swap_insts(f, p->release, p->release - 1);
+  p->release--;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "away from its overlapped dot"), "%s", msg);
+  arena_free(a);
+}
+
+Test(schedule, verifier_checks_roles_and_budgets) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "gemm", GEMM_BIG, ARCH_SM90A, &d);
+  TirSchedule *s = f->sched;
+  s->consumer_regs = 256; /* 256 x 256 + 128 x 40 > 64K */
+  cr_assert(strstr(verify_msg(a, f), "do not fit the SM"));
+  s->consumer_regs = 232;
+  s->producer_threads = 96;
+  cr_assert(strstr(verify_msg(a, f), "not whole warpgroups"));
+  s->producer_threads = 128;
+  /* the slice must hold only scalars computed before the loop: put the loop's dot in it */
+  int saved = s->slice[0];
+  s->slice[0] = s->pipes[0].overlap_dot;
+  cr_assert(strstr(verify_msg(a, f), "cannot replay"));
+  s->slice[0] = saved;
+  s->tmaps[1].swizzle = 256;
+  cr_assert(strstr(verify_msg(a, f), "out of TMA's range"));
+  arena_free(a);
+}
+
+/* The whole module for an example (both entry points). */
+static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArch arch) {
+  Diag d;
+  TirFunc *f = source_tir(a, example, example_text(a, example), defs, arch, &d);
+  NvptxOptions o = {.arch = arch, .opt_level = 3};
+  char *ptx = nvptx_compile(f, &o, &d, NULL);
+  cr_assert(ptx);
+  return ptx;
+}
+
+static void check_ws_entry(const char *example, const char **defs, const char *name, int stages, int boxes_per_stage) {
+  Arena *a = arena_new();
+  char *ptx = module_ptx(a, example, defs, ARCH_SM90A);
+  char *ws = ptx_entry(a, ptx, arena_printf(a, "%s__ws", name));
+  char *cp = ptx_entry(a, ptx, name);
+  cr_assert(ws && cp, "%s: both entry points", example);
+  cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage, "%s: TMA boxes per stage", example);
+  cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+  cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32"), 1);
+  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages, "%s: full and empty per stage", example);
+  cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
+  cr_assert_geq(count(ws, "mbarrier.arrive.expect_tx"), 1);
+  cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
+  cr_assert_eq(count(ws, "cvta.param.u64"), 2, "%s: tensor maps read in place (grid_constant)", example);
+  cr_assert_not(strstr(ws, ".local"), "%s: no copy of a tensor map to local memory", example);
+  /* the one block-wide barrier is the mbarrier initialization's; the rest are role-scoped */
+  cr_assert_eq(count(ws, "bar.sync \t0;") + count(ws, "barrier.sync \t0;"), 1, "%s", example);
+  cr_assert_eq(count(ws, "cp.async.wait_group"), 0, "%s: the ring has no cp.async", example);
+  cr_assert_eq(count(cp, "mbarrier"), 0, "%s: the cp.async entry is unchanged", example);
+  cr_assert(strstr(ptx, arena_printf(a, "// tilec: ws %s__ws threads 384 smem ", name)));
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  /* sm_80: one entry, no Hopper instructions */
+  char *p80 = module_ptx(a, example, defs, ARCH_SM80);
+  cr_assert_not(strstr(p80, "__ws"));
+  cr_assert_eq(count(p80, "cp.async.bulk"), 0);
+  cr_assert_eq(count(p80, "setmaxnreg"), 0);
+  cr_assert_eq(count(p80, "mbarrier"), 0);
+  ptxas_assert_clean(p80, ARCH_SM80);
+  arena_free(a);
+}
+
+Test(schedule, ws_entry_points_in_the_ptx) {
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2);
+}
+
+/* The runtime reads the entry and its tensor maps back with its own parser. */
+Test(schedule, metadata_round_trip) {
+  Arena *a = arena_new();
+  char *ptx = module_ptx(a, "gemm", GEMM_BIG, ARCH_SM90A);
+  tilert_kernel_info *k = arena_alloc(a, sizeof *k);
+  tilert_status st = tilert_parse_kernel_info(ptx, k);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_assert_str_eq(k->ws_name, "gemm__ws");
+  cr_assert_eq(k->ws_threads, 384);
+  cr_assert_eq(k->threads, 256);
+  cr_assert_gt(k->ws_smem_bytes, k->smem_bytes, "the mbarriers");
+  cr_assert_eq(k->ntmaps, 2);
+  cr_assert_eq(k->tmaps[0].arg, 0);
+  cr_assert_eq(k->tmaps[1].arg, 1);
+  cr_assert_eq(k->tmaps[1].swizzle, 128);
+  cr_assert_eq(k->tmaps[1].box[0], 64);
+  cr_assert_eq(k->tmaps[1].box[1], 64);
+  arena_free(a);
+}
+
+Test(schedule, metadata_rejects_bad_ws_lines) {
+  const char *base = "// tilec: kernel k\n// tilec: threads 128\n// tilec: smem 0\n// tilec: dim N\n"
+                     "// tilec: arg X tensor f16 in N\n// tilec: arg s scalar f32\n// tilec: grid N | 1 | 1\n";
+  const char *bad[] = {
+      "// tilec: tmap X swizzle 128 box 64\n",                                   /* before ws */
+      "// tilec: ws k__ws threads 256\n",                                        /* no smem */
+      "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap s swizzle 128 box 64\n",  /* a scalar */
+      "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 96 box 64\n",   /* swizzle */
+      "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 512\n", /* box > 256 */
+      "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 64 1\n", /* rank */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", base, bad[i]);
+    tilert_kernel_info k;
+    tilert_status st = tilert_parse_kernel_info(text, &k);
+    cr_assert_eq(st.code, TILERT_ERROR_BAD_METADATA, "case %zu", i);
+  }
+  char text[1024];
+  snprintf(text, sizeof text, "%s// tilec: ws k__ws threads 256 smem 64\n// tilec: tmap X swizzle 64 box 32\n", base);
+  tilert_kernel_info k;
+  tilert_status st = tilert_parse_kernel_info(text, &k);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_assert_eq(k.ntmaps, 1);
+}
