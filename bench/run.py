@@ -362,11 +362,12 @@ class Tilert:
         # A variant named *_cpasync is its twin's PTX launched through the cp.async entry point
         # (TILERT_WS=0 while the runtime prepares the kernel): the A/B of warp specialization.
         # *_tiles: the persistent entry launched with one block per tile (TILERT_PERSISTENT=0).
-        env = {"_cpasync": "TILERT_WS", "_tiles": "TILERT_PERSISTENT"}
-        var = next((v for sfx, v in env.items() if variant.endswith(sfx)), None)
+        # *_g1: the persistent entry walking tiles in the hardware's order (TILERT_TILE_GROUP=1).
+        env = {"_cpasync": ("TILERT_WS", "0"), "_tiles": ("TILERT_PERSISTENT", "0"), "_g1": ("TILERT_TILE_GROUP", "1")}
+        var, val = next((v for sfx, v in env.items() if variant.endswith(sfx)), (None, None))
         saved = os.environ.get(var) if var else None
         if var:
-            os.environ[var] = "0"
+            os.environ[var] = val
         try:
             self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
         finally:

@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1138,9 +1139,7 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
       }
     /* The AOT launcher runs the cp.async entry point; a warp-specialized one (sm_90a) is the
      * runtime's to pick (it needs tensor maps made per launch): not part of the contract. */
-    memset(ki->ws_name, 0, sizeof ki->ws_name);
-    ki->ws_threads = ki->ws_smem_bytes = ki->ntmaps = 0;
-    memset(ki->tmaps, 0, sizeof ki->tmaps);
+    memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
     im[i] = (Image){.arch = archs[i], .ptx = ptx_per_arch[i], .smem = ki->smem_bytes};
     /* Every image must have the same contract; only shared memory may differ per arch. */
     other->smem_bytes = k->smem_bytes;

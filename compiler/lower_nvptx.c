@@ -118,7 +118,7 @@ typedef struct Cg {
   int mbar_off;                      /* ws: byte offset of full[stages] then empty[stages] */
   LLVMValueRef *tmap;                /* ws: per tensor map, its generic address (grid_constant) */
   bool persistent;                   /* ws and sched->persistent: the body runs once per tile */
-  LLVMValueRef grid_tiles[3];        /* persistent: the logical grid (i32 parameters) */
+  LLVMValueRef grid_tiles[4];        /* persistent: the logical grid and the raster group (i32 parameters) */
   LLVMValueRef pblock[3];            /* persistent: i32 allocas, the tile's block index */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -648,15 +648,17 @@ static LLVMValueRef unary_f(Cg *g, TirOp op, LLVMValueRef x) {
   case TIR_SQRT: return intrin1(g, "llvm.nvvm.sqrt.rn.f", x);
   case TIR_RSQRT: return intrin1(g, "llvm.nvvm.rsqrt.approx.f", x);
   case TIR_TANH: {
-    /* tanh x = 1 - 2 / (e^{2x} + 1): saturates cleanly to +-1 for large |x|. */
+    /* tanh x = 1 - 2 / (e^{2x} + 1): saturates cleanly to +-1 for large |x|. The reciprocal is
+     * rcp.approx (1 ulp; e^{2x} + 1 >= 1 is never subnormal): a GEMM's GELU epilogue spent as
+     * long on IEEE div.rn as on everything else. */
     LLVMValueRef e = ex2(g, LLVMBuildFMul(b, x, cf32(g, 2.0 * 1.4426950408889634), ""));
-    LLVMValueRef q = LLVMBuildFDiv(b, cf32(g, 2.0), LLVMBuildFAdd(b, e, cf32(g, 1.0), ""), "");
-    return LLVMBuildFSub(b, cf32(g, 1.0), q, "");
+    LLVMValueRef r = intrin1(g, "llvm.nvvm.rcp.approx.ftz.f", LLVMBuildFAdd(b, e, cf32(g, 1.0), ""));
+    return LLVMBuildFSub(b, cf32(g, 1.0), LLVMBuildFMul(b, cf32(g, 2.0), r, ""), "");
   }
   case TIR_ERF: return erf_f(g, x);
   case TIR_SIGMOID: {
     LLVMValueRef e = ex2(g, LLVMBuildFMul(b, x, cf32(g, -1.4426950408889634), ""));
-    return LLVMBuildFDiv(b, cf32(g, 1.0), LLVMBuildFAdd(b, cf32(g, 1.0), e, ""), "");
+    return intrin1(g, "llvm.nvvm.rcp.approx.ftz.f", LLVMBuildFAdd(b, cf32(g, 1.0), e, ""));
   }
   default: return NULL;
   }
@@ -1622,10 +1624,10 @@ static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
 /* ---------------------------------------------- persistent grid: the tile loop
  *
  * The block walks tiles t = ctaid.x, ctaid.x + nctaid.x, ... below tiles.x * tiles.y * tiles.z,
- * each decoded to the block index the body sees (pblock): z outermost, then groups of
- * TILE_GROUP rows of y, x along a group's rows (neighbouring blocks share the rows of the
- * operands they read: L2 reuse, the grouped order of Triton's matmul tutorial). */
-enum { TILE_GROUP = 8 };
+ * each decoded to the block index the body sees (pblock): z outermost, then groups of G rows
+ * of y (G, the fourth grid parameter, >= 1, chosen by the runtime), x along a group's rows
+ * (neighbouring blocks share the rows of the operands they read: L2 reuse, the grouped order of
+ * Triton's matmul tutorial; G = 1 is the hardware's own order). */
 
 typedef struct TileLoop {
   LLVMValueRef t;               /* i32 alloca: the tile */
@@ -1640,9 +1642,10 @@ static void tile_decode(Cg *g, LLVMValueRef t) {
   LLVMValueRef gx = g->grid_tiles[0], gy = g->grid_tiles[1], b = NULL;
   LLVMValueRef per_z = LLVMBuildMul(g->b, gx, gy, "");
   LLVMValueRef r = LLVMBuildURem(g->b, t, per_z, "");
-  LLVMValueRef width = LLVMBuildMul(g->b, gx, ci32(g, TILE_GROUP), "");
-  LLVMValueRef first_y = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, r, width, ""), ci32(g, TILE_GROUP), "");
-  LLVMValueRef gsize = umin(g, LLVMBuildSub(g->b, gy, first_y, ""), ci32(g, TILE_GROUP));
+  LLVMValueRef group = g->grid_tiles[3];
+  LLVMValueRef width = LLVMBuildMul(g->b, gx, group, "");
+  LLVMValueRef first_y = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, r, width, ""), group, "");
+  LLVMValueRef gsize = umin(g, LLVMBuildSub(g->b, gy, first_y, ""), group);
   LLVMValueRef q = LLVMBuildURem(g->b, r, width, "");
   b = LLVMBuildUDiv(g->b, q, gsize, "");
   LLVMBuildStore(g->b, b, g->pblock[0]);
@@ -2288,7 +2291,7 @@ static void build_signature(Cg *g) {
       ps[np++] = g->i32;
   int first_tiles = np;
   if (g->persistent)
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
       ps[np++] = g->i32;
   int first_tmap = np, ntmaps = g->ws ? g->sched->ntmaps : 0;
   /* CUtensorMap: 128 bytes, 64-byte aligned, by value (grid_constant: read in place) */
@@ -2339,7 +2342,7 @@ static void build_signature(Cg *g) {
       LLVMSetValueName2(g->dimv[i], f->dims[i].name, strlen(f->dims[i].name));
     }
   }
-  for (int k = 0; g->persistent && k < 3; k++)
+  for (int k = 0; g->persistent && k < 4; k++)
     g->grid_tiles[k] = LLVMGetParam(g->fn, (unsigned)(first_tiles + k));
   for (int t = 0; t < ntmaps; t++)
     g->tmap[t] = LLVMGetParam(g->fn, (unsigned)(first_tmap + t));

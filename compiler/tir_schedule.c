@@ -341,6 +341,31 @@ static bool need_reg(const TirFunc *f, const TirPipe *p, int r, bool *mark) {
   return producer_body_reg(f, p, r) || slice_reg(f, p->first, r, mark, 0);
 }
 
+/* Whether register r's slice value is computed without a block index (transitively). */
+static bool block_free(const TirFunc *f, int r, const bool *slice, int depth) {
+  for (int k = 0; k < f->ninsts; k++) {
+    const TirInst *in = &f->insts[k];
+    if (!slice[k] || in->dst != r)
+      continue;
+    if (in->op == TIR_BLOCK_ID || depth > 32)
+      return false;
+    for (int a = 0; a < 3; a++)
+      if (in->args[a] >= 0 && !block_free(f, in->args[a], slice, depth + 1))
+        return false;
+  }
+  return true;
+}
+
+/* A persistent block walks its tiles in a fixed order, so every tile should cost the same: the
+ * loop's bounds and step do not depend on the block index (a causal attention's key loop ends
+ * at the diagonal: its tiles are left to the hardware's dynamic block scheduler). */
+static bool uniform_trips(const TirFunc *f, const TirPipe *p, const bool *slice) {
+  for (int a = 0; a < 3; a++)
+    if (!block_free(f, f->insts[p->first].args[a], slice, 0))
+      return false;
+  return true;
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -377,7 +402,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   for (int l = 0; l < p->nloads; l++)
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
-  s->persistent = !env_off("TILEC_PERSISTENT");
+  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p, mark);
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->producer_regs = PRODUCER_REGS;

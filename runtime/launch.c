@@ -134,6 +134,8 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     if (per_sm < 1)
       return tilert__ok(); /* cannot be resident at all: the cp.async entry */
     k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : per_sm * m->dev->sms;
+    const char *ge = getenv("TILERT_TILE_GROUP");
+    k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : 8;
   }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -288,6 +290,7 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
       if (k->info.ws_persistent) {
         for (int ax = 0; ax < 3; ax++)
           push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
+        push(p, &(int32_t){k->tile_group}, sizeof(int32_t));
         launch[0] = k->ws_blocks && total > k->ws_blocks ? k->ws_blocks : total;
         launch[1] = launch[2] = 1;
       }

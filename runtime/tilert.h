@@ -134,7 +134,8 @@ typedef struct tilert_kernel_info {
   int ntmaps;
   tilert_tmap_info tmaps[TILERT_MAX_TMAPS];
   int ws_persistent;             /* the ws entry walks tiles: launched on at most the resident
-                                    blocks, it takes the logical grid as 3 more s32 parameters */
+                                    blocks, it takes the logical grid and the raster group size as
+                                    4 more s32 parameters (before the tensor maps) */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -107,6 +107,7 @@ struct tilert_kernel {
   tilert_tmaps *tmaps;         /* with ws_fn */
   int ws_blocks;               /* persistent ws_fn: blocks to launch at most (resident blocks),
                                   0: one per tile (TILERT_PERSISTENT=0) */
+  int tile_group;              /* persistent ws_fn: rows of y per raster group (TILERT_TILE_GROUP) */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */

@@ -268,7 +268,7 @@ Test(nvptx, elementwise_casts_control_flow) {
   store(&k, r, F, st, sz);
   store(&k, ix, I, st, sz);
   store(&k, op(&k, TIR_CVT, b, op(&k, TIR_CVT, h, r, -1, -1), -1, -1), Bo, st, sz);
-  const char *must[] = {"lg2.approx.ftz.f32", "sqrt.rn.f32", "rsqrt.approx", "div.rn.f32", "cvt.rzi.s32.f32",
+  const char *must[] = {"lg2.approx.ftz.f32", "sqrt.rn.f32", "rsqrt.approx", "rcp.approx.ftz.f32", "cvt.rzi.s32.f32",
                         "rem.s32", "st.global.u8"};
   both_arches(&k, must, 7);
   arena_free(k.a);
