@@ -15,7 +15,7 @@
 /* ------------------------------------------------------------ the passes */
 
 /* Lowers one kernel and runs every pass, verifying after each. */
-static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
+TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   TirFunc *f = lower_tir(a, k, d);
   if (!f || !tir_verify(f, d, "lower_tir"))
     return NULL;

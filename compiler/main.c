@@ -15,8 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TILEC_VERSION "0.1.0"
-
 /* Inputs larger than this are refused before parsing (the language has no use for them). */
 enum { MAX_INPUT_BYTES = 64 << 20 };
 

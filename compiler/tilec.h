@@ -13,7 +13,8 @@
  *   layout.c                 linear layouts (GF(2) maps), used by the GPU backend
  *   lower_nvptx.c            TIR -> LLVM IR -> PTX (the only file that includes llvm-c/)
  *   meta.c                   kernel metadata text that travels inside the PTX
- *   driver.c                 tilec_compile(): the pipeline as a library call
+ *   driver.c                 the pipeline after the front end (outputs, tilec run)
+ *   api.c                    tilec_compile() (tilec_api.h): the pipeline as a library call
  *   main.c                   the tilec command line
  */
 #ifndef TILEC_H
@@ -24,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#define TILEC_VERSION "0.1.0"
 
 /* ---------------------------------------------------------------- arena */
 
@@ -432,6 +435,9 @@ typedef struct TilecOptions {
   const char *shapes;        /* --shape M=4,N=1000 */
   unsigned seed;             /* --seed */
 } TilecOptions;
+
+/* driver.c: lower_tir, then every pass with the verifier after each. NULL after errors. */
+TirFunc *driver_lower(Arena *a, const struct AstKernel *k, Diag *d);
 
 /* driver.c: everything after the front end (--emit=tir|llvm|ptx|c, `tilec run`).
  * Writes outputs atomically (temp file + rename); returns the process exit status. */
