@@ -30,7 +30,8 @@ CFLAGS_GEN := $(CFLAGS_BASE) -Wno-unused-function -Wno-sign-compare -Wno-unused-
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs nvptx passes) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
 
-DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev clang libclang-rt-14-dev
+DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev clang libclang-rt-14-dev \
+  python3-numpy python3-setuptools pkgconf
 
 # ---------------------------------------------------------------- sources
 COMPILER_ALL := $(sort $(wildcard compiler/*.c))
@@ -143,10 +144,22 @@ $(B)/libtilert.so: $(RUNTIME_OBJ)
 -include tests/fuzz/fuzz.mk
 
 install: all
-	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include $(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tilec $(PREFIX)/bin/tilec
 	install -m 644 $(B)/libtilert.a $(B)/libtilert.so $(PREFIX)/lib/
-	install -m 644 runtime/tilert.h $(PREFIX)/include/
+	install -m 755 $(B)/libtilec.so $(PREFIX)/lib/
+	install -m 644 runtime/tilert.h compiler/tilec_api.h $(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define TILEC_VERSION "\(.*\)"/\1/p' compiler/tilec.h)|' \
+	  compiler/tilec.pc.in > $(PREFIX)/lib/pkgconfig/tilec.pc
+
+# The Python package with its libraries inside (python/tilec/lib: libtilert.so and the
+# self-contained libtilec.so), for a machine without LLVM such as the GPU machine: carry
+# python/tilec/lib along with the checkout. docs/python.md.
+.PHONY: python-dist
+python-dist: $(B)/libtilert.so $(B)/static/libtilec.so
+	@mkdir -p python/tilec/lib
+	cp $(B)/libtilert.so python/tilec/lib/
+	strip --strip-unneeded -o python/tilec/lib/libtilec.so $(B)/static/libtilec.so
 
 clean:
 	rm -rf $(B)
