@@ -160,6 +160,8 @@ python-dist: $(B)/libtilert.so $(B)/static/libtilec.so
 	@mkdir -p python/tilec/lib
 	cp $(B)/libtilert.so python/tilec/lib/
 	strip --strip-unneeded -o python/tilec/lib/libtilec.so $(B)/static/libtilec.so
+	@{ git rev-parse HEAD; git diff --quiet HEAD -- compiler runtime python || echo dirty; } \
+	  > python/tilec/lib/COMMIT 2>/dev/null || true
 
 clean:
 	rm -rf $(B)
