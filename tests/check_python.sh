@@ -35,7 +35,7 @@ fi
 if ! "$PY" -c "import numpy" 2>/dev/null; then
   bad "$PY cannot import numpy (apt-get install python3-numpy, or set PYTHON=)"
 else
-  TILEC_LIB_DIR="$PWD/$B" "$PY" -W error::ResourceWarning -m unittest discover -s python/tests \
+  TILEC_LIB_DIR="$PWD/$B" TILEC_BIN="$PWD/$B/tilec" "$PY" -W error::ResourceWarning -m unittest discover -s python/tests \
     2>"$W/unittest.log"
   rc=$?
   tail -n 4 "$W/unittest.log"

@@ -254,6 +254,114 @@ class Calls(unittest.TestCase):
                 del os.environ["TILEC_CACHE"]
 
 
+class ForeignTensors(unittest.TestCase):
+    """The torch and __cuda_array_interface__ adaptors, without torch or a GPU."""
+
+    def test_torch_like_cpu_tensor_runs_in_the_interpreter(self):
+        FakeTensor = type("Tensor", (), {"__module__": "torch"})
+
+        class DType:
+            def __init__(self, name):
+                self.name = name
+
+            def __str__(self):
+                return "torch." + self.name
+
+        def fake(a):
+            t = FakeTensor()
+            t.a, t.dtype, t.shape = a, DType(str(a.dtype)), a.shape
+            return t
+        FakeTensor.stride = lambda t: tuple(s // t.a.itemsize for s in t.a.strides)
+        FakeTensor.get_device = lambda t: -1
+        FakeTensor.data_ptr = lambda t: t.a.__array_interface__["data"][0]
+        k = tilec.load(os.path.join(EX, "softmax.tile"), T="f32", BLOCK=1024)
+        x = rng.standard_normal((3, 700)).astype(np.float32)
+        for _ in range(2):  # the bind, then the cached signature
+            y = np.zeros_like(x)
+            k(fake(x), fake(y))
+            np.testing.assert_allclose(y, softmax_ref(x), rtol=1e-5, atol=1e-7)
+        with self.assertRaisesRegex(tilec.ArgumentError, "unsupported dtype torch.float64"):
+            k(fake(x.astype(np.float64)), fake(y))
+
+    def test_cuda_array_without_a_driver(self):
+        class CudaArray:
+            def __init__(self, n):
+                self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (4096, False),
+                                                 "strides": None, "version": 3}
+        k = tilec.load(os.path.join(EX, "vadd.tile"))
+        try:
+            tilec._kernel.devices.get(0)
+            self.skipTest("a GPU is present: the fake device pointer would be launched")
+        except tilec.LaunchError:
+            pass
+        with self.assertRaises(tilec.LaunchError) as cm:
+            k(CudaArray(10), CudaArray(10), CudaArray(10))
+        self.assertIn(cm.exception.code, ("TILERT_ERROR_NO_DRIVER", "TILERT_ERROR_NO_DEVICE"))
+        with self.assertRaisesRegex(tilec.ArgumentError, "tensors on different devices"):
+            k(CudaArray(10), np.zeros(10, np.float32), np.zeros(10, np.float32))
+
+
+class RunCli(unittest.TestCase):
+    """tilec run --in NAME=FILE.npy --out DIR --kernel NAME."""
+    TILEC = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "tilec"))
+
+    def run_tilec(self, *args, rc=0):
+        r = subprocess.run([self.TILEC, "run"] + list(args), capture_output=True, text=True,
+                           cwd=ROOT, env=dict(os.environ, NO_COLOR="1"))
+        self.assertEqual(r.returncode, rc, r.stderr)
+        return r.stdout + r.stderr
+
+    def test_in_and_out(self):
+        d = tempfile.mkdtemp(prefix="tilec-npy-")
+        x = rng.standard_normal((5, 900))                     # float64, converted to f32
+        np.save(os.path.join(d, "x.npy"), x)
+        out = self.run_tilec("dsl/examples/softmax.tile", "-D", "T=f32", "--in",
+                             "X=%s/x.npy" % d, "--out", d)
+        self.assertIn("inputs: X from %s/x.npy\n" % d, out)
+        y = np.load(os.path.join(d, "Y.npy"))
+        self.assertEqual((y.dtype, y.shape), (np.float32, (5, 900)))
+        np.testing.assert_allclose(y, softmax_ref(x.astype(np.float32)), rtol=1e-5, atol=1e-8)
+        # an out tensor that is also read (add_rmsnorm's residual), a random W, f16 files
+        r = rng.standard_normal((3, 64)).astype(np.float16)
+        np.save(os.path.join(d, "r.npy"), r)
+        np.save(os.path.join(d, "xh.npy"), x[:3, :64].astype(np.float16))
+        out = self.run_tilec("dsl/examples/add_rmsnorm.tile", "--in", "X=%s/xh.npy" % d, "--in",
+                             "R=%s/r.npy" % d, "--shape", "eps=1e-5", "--out", d)
+        self.assertIn("inputs: X from %s/xh.npy, R from %s/r.npy, W random (seed 1)" % (d, d), out)
+        new_r = np.load(os.path.join(d, "R.npy"))
+        self.assertEqual(new_r.dtype, np.float16)
+        np.testing.assert_array_equal(new_r, (x[:3, :64].astype(np.float16).astype(np.float32)
+                                              + r.astype(np.float32)).astype(np.float16))
+
+    def test_in_errors(self):
+        d = tempfile.mkdtemp(prefix="tilec-npy-")
+        np.save(os.path.join(d, "x.npy"), np.zeros((4, 100), np.float32))
+        np.save(os.path.join(d, "f.npy"), np.asfortranarray(np.zeros((4, 100))))
+        np.save(os.path.join(d, "c.npy"), np.zeros((4, 100), np.complex64))
+        sm = "dsl/examples/softmax.tile"
+        self.assertIn("Fortran order", self.run_tilec(sm, "--in", "X=%s/f.npy" % d, rc=1))
+        self.assertIn("holds dtype '<c8'", self.run_tilec(sm, "--in", "X=%s/c.npy" % d, rc=1))
+        self.assertIn("has no tensor argument named 'Q'", self.run_tilec(sm, "--in", "Q=%s/x.npy" % d, rc=1))
+        self.assertIn("axis 1 of X is 100, but --shape or -D make dim N 99",
+                      self.run_tilec(sm, "--in", "X=%s/x.npy" % d, "--shape", "N=99", rc=1))
+        self.assertIn("has 2 dimensions; argument 'W' has rank 1", self.run_tilec(
+            "dsl/examples/rmsnorm.tile", "--in", "W=%s/x.npy" % d, rc=1))
+        self.assertIn("needs NAME=FILE.npy", self.run_tilec(sm, "--in", "x.npy", rc=1))
+
+    def test_kernel_choice(self):
+        d = tempfile.mkdtemp(prefix="tilec-npy-")
+        with open(os.path.join(d, "two.tile"), "w") as f:
+            f.write(TWO)
+        x = rng.standard_normal(100).astype(np.float32)
+        np.save(os.path.join(d, "x.npy"), x)
+        out = self.run_tilec(os.path.join(d, "two.tile"), "--kernel", "second", "--in",
+                             "X=%s/x.npy" % d, "--out", d)
+        self.assertNotIn("kernel first", out)
+        np.testing.assert_array_equal(np.load(os.path.join(d, "Y.npy")), x * 2)
+        self.assertIn("has no kernel 'third' (it has: first, second)",
+                      self.run_tilec(os.path.join(d, "two.tile"), "--kernel", "third", rc=1))
+
+
 class Cache(unittest.TestCase):
     LOAD = ("import json, tilec\n"
             "k = tilec.load(%r, T='f32', BLOCK=%d)\n"
