@@ -48,6 +48,18 @@ def softmax_kernel(x, y, stride, n, BLOCK: tl.constexpr):
 '''
 
 
+def triton_module():
+    """TRITON_SRC as an imported module: triton.jit reads its functions' source from a file."""
+    import importlib.util
+    path = os.path.join(tempfile.mkdtemp(prefix="tilec-triton-"), "tilec_triton_kernels.py")
+    with open(path, "w") as f:
+        f.write(TRITON_SRC)
+    spec = importlib.util.spec_from_file_location("tilec_triton_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def rel_err(out, ref):
     import torch
     out, ref = out.double(), ref.double()
@@ -210,9 +222,7 @@ def launch_overhead():
     import torch
     import tilec
     from tilec import _kernel, _lib
-    ns = {}
-    exec(compile(TRITON_SRC, "triton_kernels", "exec"), ns)
-    add_kernel = ns["add_kernel"]
+    add_kernel = triton_module().add_kernel
     n = 4096
     x, y, z = (torch.randn(n, device="cuda") for _ in range(3))
     k = tilec.load(os.path.join(EX, "vadd.tile"))
@@ -261,7 +271,11 @@ print(json.dumps(dict(ms=(time.perf_counter() - t0) * 1e3)))
 
 
 def _sub(code, env):
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    """Runs code as a script file in a fresh process (triton.jit needs a file to read)."""
+    path = os.path.join(tempfile.mkdtemp(prefix="tilec-sub-"), "sub.py")
+    with open(path, "w") as f:
+        f.write(code)
+    r = subprocess.run([sys.executable, path], capture_output=True, text=True,
                        env=dict(os.environ, **env), timeout=300)
     if r.returncode:
         raise RuntimeError(r.stderr[-3000:])

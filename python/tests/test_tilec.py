@@ -254,6 +254,26 @@ class Calls(unittest.TestCase):
                 del os.environ["TILEC_CACHE"]
 
 
+class TuneCli(unittest.TestCase):
+    def test_tune_command(self):
+        env = dict(os.environ, TILEC_CACHE_DIR=tempfile.mkdtemp(prefix="tilec-tcli-"),
+                   PYTHONPATH=os.path.join(ROOT, "python"))
+        cmd = [sys.executable, "-m", "tilec", "tune", os.path.join(EX, "softmax.tile"), "--space",
+               "BLOCK=512,1024", "--space", "WARPS=2,4", "--shape", "M=4,N=1000", "-D", "T=f32",
+               "--key", "N", "--reps", "2", "--cpu"]
+        outs = [subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+                for _ in range(2)]
+        for r in outs:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("4 candidates", outs[0].stdout)
+        self.assertRegex(outs[0].stdout, r"BLOCK=512 WARPS=2 +contract: .*N <= BLOCK")
+        self.assertRegex(outs[0].stdout, r"winner: -D BLOCK=1024 -D WARPS=[24] +[0-9.]+ ms\n")
+        self.assertIn("(from the cache)", outs[1].stdout)
+        bad = subprocess.run(cmd[:7] + ["--shape", "M=4", "--cpu"], capture_output=True, text=True,
+                             env=env)
+        self.assertIn("no value for dim N", bad.stderr)
+
+
 class ForeignTensors(unittest.TestCase):
     """The torch and __cuda_array_interface__ adaptors, without torch or a GPU."""
 

@@ -300,6 +300,7 @@ class Tuned:
         rkey = self._record_key(model.name, arch, list(bucket))
         rec = _cache.read_json("tune", rkey)
         if rec and rec.get("config") is not None:
+            rec["cached"] = True
             self.records[b] = rec
             return _kernel.build(self.source, self.filename, dict(self.defines, **rec["config"]),
                                  arch, self.opt_level, self.kernel_name)
