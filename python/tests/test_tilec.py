@@ -254,6 +254,39 @@ class Calls(unittest.TestCase):
                 del os.environ["TILEC_CACHE"]
 
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@unittest.skipUnless(torch, "no torch")
+class Torch(unittest.TestCase):
+    """Real torch CPU tensors run in the interpreter; the custom op traces under torch.compile
+    (aot_eager: the fake implementation, no C++ compiler needed)."""
+
+    def test_cpu_tensors(self):
+        k = tilec.load(os.path.join(EX, "softmax.tile"), T="bf16", BLOCK=1024)
+        x = torch.randn(4, 1000, dtype=torch.bfloat16)[:, :900]
+        y = torch.empty(4, 900, dtype=torch.bfloat16)
+        for _ in range(2):
+            k(x, y)
+            self.assertLess((y.float() - torch.softmax(x.float(), -1)).abs().max().item(), 1e-2)
+        with self.assertRaisesRegex(tilec.ArgumentError, "must be bf16, got f32"):
+            k(x.float(), y)
+
+    @unittest.skipUnless(torch and hasattr(torch.library, "custom_op"), "torch < 2.4")
+    def test_custom_op_under_compile(self):
+        import tilec.torch
+        ce = tilec.torch.custom_op(tilec.load(os.path.join(EX, "cross_entropy.tile"), T="f16"),
+                                   "tilec_unittest::cross_entropy")
+        x = torch.randn(6, 500, dtype=torch.float16)
+        lab = torch.randint(0, 500, (6,), dtype=torch.int32)
+        f = torch.compile(lambda x, lab: ce(x, lab) * 2, backend="aot_eager", fullgraph=True)
+        ref = torch.nn.functional.cross_entropy(x.float(), lab.long(), reduction="none") * 2
+        self.assertLess((f(x, lab) - ref).abs().max().item(), 1e-3)
+
+
 class TuneCli(unittest.TestCase):
     def test_tune_command(self):
         env = dict(os.environ, TILEC_CACHE_DIR=tempfile.mkdtemp(prefix="tilec-tcli-"),
