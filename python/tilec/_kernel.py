@@ -106,12 +106,18 @@ def default_arch():
 
 # ------------------------------------------------------------------ compiling
 
+def _finalize(obj, fn, *args):
+    """Frees a C object with its Python owner, but not at interpreter exit: the process's end
+    frees everything, and the CUDA context may be gone by then."""
+    weakref.finalize(obj, fn, *args).atexit = False
+
+
 class _Result:
     """A tilec_result, freed with the object."""
 
     def __init__(self, handle):
         self.handle = handle
-        self._free = weakref.finalize(self, _lib.compiler().free, handle)
+        _finalize(self, _lib.compiler().free, handle)
 
 
 def compile_result(source, filename, defines, arch, opt_level, kernel, targets):
@@ -169,7 +175,7 @@ class _Plan:
         self.err = _lib.Status()
         self.errp = ctypes.pointer(self.err)
         self.streams = {}  # foreign stream handle -> tilert_stream wrapper
-        weakref.finalize(self, rt.plan_destroy, handle)
+        _finalize(self, rt.plan_destroy, handle)
 
     def wrap(self, handle):
         s = self.streams[handle] = devices.stream(self.device, handle)
@@ -200,7 +206,7 @@ class Kernel:
         self._lock = threading.Lock()
         self._kernels = {}             # device -> tilert_kernel handle
         self._keep = []                # modules and CPU kernels, freed with the Kernel
-        weakref.finalize(self, _release, self._keep)
+        _finalize(self, _release, self._keep)
 
     def __repr__(self):
         return repr(self.contract)
