@@ -1,7 +1,8 @@
 """Autotuning: compile every point of a parameter space (threads over the C API: each compile has
 its own arena and LLVM context, and ctypes releases the GIL), prune with the resource model before
-timing (the kernel's shared memory and threads against the device; registers and spills from
-ptxas -v when ptxas is installed; the contract's requirements on the actual shapes), time the
+timing (the kernel's shared memory and threads against the device; the compiler's own warning that
+a register tile spills; registers and spills from ptxas -v when ptxas is installed; the
+contract's requirements on the actual shapes), time the
 survivors on the actual arguments (GPU: CUDA events with L2 flushed before each run; CPU: the
 interpreter's wall time, which only exercises the flow), and cache the winner on disk per
 (source, GPU name, arch, key bucket, fixed defines, space).
