@@ -30,7 +30,8 @@ CFLAGS_GEN := $(CFLAGS_BASE) -Wno-unused-function -Wno-sign-compare -Wno-unused-
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags --libs nvptx passes) -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir)
 
-DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev clang libclang-rt-14-dev
+DEB_PACKAGES := llvm-19-dev flex bison libfl-dev libcriterion-dev libzstd-dev clang libclang-rt-14-dev \
+  python3-numpy python3-setuptools pkgconf
 
 # ---------------------------------------------------------------- sources
 COMPILER_ALL := $(sort $(wildcard compiler/*.c))
@@ -40,7 +41,9 @@ NVPTX_SRC := $(wildcard compiler/lower_nvptx*.c)
 # programs link without it.
 MAIN_SRC := compiler/main.c compiler/driver.c
 MAIN_OBJ := $(MAIN_SRC:%.c=$(B)/%.o)
-LIB_SRC := $(filter-out $(NVPTX_SRC) $(MAIN_SRC),$(COMPILER_ALL))
+# The public compile API (tilec_api.h): only in libtilec.so, with the backend it calls.
+API_SRC := compiler/api.c
+LIB_SRC := $(filter-out $(NVPTX_SRC) $(MAIN_SRC) $(API_SRC),$(COMPILER_ALL))
 GEN_SRC := $(B)/compiler/parser.c $(B)/compiler/lexer.c
 RUNTIME_SRC := $(sort $(wildcard runtime/*.c))
 
@@ -49,7 +52,7 @@ NVPTX_OBJ := $(NVPTX_SRC:%.c=$(B)/%.o)
 RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(B)/%.o)
 
 .PHONY: all deps test demo gpu-test bench install clean fuzz golden-update check-deps
-all: $(B)/tilec $(B)/libtilec.a $(B)/libtilert.a $(B)/libtilert.so
+all: $(B)/tilec $(B)/libtilec.a $(B)/libtilert.a $(B)/libtilert.so $(B)/libtilec.so
 
 # ---------------------------------------------------------------- deps
 # Installs what is missing (apt-get update first); as non-root, prints the command instead.
@@ -94,6 +97,36 @@ LINK_TILEC = -Wl,--whole-archive $(B)/libtilec.a -Wl,--no-whole-archive
 $(B)/tilec: $(MAIN_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
 	$(CC) -o $@ $(MAIN_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a $(LLVM_LIBS) -ldl -lm
 
+# ---------------------------------------------------------------- libtilec.so (tilec_api.h)
+# The whole compiler with the LLVM backend; exports only tilec_* (compiler/libtilec.map), takes
+# the runtime from libtilert.so next to it ($$ORIGIN). TILEC_BUILD_ID digests the compiler's
+# sources and the LLVM version: JIT caches key on it (tilec_build_id()).
+TILEC_BUILD_ID := $(shell { cat compiler/*.c compiler/*.h compiler/*.l compiler/*.y runtime/meta.c; \
+  $(LLVM_CONFIG) --version; } 2>/dev/null | sha256sum | cut -c1-16)
+LIBTILEC_OBJ := $(B)/compiler/api.o $(B)/compiler/driver.o $(NVPTX_OBJ)
+LIBTILEC_LINK = $(LIBTILEC_OBJ) $(LINK_TILEC) -L$(B) -ltilert -Wl,-rpath,'$$ORIGIN' \
+  -Wl,--version-script=compiler/libtilec.map -Wl,--no-undefined
+
+.PHONY: FORCE libtilec-static
+$(B)/compiler/build_id.h: FORCE
+	@mkdir -p $(@D)
+	@echo '#define TILEC_BUILD_ID "$(TILEC_BUILD_ID)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(B)/compiler/api.o: $(B)/compiler/build_id.h
+
+$(B)/libtilec.so: $(LIBTILEC_OBJ) $(B)/libtilec.a $(B)/libtilert.so compiler/libtilec.map
+	$(CC) -shared -o $@ $(LIBTILEC_LINK) $(LLVM_LIBS) -ldl -lm
+
+# The same with LLVM linked in (~40 MB, slow to link): runs where no LLVM is installed (the GPU
+# machine). `make python-dist` puts it next to libtilert.so.
+LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --ldflags --libs nvptx passes) \
+  $(shell $(LLVM_CONFIG) --link-static --system-libs)
+libtilec-static: $(B)/static/libtilec.so
+$(B)/static/libtilec.so: $(LIBTILEC_OBJ) $(B)/libtilec.a $(B)/libtilert.so compiler/libtilec.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(LIBTILEC_LINK) -Wl,--exclude-libs,ALL -Wl,--gc-sections $(LLVM_STATIC_LIBS) \
+	  -lstdc++ -ldl -lm
+
 # ---------------------------------------------------------------- runtime
 $(B)/runtime/%.o: runtime/%.c runtime/*.h
 	@mkdir -p $(@D)
@@ -111,10 +144,24 @@ $(B)/libtilert.so: $(RUNTIME_OBJ)
 -include tests/fuzz/fuzz.mk
 
 install: all
-	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include $(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/tilec $(PREFIX)/bin/tilec
 	install -m 644 $(B)/libtilert.a $(B)/libtilert.so $(PREFIX)/lib/
-	install -m 644 runtime/tilert.h $(PREFIX)/include/
+	install -m 755 $(B)/libtilec.so $(PREFIX)/lib/
+	install -m 644 runtime/tilert.h compiler/tilec_api.h $(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define TILEC_VERSION "\(.*\)"/\1/p' compiler/tilec.h)|' \
+	  compiler/tilec.pc.in > $(PREFIX)/lib/pkgconfig/tilec.pc
+
+# The Python package with its libraries inside (python/tilec/lib: libtilert.so and the
+# self-contained libtilec.so), for a machine without LLVM such as the GPU machine: carry
+# python/tilec/lib along with the checkout. docs/python.md.
+.PHONY: python-dist
+python-dist: $(B)/libtilert.so $(B)/static/libtilec.so
+	@mkdir -p python/tilec/lib
+	cp $(B)/libtilert.so python/tilec/lib/
+	strip --strip-unneeded -o python/tilec/lib/libtilec.so $(B)/static/libtilec.so
+	@{ git rev-parse HEAD; git diff --quiet HEAD -- compiler runtime python || echo dirty; } \
+	  > python/tilec/lib/COMMIT 2>/dev/null || true
 
 clean:
 	rm -rf $(B)

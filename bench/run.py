@@ -249,42 +249,15 @@ class Journal:
 
 
 def _ctypes_api():
-    """ctypes mirrors of runtime/tilert.h (checked against the C layout by tests/check_bench.sh)."""
-    import ctypes as C
-
-    MAX_RANK, MAX_ARGS = 4, 32
-
-    class Status(C.Structure):
-        _fields_ = [("code", C.c_int), ("cu_result", C.c_int), ("message", C.c_char * 512)]
-
-    class Tensor(C.Structure):
-        _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("rank", C.c_int),
-                    ("shape", C.c_int64 * MAX_RANK), ("strides", C.c_int64 * MAX_RANK)]
-
-    class Arg(C.Structure):
-        _fields_ = [("kind", C.c_int), ("tensor", Tensor), ("scalar", C.c_double)]
-
-    class ArgInfo(C.Structure):
-        _fields_ = [("name", C.c_char * 64), ("kind", C.c_int), ("dtype", C.c_int),
-                    ("is_out", C.c_int), ("rank", C.c_int), ("dims", C.c_int * MAX_RANK)]
-
-    class DimInfo(C.Structure):
-        _fields_ = [("name", C.c_char * 64), ("pinned", C.c_int), ("value", C.c_int64)]
-
-    class TmapInfo(C.Structure):
-        _fields_ = [("arg", C.c_int), ("swizzle", C.c_int), ("box", C.c_int * MAX_RANK)]
-
-    class KernelInfo(C.Structure):
-        _fields_ = [("name", C.c_char * 128), ("threads", C.c_int), ("smem_bytes", C.c_int),
-                    ("nargs", C.c_int), ("args", ArgInfo * MAX_ARGS), ("ndims", C.c_int),
-                    ("dims", DimInfo * (2 * MAX_ARGS)), ("grid", (C.c_char * 256) * 3),
-                    ("nrequires", C.c_int), ("requires", (C.c_char * 256) * 8),
-                    ("requires_text", (C.c_char * 256) * 8), ("ws_name", C.c_char * 128),
-                    ("ws_threads", C.c_int), ("ws_smem_bytes", C.c_int), ("ntmaps", C.c_int),
-                    ("tmaps", TmapInfo * 8), ("ws_persistent", C.c_int)]
-
-    return {"Status": Status, "Tensor": Tensor, "Arg": Arg, "ArgInfo": ArgInfo, "DimInfo": DimInfo,
-            "KernelInfo": KernelInfo}
+    """ctypes mirrors of runtime/tilert.h: the Python package's (python/tilec/_lib.py, checked
+    against the C layout by tests/check_bench.sh), loaded without the package's own imports."""
+    import importlib.util
+    path = os.path.join(HERE, "..", "python", "tilec", "_lib.py")
+    spec = importlib.util.spec_from_file_location("tilec_lib_mirrors", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return {"Status": m.Status, "Tensor": m.Tensor, "Arg": m.Arg, "ArgInfo": m.ArgInfo, "DimInfo": m.DimInfo,
+            "KernelInfo": m.KernelInfo}
 
 
 def abi_report():

@@ -15,7 +15,7 @@
 /* ------------------------------------------------------------ the passes */
 
 /* Lowers one kernel and runs every pass, verifying after each. */
-static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
+TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   TirFunc *f = lower_tir(a, k, d);
   if (!f || !tir_verify(f, d, "lower_tir"))
     return NULL;
@@ -213,9 +213,96 @@ static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
          n > nan ? sum / (double)(n - nan) : 0, (long long)nan);
 }
 
+/* --in NAME=FILE.npy: the arrays of this kernel's tensor arguments; their shapes bind dims (a
+ * --shape value may still override one: the shape check in run_kernel then reports it). */
+static bool run_load_inputs(Arena *a, const TirFunc *f, const TilecOptions *o, bool lenient,
+                            NpyArray **in, RunBindings *b, Diag *d) {
+  for (int j = 0; j < o->ninputs; j++) {
+    const char *spec = o->inputs[j], *eq = strchr(spec, '=');
+    size_t len = (size_t)(eq - spec);
+    int i = 0;
+    while (i < f->nargs && !(f->args[i].kind == ARG_TENSOR && strlen(f->args[i].name) == len &&
+                             !strncmp(f->args[i].name, spec, len)))
+      i++;
+    if (i == f->nargs) {
+      if (lenient)
+        continue;
+      diag_plain(d, DIAG_ERROR, "--in: kernel '%s' has no tensor argument named '%.*s'", f->name,
+                 (int)len, spec);
+      return false;
+    }
+    const TirArg *arg = &f->args[i];
+    NpyArray *x = arena_alloc(a, sizeof *x);
+    if (!npy_read(a, eq + 1, x, d))
+      return false;
+    if (x->rank != arg->rank) {
+      diag_plain(d, DIAG_ERROR, "--in: '%s' has %d dimensions; argument '%s' has rank %d", eq + 1,
+                 x->rank, arg->name, arg->rank);
+      return false;
+    }
+    for (int r = 0; r < arg->rank; r++) {
+      int di = arg->dims[r];
+      if ((b->dim_set[di] && b->dims[di] != x->shape[r]) || x->shape[r] > INT32_MAX) {
+        diag_plain(d, DIAG_ERROR, "--in: axis %d of '%s' is %lld, but dim %s is %lld", r, eq + 1,
+                   (long long)x->shape[r], f->dims[di].name, (long long)b->dims[di]);
+        return false;
+      }
+      b->dims[di] = x->shape[r], b->dim_set[di] = true;
+    }
+    in[i] = x;
+  }
+  return true;
+}
+
+/* The FILE of --in NAME=FILE. */
+static const char *run_input_path(const TilecOptions *o, const char *name) {
+  for (int j = 0; j < o->ninputs; j++) {
+    const char *eq = strchr(o->inputs[j], '=');
+    if (strlen(name) == (size_t)(eq - o->inputs[j]) && !strncmp(o->inputs[j], name, strlen(name)))
+      return eq + 1;
+  }
+  return "?";
+}
+
+/* Copies an --in array into tensor memory, after checking it has the shape the dims say. */
+static bool run_fill_input(const TirFunc *f, const TirArg *arg, const NpyArray *x,
+                           const int64_t *shape, int64_t numel, void *p, Diag *d) {
+  for (int r = 0; r < arg->rank; r++)
+    if (x->shape[r] != shape[r]) {
+      diag_plain(d, DIAG_ERROR, "--in: axis %d of %s is %lld, but --shape or -D make dim %s %lld",
+                 r, arg->name, (long long)x->shape[r], f->dims[arg->dims[r]].name,
+                 (long long)shape[r]);
+      return false;
+    }
+  for (int64_t e = 0; e < numel; e++)
+    elem_store(p, e, arg->elem, npy_get(x, e, arg->elem));
+  return true;
+}
+
+/* --out DIR: every out tensor as DIR/NAME.npy, all or none. */
+static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o,
+                              const tilert_arg *args, Diag *d) {
+  const char *paths[TILERT_MAX_ARGS], *texts[TILERT_MAX_ARGS];
+  size_t lens[TILERT_MAX_ARGS];
+  int n = 0;
+  for (int i = 0; i < f->nargs; i++)
+    if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out) {
+      paths[n] = arena_printf(a, "%s/%s.npy", o->out_dir, f->args[i].name);
+      texts[n] = npy_format(a, f->args[i].elem, f->args[i].rank, args[i].tensor.shape,
+                            args[i].tensor.data, &lens[n]);
+      n++;
+    }
+  if (!out_write_files(a, paths, texts, lens, n, d))
+    return false;
+  for (int i = 0; i < n; i++)
+    printf("  wrote %s\n", paths[i]);
+  return true;
+}
+
 static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient, Diag *d) {
   RunBindings b = {0};
-  if (!run_parse_shapes(f, o->shapes, &b, lenient, d))
+  NpyArray *in[TILERT_MAX_ARGS] = {0};
+  if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;
@@ -224,6 +311,7 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     st = exec_cpu_kernel(dev, a, f, &k);
   tilert_arg args[TILERT_MAX_ARGS];
   int64_t numel[TILERT_MAX_ARGS] = {0};
+  const char *sources = ""; /* "X random, W from w.npy": what the inputs were */
   uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed;
   for (int i = 0; i < f->nargs && st.code == TILERT_OK; i++) {
     const TirArg *arg = &f->args[i];
@@ -239,9 +327,20 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     st = tilert_malloc(dev, (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem), &p);
     if (st.code != TILERT_OK)
       break;
+    args[i] = tilert_arg_tensor(p, (tilert_dtype)arg->elem, arg->rank, shape);
+    if (in[i]) {
+      if (!run_fill_input(f, arg, in[i], shape, numel[i], p, d)) {
+        st = (tilert_status){.code = TILERT_ERROR_SHAPE};
+        break;
+      }
+      sources = arena_printf(a, "%s%s%s from %s", sources, *sources ? ", " : "", arg->name,
+                             run_input_path(o, arg->name));
+      continue;
+    }
     for (int64_t e = 0; e < numel[i]; e++)
       elem_store(p, e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
-    args[i] = tilert_arg_tensor(p, (tilert_dtype)arg->elem, arg->rank, shape);
+    if (!arg->is_out)
+      sources = arena_printf(a, "%s%s%s random", sources, *sources ? ", " : "", arg->name);
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -250,14 +349,20 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
   clock_gettime(CLOCK_MONOTONIC, &t1);
   int rc = 0;
   if (st.code != TILERT_OK) {
-    diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
+    if (st.message[0]) /* else run_fill_input reported it */
+      diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
     rc = 1;
   } else {
     printf("kernel %s: ran in the interpreter in %.1f ms\n", f->name,
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (*sources)
+      printf("  inputs: %s%s\n", sources,
+             strstr(sources, " random") ? arena_printf(a, " (seed %u)", o->seed) : "");
     for (int i = 0; i < f->nargs; i++)
       if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out)
         run_print_stats(&f->args[i], args[i].tensor.data, numel[i]);
+    if (o->out_dir && !run_write_outputs(a, f, o, args, d))
+      rc = 1;
   }
   for (int i = 0; i < f->nargs; i++)
     if (f->args[i].kind == ARG_TENSOR && numel[i] && st.code != TILERT_ERROR_OUT_OF_MEMORY)
@@ -298,11 +403,20 @@ static bool run_names_known(TirFunc **funcs, int n, const char *spec, Diag *d) {
 int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
   TirFunc **funcs = arena_alloc(a, sizeof *funcs * (size_t)(prog->nkernels + 1));
   int n = 0;
+  const char *names = "";
   for (AstKernel *k = prog->kernels; k; k = k->next) {
+    names = arena_printf(a, "%s%s%s", names, *names ? ", " : "", k->name);
+    if (o->kernel && strcmp(k->name, o->kernel))
+      continue; /* --kernel NAME: only that one */
     TirFunc *f = driver_lower(a, k, d);
     if (!f)
       return 1;
     funcs[n++] = f;
+  }
+  if (n == 0) {
+    diag_plain(d, DIAG_ERROR, "--kernel: '%s' has no kernel '%s' (it has: %s)", o->input,
+               o->kernel, names);
+    return 1;
   }
   if (o->run) {
     if (n > 1 && !run_names_known(funcs, n, o->shapes, d))

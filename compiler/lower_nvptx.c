@@ -30,6 +30,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -2462,15 +2463,17 @@ static void report_smem(Cg *g, int total) {
 
 /* --------------------------------------------------------- codegen */
 
+static void targets_init(void) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+}
+
+/* Once per process, also when several threads compile at once (libtilec.so, tilec_api.h). */
 static bool targets_ready(void) {
-  static bool done;
-  if (!done) {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-    done = true;
-  }
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, targets_init);
   return true;
 }
 

@@ -15,14 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TILEC_VERSION "0.1.0"
-
 /* Inputs larger than this are refused before parsing (the language has no use for them). */
 enum { MAX_INPUT_BYTES = 64 << 20 };
 
 static const char usage_text[] =
     "usage: tilec FILE.tile [options]\n"
     "       tilec run FILE.tile [-D NAME=VALUE]... [--shape M=4,N=1000] [--seed N]\n"
+    "                 [--in NAME=FILE.npy]... [--out DIR] [--kernel NAME]\n"
     "       tilec --link A.h B.h... -o NAME    one entry point over --emit=c specializations\n"
     "\n"
     "Compiles a .tile kernel file. With no --emit, writes PTX (FILE.ptx, or -o).\n"
@@ -30,6 +29,7 @@ static const char usage_text[] =
     "options:\n"
     "  -o OUT              write the output to OUT ('-' = stdout)\n"
     "  -D NAME=VALUE       set a compile-time parameter, or pin a shape dimension (repeatable)\n"
+    "  --kernel NAME       only the kernel NAME of a file of several\n"
     "  --arch=ARCH         target GPU: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a);\n"
     "                      repeatable with --emit=c (one PTX per arch)\n"
     "  --emit=KIND         ast | tir | llvm | ptx | c (default ptx)\n"
@@ -40,12 +40,16 @@ static const char usage_text[] =
     "  --help              print this help and exit\n"
     "  --version           print the version and exit\n"
     "\n"
-    "tilec run options (runs the kernel in the CPU interpreter on random inputs and prints\n"
+    "tilec run options (runs the kernel in the CPU interpreter on random or --in inputs, prints\n"
     "statistics of its outputs; --emit, -o and --cubin do not apply):\n"
     "  --shape NAME=V,...  sizes of the shape dimensions (e.g. M=4,N=1000), and values of the\n"
     "                      scalar arguments (e.g. eps=1e-5); a scalar not given is 1.0;\n"
     "                      repeatable, each NAME at most once\n"
     "  --seed N            random seed for the inputs (default 1)\n"
+    "  --in NAME=FILE.npy  tensor NAME from a numpy file (its shape gives the dims; any\n"
+    "                      numeric dtype, converted; repeatable); tensors not given are random,\n"
+    "                      and the 'inputs:' line says which\n"
+    "  --out DIR           write every out tensor to DIR/NAME.npy (bf16 as float32)\n"
     "\n"
     "exit status: 0 on success, 1 on any error.\n";
 
@@ -203,6 +207,24 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
       if (add_shapes(c, a, d, v))
         return 1;
       c->run_only_flags = true;
+    } else if (matches(arg, "--in")) {
+      if (!(v = opt_value(argc, argv, &i, "--in", &missing)) || !strchr(v, '=') || *v == '=')
+        return usage_error(d, "'%s' needs NAME=FILE.npy", "--in");
+      const char **ins = arena_alloc(a, sizeof *ins * (size_t)(o->ninputs + 1));
+      if (o->ninputs)
+        memcpy(ins, o->inputs, sizeof *ins * (size_t)o->ninputs);
+      ins[o->ninputs++] = v;
+      o->inputs = ins;
+      c->run_only_flags = true;
+    } else if (matches(arg, "--out")) {
+      if (!(v = opt_value(argc, argv, &i, "--out", &missing)) || !*v)
+        return usage_error(d, "'%s' needs a directory", "--out");
+      o->out_dir = v;
+      c->run_only_flags = true;
+    } else if (matches(arg, "--kernel")) {
+      if (!(v = opt_value(argc, argv, &i, "--kernel", &missing)) || !*v)
+        return usage_error(d, "'%s' needs a kernel name", "--kernel");
+      o->kernel = v;
     } else if (matches(arg, "--seed")) {
       if (!(v = opt_value(argc, argv, &i, "--seed", &missing)))
         return usage_error(d, "'%s' needs a number", "--seed");
@@ -232,7 +254,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
                        "kernel in the interpreter; compile without 'run' to get PTX)",
                        c->output_flags);
   if (c->run_only_flags && !o->run)
-    return usage_error(d, "%s", "--shape and --seed are only for 'tilec run'");
+    return usage_error(d, "%s", "--shape, --seed, --in and --out are only for 'tilec run'");
   if (o->narchs > 1 && o->emit != EMIT_C && o->emit != EMIT_CHECK)
     return usage_error(d, "%s", "several --arch values need --emit=c");
   if (o->cubin && o->emit != EMIT_C)

@@ -13,7 +13,8 @@
  *   layout.c                 linear layouts (GF(2) maps), used by the GPU backend
  *   lower_nvptx.c            TIR -> LLVM IR -> PTX (the only file that includes llvm-c/)
  *   meta.c                   kernel metadata text that travels inside the PTX
- *   driver.c                 tilec_compile(): the pipeline as a library call
+ *   driver.c                 the pipeline after the front end (outputs, tilec run)
+ *   api.c                    tilec_compile() (tilec_api.h): the pipeline as a library call
  *   main.c                   the tilec command line
  */
 #ifndef TILEC_H
@@ -24,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#define TILEC_VERSION "0.1.0"
 
 /* ---------------------------------------------------------------- arena */
 
@@ -465,6 +468,21 @@ bool out_commit(OutFile *files, int n, bool ok, Diag *d);
 bool out_write_files(Arena *a, const char *const *paths, const char *const *texts,
                      const size_t *lens, int n, Diag *d);
 
+/* npy.c: numpy .npy arrays for `tilec run --in NAME=FILE.npy --out DIR`. */
+typedef struct NpyArray {
+  char descr[8];                 /* "<f4", "|b1", ... */
+  int rank;
+  int64_t shape[TILE_MAX_RANK];
+  int64_t numel;
+  const unsigned char *data;     /* arena, little-endian, C order */
+} NpyArray;
+bool npy_read(Arena *a, const char *path, NpyArray *x, Diag *d);
+/* Element i as a double; a uint16 array holds bfloat16 bits when t is TY_BF16. */
+double npy_get(const NpyArray *x, int64_t i, ElemType t);
+/* The .npy bytes of a dense tensor of type t (bf16 written as float32); *len gets the size. */
+char *npy_format(Arena *a, ElemType t, int rank, const int64_t *shape, const void *data,
+                 size_t *len);
+
 /* ---------------------------------------------------------------- pipeline */
 
 /* exec_cpu.c: a runtime kernel (tilert.h) whose launches run f in the interpreter.
@@ -500,7 +518,14 @@ typedef struct TilecOptions {
   bool run;
   const char *shapes;        /* --shape M=4,N=1000 */
   unsigned seed;             /* --seed */
+  const char **inputs;       /* --in NAME=FILE.npy (tensors not named are random) */
+  int ninputs;
+  const char *out_dir;       /* --out DIR: every out tensor as DIR/NAME.npy */
+  const char *kernel;        /* --kernel NAME: only that kernel of the file */
 } TilecOptions;
+
+/* driver.c: lower_tir, then every pass with the verifier after each. NULL after errors. */
+TirFunc *driver_lower(Arena *a, const struct AstKernel *k, Diag *d);
 
 /* driver.c: everything after the front end (--emit=tir|llvm|ptx|c, `tilec run`).
  * Writes outputs atomically (temp file + rename); returns the process exit status. */

@@ -17,13 +17,29 @@ typedef struct Binder {
   int src_axis[2 * TILERT_MAX_ARGS];
 } Binder;
 
-static tilert_status check_scalar(const tilert_arg_info *ai, const tilert_arg *a) {
+tilert_status tilert__check_scalar(const tilert_arg_info *ai, const tilert_arg *a) {
   if (ai->dtype == TILERT_I32) {
     if (!(a->scalar >= INT32_MIN && a->scalar <= INT32_MAX) || a->scalar != floor(a->scalar))
       return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
                          "argument '%s' is an i32 scalar; %g is not an integer in range", ai->name,
                          a->scalar);
   }
+  return tilert__ok();
+}
+
+/* NULL data is allowed for an empty tensor (torch gives them NULL), as long as the launch
+ * turns out empty too (tilert_bind checks that once the grid is known). The kernels test every
+ * 16-byte chunk's alignment themselves and take scalar accesses where it fails, so the data
+ * only has to be aligned to its element. */
+tilert_status tilert__check_data(const tilert_arg_info *ai, const tilert_tensor *t, bool need) {
+  if (!t->data && need)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s': data pointer is NULL",
+                       ai->name);
+  size_t esize = tilert_dtype_size(t->dtype);
+  if (esize > 1 && (uintptr_t)t->data % esize != 0)
+    return tilert__err(TILERT_ERROR_SHAPE,
+                       "argument '%s': data pointer %p is not aligned to its element size (%zu bytes)",
+                       ai->name, t->data, esize);
   return tilert__ok();
 }
 
@@ -42,18 +58,9 @@ static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert
                          (long long)t->shape[i], i, INT32_MAX);
     empty |= t->shape[i] == 0;
   }
-  /* NULL data is allowed for an empty tensor (torch gives them NULL), as long as the launch
-   * turns out empty too (tilert_bind checks that once the grid is known). The kernels test every
-   * 16-byte chunk's alignment themselves and take scalar accesses where it fails, so the data
-   * only has to be aligned to its element. */
-  if (!t->data && !empty)
-    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s': data pointer is NULL",
-                       ai->name);
-  size_t esize = tilert_dtype_size(t->dtype);
-  if (esize > 1 && (uintptr_t)t->data % esize != 0)
-    return tilert__err(TILERT_ERROR_SHAPE,
-                       "argument '%s': data pointer %p is not aligned to its element size (%zu bytes)",
-                       ai->name, t->data, esize);
+  tilert_status st = tilert__check_data(ai, t, !empty);
+  if (st.code)
+    return st;
   if (t->strides[t->rank - 1] != 1)
     return tilert__err(TILERT_ERROR_SHAPE,
                        "argument '%s': the innermost stride must be 1 (contiguous), got %lld",
@@ -150,7 +157,7 @@ tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args
       return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument %d ('%s') must be a %s, got a %s",
                          i, ai->name, ai->kind == TILERT_ARG_TENSOR ? "tensor" : "scalar",
                          args[i].kind == TILERT_ARG_TENSOR ? "tensor" : "scalar");
-    tilert_status st = ai->kind == TILERT_ARG_SCALAR ? check_scalar(ai, &args[i])
+    tilert_status st = ai->kind == TILERT_ARG_SCALAR ? tilert__check_scalar(ai, &args[i])
                                                      : check_tensor_layout(ai, &args[i].tensor);
     if (!st.code && ai->kind == TILERT_ARG_TENSOR)
       st = bind_dims(&b, i, &args[i].tensor);

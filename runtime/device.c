@@ -296,7 +296,7 @@ void tilert_stream_destroy(tilert_stream *s) {
   if (!s)
     return;
   const tilert_driver *d;
-  if (s->s && !tilert__gpu_enter(s->dev, &d).code)
+  if (s->s && !s->borrowed && !tilert__gpu_enter(s->dev, &d).code)
     d->StreamDestroy(s->s);
   free(s);
 }

@@ -317,16 +317,12 @@ static tilert_status launch_cpu(tilert_kernel *k, const tilert_arg *args, int na
   return tilert__ok();
 }
 
-tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
-                            tilert_stream *stream) {
-  if (!k)
-    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
-  if (stream && stream->dev != k->dev)
-    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
-                       "tilert_launch: the stream belongs to another device");
-  int64_t dims[2 * TILERT_MAX_ARGS], grid[3];
+/* tilert_bind, its message prefixed with the kernel's name (the tail of a very long message may
+ * be cut). */
+tilert_status tilert__bind_kernel(const tilert_kernel *k, const tilert_arg *args, int nargs,
+                                  int64_t *dims, int64_t grid[3]) {
   tilert_status st = tilert_bind(&k->info, args, nargs, dims, grid);
-  if (st.code) { /* prefix the kernel's name; the tail of a very long message may be cut */
+  if (st.code) {
     size_t pre = strlen(k->info.name) + 2, len = strlen(st.message);
     if (pre + len >= sizeof st.message)
       len = sizeof st.message - pre - 1;
@@ -334,11 +330,30 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
     memcpy(st.message, k->info.name, pre - 2);
     memcpy(st.message + pre - 2, ": ", 2);
     st.message[pre + len] = '\0';
-    return st;
   }
+  return st;
+}
+
+tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int nargs,
+                                   const int64_t *dims, const int64_t grid[3],
+                                   tilert_stream *stream) {
+  if (stream && stream->dev != k->dev)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
+                       "tilert_launch: the stream belongs to another device");
   if (!grid[0] || !grid[1] || !grid[2])
     return tilert__ok(); /* an empty problem (M = 0 rows): no block has anything to do */
   if (k->cpu_fn)
     return launch_cpu(k, args, nargs, dims, grid);
   return launch_gpu(k, args, dims, grid, stream);
+}
+
+tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
+                            tilert_stream *stream) {
+  if (!k)
+    return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
+  int64_t dims[2 * TILERT_MAX_ARGS], grid[3];
+  tilert_status st = tilert__bind_kernel(k, args, nargs, dims, grid);
+  if (st.code)
+    return st;
+  return tilert__launch_bound(k, args, nargs, dims, grid, stream);
 }

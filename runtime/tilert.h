@@ -185,8 +185,29 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
                             tilert_stream *stream);
 
 tilert_status tilert_stream_create(tilert_device *dev, tilert_stream **out);
+/* A stream made by someone else (a CUstream from torch or cupy; NULL = the legacy default
+ * stream) for tilert_launch and tilert_event_record. tilert_stream_destroy frees the wrapper only. */
+tilert_status tilert_stream_wrap(tilert_device *dev, void *cu_stream, tilert_stream **out);
 tilert_status tilert_stream_synchronize(tilert_stream *s);
 void tilert_stream_destroy(tilert_stream *s);
+
+/* Launching one signature many times (the Python package: new tensors of the same dtypes, shapes
+ * and strides on every call). tilert_plan_create checks and binds args once, as tilert_launch does
+ * (contract, dims, grid, requirements); each tilert_plan_launch passes only what may change:
+ * data[i], the data pointer of argument i when it is a tensor, and scalars[i], its value when it
+ * is a scalar (either array may be NULL when the kernel has no argument of that kind). It checks
+ * those again (NULL or misaligned data, i32 range), then launches like tilert_launch. It returns
+ * the code and, on failure, writes the status to *err unless err is NULL: a caller through an FFI
+ * makes no 520-byte status per call. A plan is read-only after creation (launch it from any
+ * thread) and must be destroyed before its kernel. */
+typedef struct tilert_plan tilert_plan;
+tilert_status tilert_plan_create(tilert_kernel *k, const tilert_arg *args, int nargs,
+                                 tilert_plan **out);
+tilert_code tilert_plan_launch(const tilert_plan *p, void *const *data, const double *scalars,
+                               tilert_stream *stream, tilert_status *err);
+/* The grid the plan launches (x, y, z). */
+void tilert_plan_grid(const tilert_plan *p, int64_t grid[3]);
+void tilert_plan_destroy(tilert_plan *p);
 
 /* Timing with CUDA events (host clock on the CPU backend). */
 tilert_status tilert_event_create(tilert_device *dev, tilert_event **out);

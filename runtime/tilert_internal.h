@@ -123,6 +123,7 @@ struct tilert_module {
 struct tilert_stream {
   tilert_device *dev;
   CUstream s;                  /* NULL on the CPU backend */
+  bool borrowed;               /* tilert_stream_wrap: someone else's stream, never destroyed */
 };
 
 struct tilert_event {
@@ -137,6 +138,21 @@ struct tilert_event {
  * for). False when some view cannot be a TMA tensor map (unaligned base or stride, too large):
  * the caller launches the cp.async entry instead. */
 bool tilert__tmaps_bind(const tilert_driver *d, tilert_kernel *k, const tilert_arg *args);
+
+/* ---------------------------------------------------------------- launch (bind.c, launch.c) */
+
+/* The checks of tilert_bind that depend on the values, not the signature (tilert_plan_launch
+ * repeats them): an i32 scalar is an integer in range; a tensor's data is aligned to its element
+ * and, when need (blocks run), not NULL. */
+tilert_status tilert__check_scalar(const tilert_arg_info *ai, const tilert_arg *a);
+tilert_status tilert__check_data(const tilert_arg_info *ai, const tilert_tensor *t, bool need);
+/* tilert_bind with the kernel's name before the message. */
+tilert_status tilert__bind_kernel(const tilert_kernel *k, const tilert_arg *args, int nargs,
+                                  int64_t *dims, int64_t grid[3]);
+/* tilert_launch after binding: an empty grid launches nothing; else the CPU or the GPU. */
+tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int nargs,
+                                   const int64_t *dims, const int64_t grid[3],
+                                   tilert_stream *stream);
 
 /* ---------------------------------------------------------------- metadata */
 

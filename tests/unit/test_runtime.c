@@ -803,3 +803,67 @@ Test(runtime_gpu, jit_log_in_message) {
   cr_expect_null(m);
   tilert_device_close(dev);
 }
+
+/* Launch plans (interop.c): bound once, then only data pointers and scalars per launch; the
+ * per-launch checks still catch NULL and misaligned data; an empty plan launches nothing. */
+Test(runtime_plan, binds_once_launches_with_new_data) {
+  tilert_device *dev;
+  cr_assert_eq(tilert_device_open(TILERT_BACKEND_CPU, 0, &dev).code, TILERT_OK);
+  Seen seen = {0};
+  tilert_kernel *k;
+  cr_assert_eq(tilert_kernel_create_cpu(dev, META_VADD, cpu_vadd, &seen, &k).code, TILERT_OK);
+  enum { N = 600 };
+  static float x[N], y[N], z1[N], z2[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 1;
+  int64_t n = N;
+  tilert_arg args[4] = {tilert_arg_tensor(x, TILERT_F32, 1, &n), tilert_arg_tensor(y, TILERT_F32, 1, &n),
+                        tilert_arg_tensor(z1, TILERT_F32, 1, &n), tilert_arg_scalar(0.5)};
+  tilert_plan *p;
+  tilert_status st = tilert_plan_create(k, args, 4, &p);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  int64_t grid[3];
+  tilert_plan_grid(p, grid);
+  cr_expect(grid[0] == 3 && grid[1] == 1 && grid[2] == 1);
+  void *data[4] = {x, y, z2, NULL};
+  double scalars[4] = {0, 0, 0, 2.0};
+  tilert_status err = {0};
+  cr_assert_eq(tilert_plan_launch(p, data, scalars, NULL, &err), TILERT_OK, "%s", err.message);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(z2[i], (float)i + 2, "z2[%d] = %g", i, z2[i]);
+  cr_expect_eq(z1[5], 0); /* the pointer bound at creation was not used */
+  data[1] = (char *)y + 2; /* misaligned f32 */
+  cr_expect_eq(tilert_plan_launch(p, data, scalars, NULL, &err), TILERT_ERROR_SHAPE);
+  EXPECT_MSG(err, "vadd: argument 'Y': data pointer");
+  data[1] = NULL;
+  cr_expect_eq(tilert_plan_launch(p, data, scalars, NULL, NULL), TILERT_ERROR_INVALID_ARGUMENT);
+  cr_expect_eq(seen.calls, 1);
+  tilert_plan_destroy(p);
+  /* a signature that breaks the contract fails at creation, with tilert_launch's message */
+  int64_t m = N + 1;
+  args[1] = tilert_arg_tensor(y, TILERT_F32, 1, &m);
+  st = tilert_plan_create(k, args, 4, &p);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "vadd: dim N");
+  /* empty: every launch is a no-op, even with NULL data */
+  n = 0;
+  for (int i = 0; i < 3; i++)
+    args[i] = tilert_arg_tensor(NULL, TILERT_F32, 1, &n);
+  cr_assert_eq(tilert_plan_create(k, args, 4, &p).code, TILERT_OK);
+  cr_expect_eq(tilert_plan_launch(p, NULL, NULL, NULL, NULL), TILERT_OK);
+  cr_expect_eq(seen.calls, 1);
+  tilert_plan_destroy(p);
+  tilert_kernel_destroy_cpu(k);
+  tilert_device_close(dev);
+}
+
+Test(runtime_plan, borrowed_streams) {
+  tilert_device *dev;
+  cr_assert_eq(tilert_device_open(TILERT_BACKEND_CPU, 0, &dev).code, TILERT_OK);
+  tilert_stream *s;
+  cr_expect_eq(tilert_stream_wrap(dev, (void *)0x1234, &s).code, TILERT_ERROR_UNSUPPORTED);
+  cr_assert_eq(tilert_stream_wrap(dev, NULL, &s).code, TILERT_OK);
+  cr_expect_eq(tilert_stream_synchronize(s).code, TILERT_OK);
+  tilert_stream_destroy(s); /* frees the wrapper only */
+  tilert_device_close(dev);
+}
