@@ -121,6 +121,8 @@ typedef struct Cg {
   bool persistent;                   /* ws and sched->persistent: the body runs once per tile */
   LLVMValueRef grid_tiles[4];        /* persistent: the logical grid and the raster group (i32 parameters) */
   LLVMValueRef pblock[3];            /* persistent: i32 allocas, the tile's block index */
+  bool cluster;                      /* persistent with a cluster of 2 (sched->cluster) */
+  LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
@@ -1574,6 +1576,13 @@ static void ws_release(Cg *g, const Pipe *p, int lag) {
   LLVMBasicBlockRef join = begin_if(g, go);
   LLVMValueRef bar = mbar_addr(g, 1, slot);
   asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
+  if (g->cluster) { /* the peer's stage took our multicast half: free it there too */
+    LLVMValueRef a[2] = {bar, LLVMBuildXor(g->b, g->crank, ci32(g, 1), "")};
+    asm_call_void(g,
+                  "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $1;\n"
+                  "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}",
+                  "r,r,~{memory}", a, 2);
+  }
   end_if(g, join);
 }
 
@@ -1601,24 +1610,31 @@ static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
   LLVMValueRef coord[TILE_MAX_RANK];
   for (int d = 0; d < a->rank; d++)
     get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
-  char text[256], cons[64] = "r,l";
-  int n = snprintf(text, sizeof text,
-                   "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {", a->rank);
+  char text[320], cons[64] = "r,l";
+  int n = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes%s [$0], [$1, {",
+                   a->rank, m->multicast ? ".multicast::cluster" : "");
   for (int d = 0; d < a->rank; d++) {
     n += snprintf(text + n, sizeof text - (size_t)n, d ? ", $%d" : "$%d", 2 + d);
     strcat(cons, ",r");
   }
-  snprintf(text + n, sizeof text - (size_t)n, "}], [$%d];", 2 + a->rank);
-  strcat(cons, ",r,~{memory}");
+  n += snprintf(text + n, sizeof text - (size_t)n, "}], [$%d]", 2 + a->rank);
+  snprintf(text + n, sizeof text - (size_t)n, m->multicast ? ", $%d;" : ";", 3 + a->rank);
+  strcat(cons, m->multicast ? ",r,h,~{memory}" : ",r,~{memory}");
+  /* multicast: this block's half of the rows, written to both blocks of the cluster */
+  int half = m->multicast ? m->rows / 2 : 0, outer = a->rank - 1 - m->outer;
+  LLVMValueRef row0 = m->multicast ? LLVMBuildMul(g->b, g->crank, ci32(g, half), "") : ci32(g, 0);
+  coord[outer] = LLVMBuildAdd(g->b, coord[outer], row0, "");
+  base = LLVMBuildAdd(g->b, base, LLVMBuildMul(g->b, row0, ci32(g, m->row_bytes), ""), "");
   for (int c = 0; c < m->chunks; c++) {
-    LLVMValueRef args[2 + TILE_MAX_RANK + 1];
+    LLVMValueRef args[2 + TILE_MAX_RANK + 2];
     args[0] = LLVMBuildAdd(g->b, base, ci32(g, c * m->rows * m->row_bytes), "");
     args[1] = LLVMBuildPtrToInt(g->b, g->tmap[t], g->i64, ""); /* an address: cvta.param, no copy */
     for (int d = 0; d < a->rank; d++)
       args[2 + d] = coord[d];
     args[2] = LLVMBuildAdd(g->b, coord[0], ci32(g, c * m->box[a->rank - 1]), "");
     args[2 + a->rank] = full;
-    asm_call_void(g, text, cons, args, 3 + a->rank);
+    args[3 + a->rank] = LLVMConstInt(g->i16, 3, 0); /* both blocks */
+    asm_call_void(g, text, cons, args, (m->multicast ? 4 : 3) + a->rank);
   }
 }
 
@@ -1639,8 +1655,16 @@ static LLVMValueRef umin(Cg *g, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntULT, a, b, ""), a, b, "");
 }
 
+/* The grid the loop walks: the logical one, halved (rounded up) along a cluster's axis. */
+static LLVMValueRef walked_dim(Cg *g, int ax) {
+  LLVMValueRef n = g->grid_tiles[ax];
+  if (g->cluster && g->sched->cluster_axis == ax)
+    n = LLVMBuildLShr(g->b, LLVMBuildAdd(g->b, n, ci32(g, 1), ""), ci32(g, 1), "");
+  return n;
+}
+
 static void tile_decode(Cg *g, LLVMValueRef t) {
-  LLVMValueRef gx = g->grid_tiles[0], gy = g->grid_tiles[1], b = NULL;
+  LLVMValueRef gx = walked_dim(g, 0), gy = walked_dim(g, 1), b = NULL;
   LLVMValueRef per_z = LLVMBuildMul(g->b, gx, gy, "");
   LLVMValueRef r = LLVMBuildURem(g->b, t, per_z, "");
   LLVMValueRef group = g->grid_tiles[3];
@@ -1652,16 +1676,28 @@ static void tile_decode(Cg *g, LLVMValueRef t) {
   LLVMBuildStore(g->b, b, g->pblock[0]);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), ""), g->pblock[1]);
   LLVMBuildStore(g->b, LLVMBuildUDiv(g->b, t, per_z, ""), g->pblock[2]);
+  if (g->cluster) { /* the pair's two tiles: 2 i + rank along the axis (one may be past the edge:
+                       every access of it is masked) */
+    LLVMValueRef *pb = &g->pblock[g->sched->cluster_axis];
+    LLVMValueRef v = LLVMBuildLoad2(g->b, g->i32, *pb, "");
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, LLVMBuildShl(g->b, v, ci32(g, 1), ""), g->crank, ""), *pb);
+  }
+}
+
+/* The walk's first tile and stride: the block's (cluster's) index and the grid's blocks (clusters). */
+static LLVMValueRef walk_index(Cg *g, const char *sreg) {
+  LLVMValueRef v = intrin0(g, sreg);
+  return g->cluster ? LLVMBuildLShr(g->b, v, ci32(g, 1), "") : v;
 }
 
 /* Opens the loop; the builder is left in its body with pblock set. */
 static TileLoop tile_loop_begin(Cg *g) {
   TileLoop l = {entry_alloca(g, g->i32, 1), new_bb(g, "tile"), NULL};
-  LLVMBuildStore(g->b, intrin0(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), l.t);
+  LLVMBuildStore(g->b, walk_index(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), l.t);
   LLVMBuildBr(g->b, l.cond);
   LLVMPositionBuilderAtEnd(g->b, l.cond);
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l.t, "");
-  LLVMValueRef total = LLVMBuildMul(g->b, LLVMBuildMul(g->b, g->grid_tiles[0], g->grid_tiles[1], ""), g->grid_tiles[2], "");
+  LLVMValueRef total = LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
   LLVMBasicBlockRef body = new_bb(g, "tile.body");
   l.exit = new_bb(g, "tile.end");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, t, total, ""), body, l.exit);
@@ -1673,7 +1709,7 @@ static TileLoop tile_loop_begin(Cg *g) {
 /* The latch (the builder's block falls through to the next tile); the builder ends at the exit. */
 static void tile_loop_end(Cg *g, const TileLoop *l) {
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, "");
-  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, intrin0(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ""), l->t);
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, walk_index(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ""), l->t);
   LLVMBuildBr(g->b, l->cond);
   LLVMPositionBuilderAtEnd(g->b, l->exit);
 }
@@ -1735,6 +1771,18 @@ static void emit_producer(Cg *g) {
   LLVMPositionBuilderAtEnd(g->b, walked);
   if (g->persistent)
     tile_loop_end(g, &tl);
+  if (g->cluster) {
+    /* The tail: every stage released by both blocks' consumers before this block may exit (the
+     * peer's consumers arrive on our empty barriers; our multicast halves sit in its stages). */
+    for (int k = 0; k < p->stages; k++) {
+      LLVMValueRef sl2 = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph2 = LLVMBuildLoad2(g->b, g->i32, phase, "");
+      mbar_wait(g, mbar_addr(g, 1, sl2), ph2);
+      LLVMValueRef nx = LLVMBuildAdd(g->b, sl2, ci32(g, 1), "");
+      LLVMValueRef wr = LLVMBuildICmp(g->b, LLVMIntEQ, nx, ci32(g, p->stages), "");
+      LLVMBuildStore(g->b, LLVMBuildSelect(g->b, wr, ci32(g, 0), nx, ""), slot);
+      LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph2, LLVMBuildZExt(g->b, wr, g->i32, ""), ""), phase);
+    }
+  }
   LLVMBuildBr(g->b, done);
   LLVMPositionBuilderAtEnd(g->b, done);
   LLVMBuildRetVoid(g->b);
@@ -1752,12 +1800,17 @@ static void emit_roles(Cg *g) {
     LLVMValueRef a[2] = {mbar_addr(g, 0, ci32(g, k)), ci32(g, 1)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
     a[0] = mbar_addr(g, 1, ci32(g, k));
-    a[1] = ci32(g, s->consumer_threads / 32);
+    a[1] = ci32(g, s->consumer_threads / 32 * (g->cluster ? 2 : 1));
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
   inline_asm0(g, "fence.mbarrier_init.release.cluster;");
   end_if(g, join);
-  intrin0(g, "llvm.nvvm.barrier0");
+  if (g->cluster) { /* the peer's barriers are initialized before anyone arrives on them */
+    inline_asm0(g, "barrier.cluster.arrive.release.aligned;");
+    inline_asm0(g, "barrier.cluster.wait.acquire.aligned;");
+  } else {
+    intrin0(g, "llvm.nvvm.barrier0");
+  }
   LLVMBasicBlockRef prod = new_bb(g, "role.producer"), cons = new_bb(g, "role.consumer");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->tid, ci32(g, s->consumer_threads), ""), prod, cons);
   LLVMPositionBuilderAtEnd(g->b, prod);
@@ -2837,6 +2890,7 @@ static char *emit(Cg **gs, int n, LLVMTargetMachineRef tm, const char *meta) {
 static int build_kernel(Cg *g) {
   TirFunc *f = g->f;
   g->persistent = g->ws && g->sched->persistent;
+  g->cluster = g->persistent && g->sched->cluster == 2;
   g->smem = new_smem_global(g, g->ws ? "tilec_smem_ws" : "tilec_smem");
   if (g->wgmma)
     LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
@@ -2849,6 +2903,12 @@ static int build_kernel(Cg *g) {
   g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
   g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
   g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
+  if (g->cluster) {
+    LLVMTypeRef ft = LLVMFunctionType(g->i32, NULL, 0, 0);
+    const char *t = "mov.u32 $0, %cluster_ctarank;";
+    g->crank = LLVMBuildCall2(g->b, ft, LLVMGetInlineAsm(ft, (char *)t, strlen(t), "=r", 2, 0, 0, LLVMInlineAsmDialectATT, 0),
+                              NULL, 0, "crank");
+  }
   plan(g);
   annotate_occupancy(g);
   for (int k = 0; g->persistent && k < 3; k++)

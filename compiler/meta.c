@@ -78,14 +78,17 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
   FILE *m = open_memstream(&buf, &len);
   if (!m)
     return arena_strdup(a, "");
-  fprintf(m, "// tilec: ws %s threads %d smem %d%s\n", entry, s->consumer_threads + s->producer_threads,
+  fprintf(m, "// tilec: ws %s threads %d smem %d%s", entry, s->consumer_threads + s->producer_threads,
           dynamic_smem_bytes, s->persistent ? " persistent" : "");
+  if (s->cluster == 2)
+    fprintf(m, " cluster 2 %c", "xyz"[s->cluster_axis]);
+  fputc('\n', m);
   for (int t = 0; t < s->ntmaps; t++) {
     const TirTmap *tm = &s->tmaps[t];
     fprintf(m, "// tilec: tmap %s swizzle %d box", f->args[tm->arg].name, tm->swizzle);
     for (int d = 0; d < f->args[tm->arg].rank; d++)
       fprintf(m, " %d", tm->box[d]);
-    fputc('\n', m);
+    fputs(tm->multicast ? " multicast\n" : "\n", m);
   }
   fclose(m);
   char *out = arena_strdup(a, buf ? buf : "");

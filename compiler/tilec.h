@@ -387,6 +387,9 @@ typedef struct TirTmap {
   int swizzle;             /* 32, 64 or 128: the wgmma tile's swizzle, which TMA writes */
   int chunks;              /* boxes per stage, side by side along the innermost dimension */
   int rows, row_bytes;     /* the shared tile: rows; bytes of one box row (= swizzle span) */
+  bool multicast;          /* cluster: the two blocks load the same tile, each half of its rows
+                              (box[outer] = rows / 2) into both blocks' shared memory */
+  int outer;               /* the tensor dimension of the tile's rows */
 } TirTmap;
 
 #define TIR_MAX_TMAPS 8
@@ -400,6 +403,10 @@ typedef struct TirSchedule {
    * (grouped raster) with the ring running on across tiles, so a tile's epilogue overlaps the
    * next tile's loads. The block index the body sees is the tile's. */
   bool persistent;
+  /* Cluster (with persistent): pairs of blocks adjacent along grid axis cluster_axis run as one
+   * cluster of 2; the ring loads whose coordinates do not depend on that axis are multicast. */
+  int cluster;             /* 1 or 2 */
+  int cluster_axis;        /* 0: x, 1: y */
   int consumer_threads, producer_threads;
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */

@@ -299,6 +299,9 @@ static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
   m->row_bytes = sl.swizzle;
   m->rows = t->dims[0];
   m->box[a->rank - 1] = sl.swizzle / 2;
+  for (int d = a->rank - 1; d >= 0; d--)
+    if (in->index[d].is_range && d != a->rank - 1)
+      m->outer = d;
   m->chunks = t->dims[1] / m->box[a->rank - 1];
   return m->chunks >= 1 && m->chunks * m->box[a->rank - 1] == t->dims[1];
 }
@@ -366,6 +369,66 @@ static bool uniform_trips(const TirFunc *f, const TirPipe *p, const bool *slice)
   return true;
 }
 
+/* Whether register r (computed by the slice, the chain or the loop) depends on block axis ax. */
+static bool uses_block_axis(const TirFunc *f, int r, int ax, int depth) {
+  if (depth > 32)
+    return true;
+  int def = -1;
+  for (int k = 0; k < f->ninsts; k++)
+    if (f->insts[k].dst == r) {
+      if (def >= 0 && f->insts[k].op != TIR_FOR)
+        return true; /* written twice: not a value the pass can follow */
+      def = k;
+    }
+  if (def < 0)
+    return true;
+  const TirInst *in = &f->insts[def];
+  if (in->op == TIR_BLOCK_ID)
+    return in->axis == ax;
+  for (int a = 0; a < 3; a++)
+    if (in->args[a] >= 0 && uses_block_axis(f, in->args[a], ax, depth + 1))
+      return true;
+  return false;
+}
+
+/* A cluster of 2 along the grid axis whose neighbours share the most ring bytes (a GEMM's
+ * blocks along M share B; an attention's query blocks share K and V), multicasting those loads.
+ * Only persistent kernels (both blocks of a pair must run the same iterations) whose multicast
+ * tiles split into two halves of whole swizzle patterns (rows a multiple of 16). */
+static void plan_cluster(const TirFunc *f, TirSchedule *s) {
+  if (!s->persistent || env_off("TILEC_CLUSTER"))
+    return;
+  int best = -1, best_bytes = 0;
+  for (int ax = 1; ax >= 0; ax--) {
+    int bytes = 0;
+    for (int t = 0; t < s->ntmaps; t++) {
+      const TirTmap *m = &s->tmaps[t];
+      const TirInst *in = &f->insts[m->load];
+      bool shared = m->rows % 16 == 0;
+      for (int d = 0; d < f->args[m->arg].rank && shared; d++)
+        shared = !uses_block_axis(f, in->index[d].start, ax, 0);
+      bytes += shared ? m->rows * m->row_bytes * m->chunks : 0;
+    }
+    if (bytes > best_bytes)
+      best = ax, best_bytes = bytes;
+  }
+  if (best < 0)
+    return;
+  s->cluster = 2;
+  s->cluster_axis = best;
+  for (int t = 0; t < s->ntmaps; t++) {
+    TirTmap *m = &s->tmaps[t];
+    const TirInst *in = &f->insts[m->load];
+    bool shared = m->rows % 16 == 0;
+    for (int d = 0; d < f->args[m->arg].rank && shared; d++)
+      shared = !uses_block_axis(f, in->index[d].start, best, 0);
+    if (shared) {
+      m->multicast = true;
+      m->box[m->outer] = m->rows / 2;
+    }
+  }
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -408,6 +471,8 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   s->producer_regs = PRODUCER_REGS;
   int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / f->threads / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
+  s->cluster = 1;
+  plan_cluster(f, s);
   return true;
 }
 
@@ -550,6 +615,10 @@ static bool verify_ws(const SchedVerifier *v) {
     if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
         m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
       return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
+    if (m->multicast && (s->cluster != 2 || m->rows % 16 || m->box[m->outer] * 2 != m->rows))
+      return sfail(v, m->load, "tensor map %d: a multicast half is not half of whole swizzle patterns", t);
+    if (m->multicast && uses_block_axis(f, f->insts[m->load].index[m->outer].start, s->cluster_axis, 0))
+      return sfail(v, m->load, "tensor map %d: multicast, yet its rows depend on the cluster's axis", t);
   }
   bool *in_slice = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
   for (int k = 0; k < s->nslice; k++) {
@@ -586,6 +655,8 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
     return sfail(&v, -1, "no schedule");
   if (f->sched->persistent && !f->sched->ws)
     return sfail(&v, -1, "a persistent grid needs the warp-specialized ring");
+  if (f->sched->ws && (f->sched->cluster != 1 && (f->sched->cluster != 2 || !f->sched->persistent)))
+    return sfail(&v, -1, "a cluster of %d blocks (1, or 2 with a persistent grid)", f->sched->cluster);
   for (int j = 0; j < f->ninsts; j++) {
     TirOp op = f->insts[j].op;
     if ((op == TIR_PIPE_WAIT || op == TIR_PIPE_RELEASE) &&
@@ -619,6 +690,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
   fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)%s\n",
           s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs,
           s->persistent ? "; persistent grid" : "");
+  if (s->cluster == 2)
+    fprintf(out, "// cluster of 2 along grid axis %c\n", "xyz"[s->cluster_axis]);
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);
@@ -628,7 +701,7 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// tmap %d: load @%d, %s box [", t, m->load, f->args[m->arg].name);
     for (int dd = 0; dd < f->args[m->arg].rank; dd++)
       fprintf(out, dd ? ", %d" : "%d", m->box[dd]);
-    fprintf(out, "] x %d, swizzle %d\n", m->chunks, m->swizzle);
+    fprintf(out, "] x %d, swizzle %d%s\n", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
   }
   fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
 }

@@ -61,6 +61,8 @@ static const struct {
     DRIVER_ENTRY(MemcpyDtoH, 3020),
     DRIVER_ENTRY(MemsetD8, 3020),
     DRIVER_ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor, 6050),
+    DRIVER_ENTRY(OccupancyMaxActiveClusters, 11070),
+    DRIVER_ENTRY(LaunchKernelEx, 11060),
     DRIVER_ENTRY(TensorMapEncodeTiled, 12000),
 };
 

@@ -131,9 +131,20 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     const char *pe = getenv("TILERT_PERSISTENT");
     TILERT_CU("cuOccupancyMaxActiveBlocksPerMultiprocessor",
               d->OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, k->info.ws_threads, (size_t)k->info.ws_smem_bytes));
+    int resident = per_sm * m->dev->sms;
+    if (k->info.ws_cluster == 2) { /* clusters fit the GPCs, not just the SMs */
+      CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, .value.clusterDim = {2, 1, 1}};
+      CUlaunchConfig cfg = {.gridDimX = 2 * (unsigned)resident, .gridDimY = 1, .gridDimZ = 1,
+                            .blockDimX = (unsigned)k->info.ws_threads, .blockDimY = 1, .blockDimZ = 1,
+                            .sharedMemBytes = (unsigned)k->info.ws_smem_bytes, .attrs = &at, .numAttrs = 1};
+      int clusters = 0;
+      TILERT_CU("cuOccupancyMaxActiveClusters", d->OccupancyMaxActiveClusters(&clusters, fn, &cfg));
+      resident = 2 * clusters;
+      per_sm = clusters;
+    }
     if (per_sm < 1)
       return tilert__ok(); /* cannot be resident at all: the cp.async entry */
-    k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : per_sm * m->dev->sms;
+    k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : resident;
     const char *ge = getenv("TILERT_TILE_GROUP");
     k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : 8;
   }
@@ -281,7 +292,7 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
   tilert_status st = tilert__gpu_enter(k->dev, &d);
   if (!st.code) {
     CUfunction fn = k->fn;
-    int threads = k->info.threads, smem = k->info.smem_bytes;
+    int threads = k->info.threads, smem = k->info.smem_bytes, cluster = 1;
     int64_t launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];
     /* A persistent entry decodes tiles in 32-bit unsigned arithmetic. */
     bool fits = !k->info.ws_persistent || total <= INT32_MAX;
@@ -291,14 +302,28 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
         for (int ax = 0; ax < 3; ax++)
           push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
         push(p, &(int32_t){k->tile_group}, sizeof(int32_t));
-        launch[0] = k->ws_blocks && total > k->ws_blocks ? k->ws_blocks : total;
+        cluster = k->info.ws_cluster;
+        if (cluster == 2) { /* the kernel walks pairs: the grid halved along the pair's axis */
+          int ax = k->info.ws_cluster_axis;
+          total = total / grid[ax] * ((grid[ax] + 1) / 2);
+        }
+        launch[0] = cluster * (k->ws_blocks && total > k->ws_blocks / cluster ? k->ws_blocks / cluster : total);
         launch[1] = launch[2] = 1;
       }
       for (int i = 0; i < k->info.ntmaps; i++)
         p->ptr[p->n++] = &k->tmaps->map[i]; /* by value: the driver copies the 128 bytes */
     }
-    CUresult r = d->LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2], (unsigned)threads,
-                                 1, 1, (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
+    CUresult r;
+    if (cluster > 1) {
+      CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, .value.clusterDim = {(unsigned)cluster, 1, 1}};
+      CUlaunchConfig cfg = {.gridDimX = (unsigned)launch[0], .gridDimY = 1, .gridDimZ = 1, .blockDimX = (unsigned)threads,
+                            .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = (unsigned)smem,
+                            .hStream = stream ? stream->s : NULL, .attrs = &at, .numAttrs = 1};
+      r = d->LaunchKernelEx(&cfg, fn, p->ptr, NULL);
+    } else {
+      r = d->LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2], (unsigned)threads, 1, 1,
+                          (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
+    }
     if (r != CUDA_SUCCESS)
       st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
   }

@@ -429,17 +429,20 @@ static tilert_status parse_require(Parser *p, const char *raw) {
   return tilert__ok();
 }
 
-/* ws NAME threads N smem S [persistent] */
+/* ws NAME threads N smem S [persistent [cluster 2 x|y]] */
 static tilert_status parse_ws(Parser *p, char **t, int n) {
   tilert_kernel_info *k = p->info;
   int64_t th, sm;
   if (k->ws_name[0])
     return PERR(p, "duplicate 'ws' line");
-  if ((n != 6 && n != 7) || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
-      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) ||
-      (n == 7 && strcmp(t[6], "persistent") != 0))
-    return PERR(p, "expected 'ws NAME threads N smem S [persistent]'");
-  k->ws_persistent = n == 7;
+  bool cl = n == 10 && !strcmp(t[7], "cluster") && !strcmp(t[8], "2") && (!strcmp(t[9], "x") || !strcmp(t[9], "y"));
+  if ((n != 6 && n != 7 && !cl) || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 ||
+      !parse_int(t[3], &th) || !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) ||
+      (n >= 7 && strcmp(t[6], "persistent") != 0))
+    return PERR(p, "expected 'ws NAME threads N smem S [persistent [cluster 2 x|y]]'");
+  k->ws_persistent = n >= 7;
+  k->ws_cluster = cl ? 2 : 1;
+  k->ws_cluster_axis = cl && t[9][0] == 'y';
   if (!copy_name(k->ws_name, sizeof k->ws_name, t[1]))
     return PERR(p, "bad entry point name '%s'", t[1]);
   k->ws_threads = (int)th;
@@ -459,9 +462,12 @@ static tilert_status parse_tmap(Parser *p, char **t, int n) {
   int a = n > 1 ? find_arg(k, t[1]) : -1;
   if (a < 0 || k->args[a].kind != TILERT_ARG_TENSOR)
     return PERR(p, "tmap: '%s' is not a tensor argument", n > 1 ? t[1] : "");
-  if (n != 5 + k->args[a].rank || strcmp(t[2], "swizzle") != 0 || strcmp(t[4], "box") != 0 ||
+  m->multicast = n == 6 + k->args[a].rank && !strcmp(t[n - 1], "multicast");
+  if (m->multicast && k->ws_cluster != 2)
+    return PERR(p, "tmap %s: multicast without a cluster", t[1]);
+  if (n != 5 + k->args[a].rank + m->multicast || strcmp(t[2], "swizzle") != 0 || strcmp(t[4], "box") != 0 ||
       !parse_int(t[3], &v) || (v != 32 && v != 64 && v != 128))
-    return PERR(p, "expected 'tmap ARG swizzle 32|64|128 box' and one size per dimension of %s", t[1]);
+    return PERR(p, "expected 'tmap ARG swizzle 32|64|128 box', one size per dimension of %s [, multicast]", t[1]);
   m->arg = a;
   m->swizzle = (int)v;
   for (int d = 0; d < k->args[a].rank; d++) {

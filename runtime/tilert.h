@@ -113,6 +113,7 @@ typedef struct tilert_tmap_info {
   int arg;                       /* index into tilert_kernel_info.args */
   int swizzle;                   /* bytes: 32, 64 or 128 */
   int box[TILERT_MAX_RANK];
+  int multicast;                 /* cluster: each block copies half the rows (box) for both */
 } tilert_tmap_info;
 
 typedef struct tilert_kernel_info {
@@ -136,6 +137,8 @@ typedef struct tilert_kernel_info {
   int ws_persistent;             /* the ws entry walks tiles: launched on at most the resident
                                     blocks, it takes the logical grid and the raster group size as
                                     4 more s32 parameters (before the tensor maps) */
+  int ws_cluster;                /* 1, or 2: launched as clusters of 2 along x (cuLaunchKernelEx) */
+  int ws_cluster_axis;           /* 2: the logical grid axis the pair's tiles are adjacent on */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

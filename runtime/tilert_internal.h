@@ -62,6 +62,8 @@ typedef struct tilert_driver {
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+  CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
   CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,

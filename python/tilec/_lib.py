@@ -51,7 +51,7 @@ class DimInfo(Structure):
 
 
 class TmapInfo(Structure):
-    _fields_ = [("arg", c_int), ("swizzle", c_int), ("box", c_int * MAX_RANK)]
+    _fields_ = [("arg", c_int), ("swizzle", c_int), ("box", c_int * MAX_RANK), ("multicast", c_int)]
 
 
 class KernelInfo(Structure):
@@ -61,7 +61,8 @@ class KernelInfo(Structure):
                 ("nrequires", c_int), ("requires", (c_char * 256) * 8),
                 ("requires_text", (c_char * 256) * 8), ("ws_name", c_char * 128),
                 ("ws_threads", c_int), ("ws_smem_bytes", c_int), ("ntmaps", c_int),
-                ("tmaps", TmapInfo * MAX_TMAPS), ("ws_persistent", c_int)]
+                ("tmaps", TmapInfo * MAX_TMAPS), ("ws_persistent", c_int), ("ws_cluster", c_int),
+                ("ws_cluster_axis", c_int)]
 
 
 class Options(Structure):

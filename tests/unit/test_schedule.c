@@ -58,10 +58,16 @@ Test(schedule, gemm_is_warp_specialized_on_sm90a) {
   cr_assert_eq(s->tmaps[0].box[0], 128);
   cr_assert_eq(s->tmaps[0].box[1], 64);
   cr_assert_eq(s->tmaps[0].chunks, 1);
-  cr_assert_eq(s->tmaps[1].box[0], 64);
   cr_assert_eq(s->tmaps[1].box[1], 64);
   cr_assert_eq(s->tmaps[1].chunks, 4);
   cr_assert_eq(s->tx_bytes, 128 * 64 * 2 + 64 * 256 * 2);
+  /* persistent, and a cluster of 2 along y (blocks along M share B: B is multicast, half each) */
+  cr_assert(s->persistent);
+  cr_assert_eq(s->cluster, 2);
+  cr_assert_eq(s->cluster_axis, 1);
+  cr_assert_not(s->tmaps[0].multicast);
+  cr_assert(s->tmaps[1].multicast);
+  cr_assert_eq(s->tmaps[1].box[0], 32, "half of BK's rows per block");
   arena_free(a);
 }
 
@@ -79,12 +85,30 @@ Test(schedule, attention_releases_after_its_last_reader) {
     if (f->insts[j].op == TIR_DOT)
       last_dot = j;
   cr_assert_gt(p->release, last_dot, "V is read by the second dot: the release follows it");
-  /* K[b, h, n0 : +128, :] with D = 128: boxes {1, 1, 128, 64}, two per stage */
+  /* K[b, h, n0 : +128, :] with D = 128: boxes {1, 1, 128, 64}, two per stage; query blocks of one
+   * head share K and V: a cluster along x, each block copying half the rows */
   cr_assert_eq(s->ntmaps, 2);
-  int want[4] = {1, 1, 128, 64};
+  cr_assert_eq(s->cluster, 2);
+  cr_assert_eq(s->cluster_axis, 0);
+  cr_assert(s->tmaps[0].multicast && s->tmaps[1].multicast);
+  int want[4] = {1, 1, 64, 64};
   for (int k = 0; k < 4; k++)
     cr_assert_eq(s->tmaps[0].box[k], want[k]);
   cr_assert_eq(s->tmaps[0].chunks, 2);
+  arena_free(a);
+}
+
+/* Causal attention's key loop ends at the diagonal: tiles differ in cost, so no persistent grid
+ * (nor cluster): the hardware schedules the blocks. */
+Test(schedule, uneven_tiles_are_not_persistent) {
+  const char *causal[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "CAUSAL=1", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", causal, ARCH_SM90A, &d);
+  cr_assert(f->sched->ws);
+  cr_assert_not(f->sched->persistent);
+  cr_assert_eq(f->sched->cluster, 1);
+  cr_assert_not(f->sched->tmaps[0].multicast);
   arena_free(a);
 }
 
@@ -196,7 +220,8 @@ static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArc
   return ptx;
 }
 
-static void check_ws_entry(const char *example, const char **defs, const char *name, int stages, int boxes_per_stage) {
+static void check_ws_entry(const char *example, const char **defs, const char *name, int stages, int boxes_per_stage,
+                           int boxes_multicast) {
   Arena *a = arena_new();
   char *ptx = module_ptx(a, example, defs, ARCH_SM90A);
   char *ws = ptx_entry(a, ptx, arena_printf(a, "%s__ws", name));
@@ -211,11 +236,16 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
   cr_assert_eq(count(ws, "cvta.param.u64"), 2, "%s: tensor maps read in place (grid_constant)", example);
   cr_assert_not(strstr(ws, ".local"), "%s: no copy of a tensor map to local memory", example);
-  /* the one block-wide barrier is the mbarrier initialization's; the rest are role-scoped */
-  cr_assert_eq(count(ws, "bar.sync \t0;") + count(ws, "barrier.sync \t0;"), 1, "%s", example);
+  /* the one block-wide (here cluster-wide) barrier is the mbarrier initialization's; the rest are
+   * role-scoped */
+  cr_assert_eq(count(ws, "bar.sync \t0;") + count(ws, "barrier.sync \t0;"), 0, "%s", example);
+  cr_assert_eq(count(ws, "barrier.cluster.wait.acquire.aligned;"), 1, "%s", example);
+  cr_assert_eq(count(ws, ".multicast::cluster"), boxes_multicast, "%s: multicast boxes", example);
+  cr_assert_geq(count(ws, "mapa.shared::cluster.u32"), 1, "%s: the release reaches the peer", example);
   cr_assert_eq(count(ws, "cp.async.wait_group"), 0, "%s: the ring has no cp.async", example);
   cr_assert_eq(count(cp, "mbarrier"), 0, "%s: the cp.async entry is unchanged", example);
   cr_assert(strstr(ptx, arena_printf(a, "// tilec: ws %s__ws threads 384 smem ", name)));
+  cr_assert(strstr(ptx, " persistent cluster 2 "));
   ptxas_assert_clean(ptx, ARCH_SM90A);
   /* sm_80: one entry, no Hopper instructions */
   char *p80 = module_ptx(a, example, defs, ARCH_SM80);
@@ -228,8 +258,8 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
 }
 
 Test(schedule, ws_entry_points_in_the_ptx) {
-  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4);
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2);
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4);
 }
 
 /* The runtime reads the entry and its tensor maps back with its own parser. */
@@ -247,8 +277,13 @@ Test(schedule, metadata_round_trip) {
   cr_assert_eq(k->tmaps[0].arg, 0);
   cr_assert_eq(k->tmaps[1].arg, 1);
   cr_assert_eq(k->tmaps[1].swizzle, 128);
-  cr_assert_eq(k->tmaps[1].box[0], 64);
+  cr_assert_eq(k->tmaps[1].box[0], 32);
   cr_assert_eq(k->tmaps[1].box[1], 64);
+  cr_assert(k->tmaps[1].multicast);
+  cr_assert_not(k->tmaps[0].multicast);
+  cr_assert(k->ws_persistent);
+  cr_assert_eq(k->ws_cluster, 2);
+  cr_assert_eq(k->ws_cluster_axis, 1);
   arena_free(a);
 }
 
@@ -262,6 +297,9 @@ Test(schedule, metadata_rejects_bad_ws_lines) {
       "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 96 box 64\n",   /* swizzle */
       "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 512\n", /* box > 256 */
       "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 64 1\n", /* rank */
+      "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 64 multicast\n", /* no cluster */
+      "// tilec: ws k__ws threads 256 smem 0 persistent cluster 3 x\n",                     /* size 3 */
+      "// tilec: ws k__ws threads 256 smem 0 cluster 2 x\n",                                /* not persistent */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char text[1024];
