@@ -396,7 +396,8 @@ static bool uses_block_axis(const TirFunc *f, int r, int ax, int depth) {
  * Only persistent kernels (both blocks of a pair must run the same iterations) whose multicast
  * tiles split into two halves of whole swizzle patterns (rows a multiple of 16). */
 static void plan_cluster(const TirFunc *f, TirSchedule *s) {
-  if (!s->persistent || env_off("TILEC_CLUSTER"))
+  const char *on = getenv("TILEC_CLUSTER"); /* opt-in: measured slower so far (docs/performance.md) */
+  if (!s->persistent || !on || strcmp(on, "1") != 0)
     return;
   int best = -1, best_bytes = 0;
   for (int ax = 1; ax >= 0; ax--) {

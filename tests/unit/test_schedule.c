@@ -61,8 +61,16 @@ Test(schedule, gemm_is_warp_specialized_on_sm90a) {
   cr_assert_eq(s->tmaps[1].box[1], 64);
   cr_assert_eq(s->tmaps[1].chunks, 4);
   cr_assert_eq(s->tx_bytes, 128 * 64 * 2 + 64 * 256 * 2);
-  /* persistent, and a cluster of 2 along y (blocks along M share B: B is multicast, half each) */
-  cr_assert(s->persistent);
+  cr_assert(s->persistent, "every tile runs the same loop");
+  cr_assert_eq(s->cluster, 1, "clusters are opt-in (TILEC_CLUSTER=1)");
+  cr_assert_eq(s->tmaps[1].box[0], 64);
+  arena_free(a);
+  /* opt-in: a cluster of 2 along y (blocks along M share B: B is multicast, half each) */
+  setenv("TILEC_CLUSTER", "1", 1);
+  a = arena_new();
+  f = scheduled(a, "gemm", GEMM_BIG, ARCH_SM90A, &d);
+  unsetenv("TILEC_CLUSTER");
+  s = f->sched;
   cr_assert_eq(s->cluster, 2);
   cr_assert_eq(s->cluster_axis, 1);
   cr_assert_not(s->tmaps[0].multicast);
@@ -74,7 +82,9 @@ Test(schedule, gemm_is_warp_specialized_on_sm90a) {
 Test(schedule, attention_releases_after_its_last_reader) {
   Arena *a = arena_new();
   Diag d;
+  setenv("TILEC_CLUSTER", "1", 1);
   TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  unsetenv("TILEC_CLUSTER");
   const TirSchedule *s = f->sched;
   const TirPipe *p = &s->pipes[0];
   cr_assert(s->ws);
@@ -236,16 +246,17 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
   cr_assert_eq(count(ws, "cvta.param.u64"), 2, "%s: tensor maps read in place (grid_constant)", example);
   cr_assert_not(strstr(ws, ".local"), "%s: no copy of a tensor map to local memory", example);
-  /* the one block-wide (here cluster-wide) barrier is the mbarrier initialization's; the rest are
-   * role-scoped */
-  cr_assert_eq(count(ws, "bar.sync \t0;") + count(ws, "barrier.sync \t0;"), 0, "%s", example);
-  cr_assert_eq(count(ws, "barrier.cluster.wait.acquire.aligned;"), 1, "%s", example);
+  /* the one block-wide (with a cluster: cluster-wide) barrier is the mbarrier initialization's;
+   * the rest are role-scoped */
+  int cluster = boxes_multicast > 0;
+  cr_assert_eq(count(ws, "bar.sync \t0;") + count(ws, "barrier.sync \t0;"), 1 - cluster, "%s", example);
+  cr_assert_eq(count(ws, "barrier.cluster.wait.acquire.aligned;"), cluster, "%s", example);
   cr_assert_eq(count(ws, ".multicast::cluster"), boxes_multicast, "%s: multicast boxes", example);
-  cr_assert_geq(count(ws, "mapa.shared::cluster.u32"), 1, "%s: the release reaches the peer", example);
+  cr_assert_eq(count(ws, "mapa.shared::cluster.u32") > 0, cluster, "%s: the release reaches the peer", example);
   cr_assert_eq(count(ws, "cp.async.wait_group"), 0, "%s: the ring has no cp.async", example);
   cr_assert_eq(count(cp, "mbarrier"), 0, "%s: the cp.async entry is unchanged", example);
   cr_assert(strstr(ptx, arena_printf(a, "// tilec: ws %s__ws threads 384 smem ", name)));
-  cr_assert(strstr(ptx, " persistent cluster 2 "));
+  cr_assert(strstr(ptx, cluster ? " persistent cluster 2 " : " persistent\n"));
   ptxas_assert_clean(ptx, ARCH_SM90A);
   /* sm_80: one entry, no Hopper instructions */
   char *p80 = module_ptx(a, example, defs, ARCH_SM80);
@@ -258,14 +269,20 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
 }
 
 Test(schedule, ws_entry_points_in_the_ptx) {
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0);
+  setenv("TILEC_CLUSTER", "1", 1);
   check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4);
   check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4);
+  unsetenv("TILEC_CLUSTER");
 }
 
 /* The runtime reads the entry and its tensor maps back with its own parser. */
 Test(schedule, metadata_round_trip) {
   Arena *a = arena_new();
+  setenv("TILEC_CLUSTER", "1", 1);
   char *ptx = module_ptx(a, "gemm", GEMM_BIG, ARCH_SM90A);
+  unsetenv("TILEC_CLUSTER");
   tilert_kernel_info *k = arena_alloc(a, sizeof *k);
   tilert_status st = tilert_parse_kernel_info(ptx, k);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
