@@ -103,7 +103,8 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
         for m, n in row_shapes:
             for dt in dts:
                 add(k, {"M": m, "N": n}, dt)
-    gemm_shapes = [(4096, 4096, 4096)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192)]
+    gemm_shapes = [(4096, 4096, 4096)] if quick else [(4096, 4096, 4096), (8192, 8192, 8192), (16, 8192, 8192),
+                                                      (6144, 5120, 4096), (4000, 4000, 4000)]
     for m, n, k in gemm_shapes:
         for dt in dts:
             add("gemm", {"M": m, "N": n, "K": k}, dt)

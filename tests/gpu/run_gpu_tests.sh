@@ -15,6 +15,9 @@ timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json 
 echo "== correctness again through the cp.async entry points (TILERT_WS=0)"
 TILERT_WS=0 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test_cpasync.json" > "$OUT/gpu_test_cpasync.txt" 2>&1 \
   && tail -2 "$OUT/gpu_test_cpasync.txt" || { tail -30 "$OUT/gpu_test_cpasync.txt"; echo "gpu-test (TILERT_WS=0): FAILED or timed out"; status=1; }
+echo "== and through the warp-specialized entry points wherever there is one (TILERT_WS=1)"
+TILERT_WS=1 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" > "$OUT/gpu_test_ws.txt" 2>&1 \
+  && tail -1 "$OUT/gpu_test_ws.txt" || { tail -30 "$OUT/gpu_test_ws.txt"; echo "gpu-test (TILERT_WS=1): FAILED or timed out"; status=1; }
 # stamp the results with the commit the build came from and the driver
 python3 - "$OUT/gpu_test.json" "$B/COMMIT" <<'PY' || true
 import json, subprocess, sys
