@@ -161,6 +161,7 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
   }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_init(&k->tmaps->lock, NULL);
   k->ws_fn = fn;
   return tilert__ok();
 }
@@ -207,6 +208,8 @@ void tilert_module_unload(tilert_module *m) {
     d->ModuleUnload(m->mod);
   for (tilert_kernel *k = m->kernels, *next; k; k = next) {
     next = k->next;
+    if (k->tmaps)
+      pthread_mutex_destroy(&k->tmaps->lock);
     free(k->tmaps);
     free(k);
   }
@@ -306,8 +309,10 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     int threads = k->info.threads, smem = k->info.smem_bytes, cluster = 1;
     int64_t launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];
     /* A persistent entry decodes tiles in 32-bit unsigned arithmetic. */
-    bool fits = !k->info.ws_persistent || total <= INT32_MAX;
-    if (k->ws_fn && fits && tilert__tmaps_bind(d, k, args)) {
+    bool fits = !k->info.ws_persistent || total <= INT32_MAX, locked = k->ws_fn && fits;
+    if (locked) /* concurrent launches of one kernel share its cached tensor maps */
+      pthread_mutex_lock(&k->tmaps->lock);
+    if (locked && tilert__tmaps_bind(d, k, args)) {
       fn = k->ws_fn, threads = k->info.ws_threads, smem = k->info.ws_smem_bytes;
       if (k->info.ws_persistent) {
         for (int ax = 0; ax < 3; ax++)
@@ -340,6 +345,8 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
       r = d->LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2], (unsigned)threads, 1, 1,
                           (unsigned)smem, stream ? stream->s : NULL, p->ptr, NULL);
     }
+    if (locked)
+      pthread_mutex_unlock(&k->tmaps->lock);
     if (r != CUDA_SUCCESS)
       st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
   }

@@ -5,6 +5,7 @@
 
 #include "tilert.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <cuda.h> /* types only: every entry point comes from cuGetProcAddress (cuda_loader.c) */
@@ -96,6 +97,7 @@ struct tilert_device {
 
 /* The tensor maps of a warp-specialized entry, cached for the last binding they were built for. */
 typedef struct tilert_tmaps {
+  pthread_mutex_t lock;        /* held from the binding to the launch: the launch copies map[] */
   CUtensorMap map[TILERT_MAX_TMAPS];
   tilert_tensor key[TILERT_MAX_TMAPS]; /* the views they describe */
   int valid;                   /* 1: map[] describes key[]; -1: key[] cannot be described */
