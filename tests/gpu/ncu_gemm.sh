@@ -8,7 +8,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must be set}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-ptx=build/bench/ptx/gemm_128x256_k64_s4.ptx
+ptx=${NCU_GEMM_PTX:-build/bench/ptx/gemm_128x256_k64_s4.ptx}
 cat > "$OUT/ncu_gemm.py" <<'PY'
 import os, sys, torch
 sys.path.insert(0, "python")

@@ -55,9 +55,12 @@ echo "== compute-sanitizer on a small ragged case per example"
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 summary="$OUT/sanitizer_summary.txt"
 : > "$summary"
-for c in vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128 attn_d64_causal \
-         softmax_off1 gemm_off1 attn_d64_off1 gemm_relu attn_d64 gemm_ws_128x128_s6 attn_ws_d64_causal gemm_ws_persist \
-         gemm_ws_cluster; do
+# SAN_CASES: the cases to run under the sanitizers (default: a small ragged case per example and
+# the warp-specialized, persistent and cluster cases)
+SAN_CASES=${SAN_CASES:-"vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128
+  attn_d64_causal softmax_off1 gemm_off1 attn_d64_off1 gemm_relu attn_d64 gemm_ws_128x128_s6 attn_ws_d64_causal gemm_ws_persist
+  gemm_ws_cluster"}
+for c in $SAN_CASES; do
   for tool in memcheck racecheck synccheck; do
     log="$OUT/san_${c}_${tool}.log"
     timeout -k 5 300 "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir "$B/ptx" --case "$c" > "$log" 2>&1
