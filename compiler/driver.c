@@ -14,6 +14,18 @@
 
 /* ------------------------------------------------------------ the passes */
 
+/* The runtime's own parser reads back the metadata of every output: sema keeps kernels within
+ * the runtime's limits, so a refusal here is a compiler bug, reported now and not at launch. */
+static bool driver_check_meta(Arena *a, const TirFunc *f, const char *text, Diag *d) {
+  tilert_kernel_info *info = arena_alloc(a, sizeof *info);
+  tilert_status st = tilert_parse_kernel_info_named(text, f->name, info);
+  if (st.code == TILERT_OK)
+    return true;
+  diag_report(d, DIAG_ERROR, f->loc, "internal error: the runtime refuses the metadata of kernel "
+              "'%s': %s", f->name, st.message);
+  return false;
+}
+
 /* Lowers one kernel and runs every pass, verifying after each. */
 static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   TirFunc *f = lower_tir(a, k, d);
@@ -22,6 +34,8 @@ static TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   if (!tir_fold_constants(f, d) || !tir_verify(f, d, "fold_constants"))
     return NULL;
   if (!tir_eliminate_dead(f, d) || !tir_verify(f, d, "eliminate_dead"))
+    return NULL;
+  if (!driver_check_meta(a, f, meta_emit(a, f, 0), d))
     return NULL;
   return f;
 }
@@ -65,7 +79,7 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
                      .dump_llvm = o->emit == EMIT_LLVM};
   int smem = 0;
   char *text = nvptx_compile(funcs[0], &no, d, &smem);
-  if (!text)
+  if (!text || (o->emit == EMIT_PTX && !driver_check_meta(a, funcs[0], text, d)))
     return 1;
   const char *path = o->output ? o->output
                                : default_output(a, o->input, o->emit == EMIT_LLVM ? ".ll" : ".ptx");
@@ -103,8 +117,8 @@ static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag 
 
 /* --shape M=4,N=1000,eps=1e-5: binds dims and scalar arguments by name. */
 typedef struct RunBindings {
-  int64_t dims[2 * TILERT_MAX_ARGS];
-  bool dim_set[2 * TILERT_MAX_ARGS];
+  int64_t dims[TILERT_MAX_DIMS];
+  bool dim_set[TILERT_MAX_DIMS];
   double scalars[TILERT_MAX_ARGS];
 } RunBindings;
 
@@ -118,7 +132,7 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
   for (int i = 0; i < f->ndims; i++)
     if (f->dims[i].pinned)
       b->dims[i] = f->dims[i].value, b->dim_set[i] = true;
-  bool dim_given[2 * TILERT_MAX_ARGS] = {0}, scalar_given[TILERT_MAX_ARGS] = {0};
+  bool dim_given[TILERT_MAX_DIMS] = {0}, scalar_given[TILERT_MAX_ARGS] = {0};
   const char *p = spec ? spec : "";
   while (*p) {
     const char *eq = strchr(p, '='), *comma = strchr(p, ',');

@@ -13,8 +13,8 @@ enum { GRID_MAX_X = 2147483647, GRID_MAX_YZ = 65535 };
 typedef struct Binder {
   const tilert_kernel_info *info;
   int64_t *dims;
-  int src_arg[2 * TILERT_MAX_ARGS];
-  int src_axis[2 * TILERT_MAX_ARGS];
+  int src_arg[TILERT_MAX_DIMS];
+  int src_axis[TILERT_MAX_DIMS];
 } Binder;
 
 static tilert_status check_scalar(const tilert_arg_info *ai, const tilert_arg *a) {

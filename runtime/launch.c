@@ -13,7 +13,7 @@
 enum {
   JIT_LOG_BYTES = 8192,
   DEFAULT_SMEM_LIMIT = 48 * 1024, /* above this a kernel must opt in */
-  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + 2 * TILERT_MAX_ARGS,
+  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + TILERT_MAX_DIMS,
 };
 
 /* ---------------------------------------------------------------- modules */
@@ -274,7 +274,7 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
   if (stream && stream->dev != k->dev)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
                        "tilert_launch: the stream belongs to another device");
-  int64_t dims[2 * TILERT_MAX_ARGS], grid[3];
+  int64_t dims[TILERT_MAX_DIMS], grid[3];
   tilert_status st = tilert_bind(&k->info, args, nargs, dims, grid);
   if (st.code) { /* prefix the kernel's name; the tail of a very long message may be cut */
     size_t pre = strlen(k->info.name) + 2, len = strlen(st.message);
