@@ -70,8 +70,10 @@ tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert
     free(m ? m->meta : NULL), free(m), free(log);
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
+  /* The driver may fill all the bytes it is given with no NUL: it gets one less than the buffer,
+   * whose last byte (calloc) stays the terminator. */
   CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *val[2] = {log, (void *)(uintptr_t)JIT_LOG_BYTES};
+  void *val[2] = {log, (void *)(uintptr_t)(JIT_LOG_BYTES - 1)};
   CUresult r = d->ModuleLoadDataEx(&m->mod, ptx, 2, opt, val);
   if (r != CUDA_SUCCESS) {
     flatten_log(log);

@@ -7,9 +7,11 @@
 # 2. Every generated file compiles warning-free with gcc -std=c99 -Wall -Wextra -Werror, with
 #    g++ (as C++), and with cuda.h included first (which proves its copied driver constants).
 # 3. tests/aot/aot_test.c calls the launch functions with wrong shapes, dtypes, strides,
-#    alignment and NULL pointers and checks each error code and message; without a driver it
-#    checks the clean no-driver error (also forced with TILERT_LIBCUDA=/nonexistent); on a GPU
-#    it runs the kernels and compares with the host.
+#    alignment, overflowing offsets, racing outputs and NULL pointers and checks each error code
+#    and message; without a driver it checks the clean no-driver error (also forced with
+#    TILERT_LIBCUDA=/nonexistent); on a GPU it runs the kernels and compares with the host. With
+#    a fake driver whose JIT log has no NUL (fake_libcuda.c), jit_log_test checks under ASan that
+#    libtilert and the generated loader read no byte past the log.
 # 4. Once `tilec --emit=c` works: C for every example in dsl/examples, compiled the same way.
 set -euo pipefail
 B=${B:-build}
@@ -60,6 +62,13 @@ g++ -x c++ -Wall -Wextra -Werror -I"$G" -Iruntime tests/aot/aot_test.c -x none \
 "$W/aot_test"
 "$W/aot_test_cpp" >/dev/null
 TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$W/aot_test" | grep -q "checking the no-driver path"
+# A driver whose JIT fills the whole error log with no NUL (tests/aot/fake_libcuda.c): libtilert
+# and the generated loader report it without reading past the buffer (AddressSanitizer).
+gcc -shared -fPIC -O1 -Wall -Wextra -Werror tests/aot/fake_libcuda.c -o "$W/fake_libcuda.so"
+gcc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Werror \
+  -fsanitize=address,undefined -fno-sanitize-recover=all -Iruntime -I"$G" -I"$CUDA/include" \
+  tests/aot/jit_log_test.c "$G/vadd.c" runtime/*.c -ldl -lm -o "$W/jit_log_test"
+TILERT_LIBCUDA="$W/fake_libcuda.so" "$W/jit_log_test" "$K/vadd.sm_90a.ptx"
 
 # Every example through the real compiler.
 n=0
