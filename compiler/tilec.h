@@ -390,6 +390,11 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes);
  * the PTX by name (NULL: the first); the contract comes from the PTX's "// tilec:" lines. */
 bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
                   const GpuArch *archs, int narchs, bool cubin, Diag *d);
+/* Whether BASE.h and BASE.c can be written and BASE.h #included: BASE must name a file (not
+ * "dir/", "." or ".."), and an #include "..." takes no '"', '\\' or control byte. Other
+ * characters stay in the file names and become '_' in the C prefix (softmax-f16.h declares
+ * softmax_f16_launch). Reports as `what` ("--emit=c", "--link"). */
+bool emit_c_name_ok(const char *base, const char *what, Diag *d);
 /* `tilec --link A.h B.h -o BASE`: one entry point over specializations written by emit_c_files
  * (same argument list), launching the first whose contract accepts the arguments. */
 bool emit_c_link(Arena *a, const char *base, const char *const *headers, int nheaders, Diag *d);
@@ -448,7 +453,12 @@ typedef struct TilecOptions {
   bool run;
   const char *shapes;        /* --shape M=4,N=1000 */
   unsigned seed;             /* --seed */
+  int64_t run_max_bytes;     /* --max-memory: all tensors together (default TILEC_RUN_MAX_BYTES) */
 } TilecOptions;
+
+/* `tilec run` allocates at most this many bytes of tensors unless --max-memory says otherwise:
+ * the interpreter is for small problems, and a typo in --shape should not exhaust the machine. */
+#define TILEC_RUN_MAX_BYTES (1LL << 30)
 
 /* driver.c: everything after the front end (--emit=tir|llvm|ptx|c, `tilec run`).
  * Writes outputs atomically (temp file + rename); returns the process exit status. */
