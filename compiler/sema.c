@@ -1822,6 +1822,7 @@ static void check_args(Sema *S) {
     if (ts->ndims > TILE_MAX_RANK) {
       ERR(S, ts->loc, "a tensor has at most %d dimensions, '%s' has %d", TILE_MAX_RANK, a->name,
           ts->ndims);
+      d->error = true;
       continue;
     }
     a->rank = ts->ndims;
@@ -1829,6 +1830,7 @@ static void check_args(Sema *S) {
       AstExpr *de = ts->dims[j];
       if (de->kind != AST_NAME) {
         ERR(S, de->loc, "a tensor dimension must be a name (a symbolic size such as N)");
+        d->error = true; /* its slices stay silent: the dim has no entry */
         continue;
       }
       a->dims[j] = intern_dim(S, de->name, de->loc);
