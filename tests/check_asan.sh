@@ -79,6 +79,10 @@ done
 run run dsl/examples/softmax.tile --shape M=0,N=100
 run run dsl/examples/gemm.tile --shape M=0,N=72,K=40
 run run dsl/examples/vadd.tile --shape N=2147483647
+# what used to crash: 33 rank-4 tensors through the PTX emitter, > 32 args / > 64 dims in a run
+run --emit=ptx -o "$tmp/x.ptx" tests/diag/limit_args.tile
+run run tests/diag/limit_args.tile --shape A=1,B=1,C=1,D=1
+run run tests/diag/limit_dims.tile
 printf 'kernel k(X: f32[N]) grid (N) threads (32) {\n}\n' > "$tmp/empty.tile"
 for e in tir ptx c; do run --emit=$e -o "$tmp/empty" "$tmp/empty.tile"; done
 run run "$tmp/empty.tile" --shape N=3
