@@ -7,7 +7,7 @@
  *
  * Kernels that could run long are not interpreted: more than 64 blocks, a tile of more than
  * 2^16 elements, or loops whose bounds are not constants or dims (or whose nest could take more
- * than 4096 iterations with dims of at most 17). */
+ * than 4096 iterations with dims of at most 8). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-enum { MAX_DIM = 17, MAX_BLOCKS = 64, MAX_TILE = 1 << 16, MAX_TRIPS = 4096 };
+enum { MAX_DIM = 8, MAX_BLOCKS = 64, MAX_TILE = 1 << 16, MAX_TRIPS = 4096 };
 
 /* The one instruction writing register r, or NULL. */
 static const TirInst *sole_def(const TirFunc *f, int r) {
