@@ -1803,9 +1803,13 @@ static void check_args(Sema *S) {
         ERR(S, ts->loc, "only tensor arguments can be 'out'; '%s' is a scalar", a->name);
       }
       if (ok && a->elem != TY_F32 && a->elem != TY_I32) { /* the kernel ABI passes .f32 / .u32 */
-        ERR(S, ts->loc, "scalar argument '%s' is %s, but scalar arguments must be f32 or i32 "
-            "(%s)", a->name, elem_name(a->elem), a->elem == TY_BOOL
-            ? "pass an i32 and compare it, e.g. flag != 0" : "pass an f32 and convert it with to()");
+        if (a->elem == TY_BOOL)
+          ERR(S, ts->loc, "scalar argument '%s' is bool, but scalar arguments must be f32 or i32 "
+              "(pass an i32 and compare it, e.g. %s != 0)", a->name, a->name);
+        else
+          ERR(S, ts->loc, "scalar argument '%s' is %s, but scalar arguments must be f32 or i32 "
+              "(pass an f32 and convert it, e.g. to(%s, %s))", a->name, elem_name(a->elem),
+              elem_name(a->elem), a->name);
         ok = false;
       }
       AstDecl *d = declare(S, DECL_SCALAR_ARG, a->name, a->loc, scalar_ty(ok ? a->elem : TY_F32));
