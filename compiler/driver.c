@@ -266,7 +266,8 @@ static bool run_sizes(const TirFunc *f, const RunBindings *b, int64_t cap, int64
 static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient, Diag *d) {
   RunBindings b = run_bindings(a, f);
   int64_t *numel = arena_alloc(a, sizeof *numel * (size_t)(f->nargs + 1));
-  if (!run_parse_shapes(f, o->shapes, &b, lenient, d) || !run_sizes(f, &b, o->run_max_bytes, numel, d))
+  if (!run_parse_shapes(f, o->shapes, &b, lenient, d) ||
+      !run_sizes(f, &b, o->run_max_bytes, numel, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;
@@ -285,11 +286,13 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     int64_t shape[TILE_MAX_RANK];
     for (int r = 0; r < arg->rank; r++)
       shape[r] = b.dims[arg->dims[r]];
-    st = tilert_malloc(dev, (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem), &bufs[i]);
+    size_t bytes = (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem);
+    st = tilert_malloc(dev, bytes, &bufs[i]);
     if (st.code != TILERT_OK)
       break;
     for (int64_t e = 0; e < numel[i]; e++)
-      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
+      elem_store(bufs[i], e, arg->elem,
+                 run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
     args[i] = tilert_arg_tensor(bufs[i], (tilert_dtype)arg->elem, arg->rank, shape);
   }
   struct timespec t0, t1;

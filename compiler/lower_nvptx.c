@@ -2185,7 +2185,8 @@ static bool check_func(Cg *g) {
 static void build_signature(Cg *g) {
   TirFunc *f = g->f;
   int np = 0; /* a tensor takes at most TILE_MAX_RANK parameters, a dim one */
-  LLVMTypeRef *ps = arena_alloc(f->arena, sizeof *ps * (size_t)(TILE_MAX_RANK * f->nargs + f->ndims + 1));
+  size_t cap = (size_t)(TILE_MAX_RANK * f->nargs + f->ndims + 1);
+  LLVMTypeRef *ps = arena_alloc(f->arena, sizeof *ps * cap);
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {

@@ -1271,9 +1271,8 @@ static bool launch_rpn(Sema *S, const AstExpr *e, const char *what, TirExpr *out
     return false;
   }
   const char *text = clean_text(S, e->loc);
-  *out = (TirExpr){.rpn = arena_strndup(S->a, r.buf, r.len), .text = text ? text : "", .loc = e->loc};
-  if (!*out->text)
-    out->text = out->rpn;
+  *out = (TirExpr){.rpn = arena_strndup(S->a, r.buf, r.len), .loc = e->loc};
+  out->text = text && *text ? text : out->rpn;
   return true;
 }
 
@@ -1477,7 +1476,8 @@ static void check_softmax(Sema *S, AstStmt *s) {
     ok = false;
   }
   TileType row_ty = {.elem = TY_F32, .rank = 2, .dims = {(int32_t)rows, 1}};
-  if (ok && !(check_tile_size(S, &row_ty, s->rows->loc) && check_thread_share(S, &row_ty, s->rows->loc)))
+  if (ok && !(check_tile_size(S, &row_ty, s->rows->loc) &&
+              check_thread_share(S, &row_ty, s->rows->loc)))
     ok = false;
   s->rows_value = (int)rows;
   s->rescale = arena_alloc(S->a, (size_t)(s->nrescale + 1) * sizeof *s->rescale);

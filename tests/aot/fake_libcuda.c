@@ -10,10 +10,17 @@ enum { INVALID_PTX = 218, JIT_ERROR_LOG_BUFFER = 5, JIT_ERROR_LOG_BUFFER_SIZE_BY
 
 static CUresult driver_version(int *v) { *v = 13000; return 0; }
 static CUresult init(unsigned flags) { (void)flags; return 0; }
-static CUresult error_name(CUresult r, const char **s) { *s = r == INVALID_PTX ? "CUDA_ERROR_INVALID_PTX" : "CUDA_ERROR_FAKE"; return 0; }
+static CUresult error_name(CUresult r, const char **s) {
+  *s = r == INVALID_PTX ? "CUDA_ERROR_INVALID_PTX" : "CUDA_ERROR_FAKE";
+  return 0;
+}
 static CUresult device_count(int *n) { *n = 1; return 0; }
 static CUresult device_get(int *d, int ordinal) { *d = ordinal; return 0; }
-static CUresult device_name(char *s, int len, int d) { (void)d; strncpy(s, "Fake GPU", (size_t)len); return 0; }
+static CUresult device_name(char *s, int len, int d) {
+  (void)d;
+  strncpy(s, "Fake GPU", (size_t)len);
+  return 0;
+}
 static CUresult device_attribute(int *v, int attr, int d) {
   (void)d;
   *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : 65535; /* cc major, minor, smem */

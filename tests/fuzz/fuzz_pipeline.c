@@ -114,8 +114,10 @@ static void bind_and_run(const TirFunc *f, const tilert_kernel_info *k, const ui
       elem_store(bufs[i], e, a->elem, (double)(int)((e * 7 + i) % 11) - 5);
     args[i] = tilert_arg_tensor(bufs[i], (tilert_dtype)a->elem, a->rank, shape);
     iargs[i].tensor.data = bufs[i];
-    for (int r = 0; r < a->rank; r++)
-      iargs[i].tensor.shape[r] = args[i].tensor.shape[r], iargs[i].tensor.strides[r] = args[i].tensor.strides[r];
+    for (int r = 0; r < a->rank; r++) {
+      iargs[i].tensor.shape[r] = args[i].tensor.shape[r];
+      iargs[i].tensor.strides[r] = args[i].tensor.strides[r];
+    }
   }
   tilert_status st = tilert_bind(k, args, f->nargs, bound, grid);
   if (st.code == TILERT_OK) {
