@@ -27,11 +27,11 @@ declare -A sanitizers=([fuzz_frontend]=fuzzer,address [fuzz_pipeline]=fuzzer,add
 build() { # TARGET
   local bin=$out/$1 rebuild=0 f
   [ -x "$bin" ] || rebuild=1
-  for f in ${srcs[$1]} compiler/*.h runtime/*.h; do [ "$f" -nt "$bin" ] && rebuild=1; done
+  for f in ${srcs[$1]} compiler/*.h runtime/*.h tests/fuzz/*.h; do [ "$f" -nt "$bin" ] && rebuild=1; done
   [ $rebuild = 1 ] || return 0
   echo "check_fuzz: building $bin"
   "$CLANG" -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -fsanitize="${sanitizers[$1]}" \
-    -fno-sanitize-recover=all -Icompiler -Iruntime -I"$B/compiler" -I"$CUDA/include" \
+    -fno-sanitize-recover=all -Icompiler -Iruntime -Itests/fuzz -I"$B/compiler" -I"$CUDA/include" \
     -Wno-unused-function -Wno-sign-compare -Wno-unused-parameter ${srcs[$1]} -ldl -lm -o "$bin"
 }
 

@@ -8,21 +8,11 @@
  * Kernels that could run long are not interpreted: more than 64 blocks, a tile of more than
  * 2^16 elements, or loops whose bounds are not constants or dims (or whose nest could take more
  * than 4096 iterations with dims of at most 8). */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "tilec.h"
+#include "fuzz_common.h"
 #include "tilert.h"
-
-static FILE *sink;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc, (void)argv;
-  sink = fopen("/dev/null", "w");
-  return 0;
-}
 
 enum { MAX_DIM = 8, MAX_BLOCKS = 64, MAX_TILE = 1 << 16, MAX_TRIPS = 4096 };
 
@@ -134,12 +124,9 @@ static void bind_and_run(const TirFunc *f, const tilert_kernel_info *k, const ui
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Arena *a = arena_new();
-  char *text = arena_strndup(a, (const char *)data, size);
-  SourceFile src = {"fuzz.tile", text, size};
   Diag d;
-  diag_init(&d, &src, sink);
-  AstProgram *prog = parse_program(a, &src, &d);
-  if (prog && sema_check(a, prog, NULL, 0, ARCH_SM90A, &d)) {
+  AstProgram *prog = fuzz_front_end(a, data, size, &d);
+  if (prog) {
     tilert_kernel_info *k = arena_alloc(a, sizeof *k);
     for (AstKernel *ak = prog->kernels; ak; ak = ak->next) {
       TirFunc *f = lower_tir(a, ak, &d);
