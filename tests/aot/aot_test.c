@@ -89,10 +89,11 @@ static void argument_errors(void) {
   bad.strides[0] = INT64_MAX;
   EXPECT(scale_d64_check(&bad, &other, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error,
          "'X': its shape and strides reach past 2^63 bytes");
-  int64_t huge[2] = {2147483647, 2147483647};
-  bad = tilec_tensor_contiguous(ADDR, TILEC_F32, 2, huge); /* the stride saturates */
-  CHECK(bad.strides[0] == 2147483647, "stride %lld", (long long)bad.strides[0]);
-  bad.shape[1] = 64;
+  int64_t huge[4] = {2147483647, 2147483647, 2147483647, 2147483647};
+  bad = tilec_tensor_contiguous(ADDR, TILEC_F32, 4, huge); /* the outer stride saturates */
+  CHECK(bad.strides[0] == INT64_MAX && bad.strides[1] == 2147483647LL * 2147483647LL,
+        "strides %lld %lld", (long long)bad.strides[0], (long long)bad.strides[1]);
+  bad = a64;
   bad.strides[0] = INT64_MAX / 2;
   EXPECT(scale_d64_check(&bad, &other, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error, "2^63 bytes");
   bad = other;
