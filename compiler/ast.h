@@ -12,8 +12,10 @@
  * appearance in the argument list, with `pinned`/`value` set when the dim is a parameter name (D in
  * attention) or named by a -D. AstArg.dims[] index AstKernel.dims. grid[0..ngrid-1] and the
  * `require` conditions are expressions over dims and params only (params already folded: such a
- * NAME node has is_const set). threads_value is the folded thread count. smem_bytes is the sum of
- * the kernel's `shared` tiles.
+ * NAME node has is_const set); launch_grid and launch_requires hold them as the runtime's RPN,
+ * within the limits of runtime/tilert.h (TILERT_MAX_*, checked with located errors, like the
+ * argument, dim and require counts and name lengths). threads_value is the folded thread count
+ * (a power of two, 32..1024). smem_bytes is the sum of the kernel's `shared` tiles.
  *
  * Expressions. Every AstExpr has:
  *   - ty: TileType (elem, rank, dims — all compile-time; ty.place and ty.layout are unused).
@@ -293,6 +295,8 @@ typedef struct AstKernel {
   AstStmt *body;                       /* ST_BLOCK */
   int ndecls;                          /* sema: AstDecl ids are 0..ndecls-1 */
   AstStmt **requires; int nrequires;   /* sema: the top-level require statements */
+  TirExpr launch_grid[3];              /* sema: the grid axes in the runtime's RPN ("1" unused) */
+  TirExpr *launch_requires;            /* sema: requires[i] in RPN, with its cleaned source text */
   int64_t smem_bytes;                  /* sema: sum of shared tiles */
   struct AstKernel *next;
 } AstKernel;

@@ -9,7 +9,10 @@
  * The caret sits under the first column of the range and '~' under the rest of it when the range
  * stays on one line. Tabs in the source line are copied into the caret line so columns align.
  * After DIAG_MAX_ERRORS errors the next error prints "tilec: error: too many errors, stopping"
- * once and everything after it (errors, warnings, notes) is dropped. */
+ * once and everything after it (errors, warnings, notes) is dropped. A warning format seen
+ * DIAG_MAX_SAME_WARNINGS times prints one note that the rest of its kind are suppressed: 40,000
+ * unused variables are 20 warnings, not 40,000. Lines are found through an index built once
+ * (diag_index_lines), so the cost of a diagnostic does not grow with its line number. */
 #include "tilec.h"
 
 #include <stdbool.h>
@@ -39,10 +42,29 @@ static const char *kind_color(DiagKind k) {
   return k == DIAG_ERROR ? C_RED : k == DIAG_WARNING ? C_MAGENTA : C_CYAN;
 }
 
-/* Finds line `line` (1-based) of the source; returns its start and sets *len (no newline). */
-static const char *find_line(const SourceFile *f, int line, size_t *len) {
+void diag_index_lines(Diag *d, Arena *a) {
+  const SourceFile *f = d->file;
+  if (!f || !f->text || d->line_start)
+    return;
+  int n = 1;
+  for (const char *p = f->text, *end = p + f->len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+    n++;
+  size_t *start = arena_alloc(a, sizeof *start * (size_t)n);
+  n = 1;
+  for (const char *p = f->text, *end = p + f->len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+    start[n++] = (size_t)(p + 1 - f->text);
+  d->line_start = start;
+  d->nlines = n;
+}
+
+/* The first byte of line `line` (1-based), or NULL past the end: from the index when there is
+ * one, else by scanning (diagnostics built by hand in unit tests). */
+static const char *line_begin(const Diag *d, int line) {
+  const SourceFile *f = d->file;
   if (!f || !f->text || line < 1)
     return NULL;
+  if (d->line_start)
+    return line <= d->nlines ? f->text + d->line_start[line - 1] : NULL;
   const char *p = f->text, *end = f->text + f->len;
   for (int l = 1; l < line; l++) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -50,12 +72,33 @@ static const char *find_line(const SourceFile *f, int line, size_t *len) {
       return NULL;
     p = nl + 1;
   }
+  return p;
+}
+
+/* Finds line `line` (1-based) of the source; returns its start and sets *len (no newline). */
+static const char *find_line(const Diag *d, int line, size_t *len) {
+  const char *p = line_begin(d, line);
+  if (!p)
+    return NULL;
+  const char *end = d->file->text + d->file->len;
   const char *nl = memchr(p, '\n', (size_t)(end - p));
   size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
   if (n > 0 && p[n - 1] == '\r')
     n--;
   *len = n;
   return p;
+}
+
+const char *diag_span(const Diag *d, SrcLoc loc, size_t *len) {
+  const char *first = line_begin(d, loc.line), *last = line_begin(d, loc.end_line);
+  if (!first || !last || loc.col < 1 || loc.end_col < 1)
+    return NULL;
+  const char *end = d->file->text + d->file->len;
+  const char *a = first + loc.col - 1, *b = last + loc.end_col - 1;
+  if (a > end || b > end || b < a)
+    return NULL;
+  *len = (size_t)(b - a);
+  return a;
 }
 
 /* Prints the source line and the caret line under loc. A line longer than DIAG_MAX_LINE bytes
@@ -67,7 +110,7 @@ static bool utf8_continuation(char c) { return ((unsigned char)c & 0xC0) == 0x80
 
 static void print_caret(const Diag *d, SrcLoc loc) {
   size_t len;
-  const char *line = find_line(d->file, loc.line, &len);
+  const char *line = find_line(d, loc.line, &len);
   if (!line)
     return;
   FILE *o = diag_out(d);
@@ -107,8 +150,31 @@ static void print_caret(const Diag *d, SrcLoc loc) {
   fputc('\n', o);
 }
 
+/* Whether one more warning of format fmt may be printed; the first one over the limit prints
+ * the note that says so. */
+static bool warning_shown(Diag *d, const char *fmt) {
+  int i = 0;
+  while (i < d->nsame && d->same[i].fmt != fmt)
+    i++;
+  if (i == d->nsame) {
+    if (d->nsame == (int)(sizeof d->same / sizeof d->same[0]))
+      return true; /* more kinds than slots: shown uncapped */
+    d->same[d->nsame++].fmt = fmt;
+  }
+  int n = ++d->same[i].n;
+  if (n == DIAG_MAX_SAME_WARNINGS + 1) {
+    const char *name = d->file && d->file->name ? d->file->name : "tilec";
+    fprintf(diag_out(d), "%s%s: %snote:%s %d warnings like the ones above were shown; further ones "
+            "are suppressed\n", d->color ? C_BOLD : "", name, d->color ? C_CYAN : "",
+            d->color ? C_RESET : "", DIAG_MAX_SAME_WARNINGS);
+  }
+  return n <= DIAG_MAX_SAME_WARNINGS;
+}
+
 /* True when this diagnostic must be dropped; also emits the one "too many errors" line. */
-static bool suppressed(Diag *d, DiagKind kind) {
+static bool suppressed(Diag *d, DiagKind kind, const char *fmt) {
+  if (kind == DIAG_NOTE)
+    return d->dropping || d->nerrors > DIAG_MAX_ERRORS;
   if (kind == DIAG_ERROR) {
     d->nerrors++;
     if (d->nerrors == DIAG_MAX_ERRORS + 1) {
@@ -116,19 +182,18 @@ static bool suppressed(Diag *d, DiagKind kind) {
       fprintf(o, "%stilec: %serror:%s too many errors, stopping\n", d->color ? C_BOLD : "",
               d->color ? C_RED : "", d->color ? C_RESET : "");
     }
-    return d->nerrors > DIAG_MAX_ERRORS;
+    d->dropping = d->nerrors > DIAG_MAX_ERRORS;
+    return d->dropping;
   }
-  if (d->nerrors > DIAG_MAX_ERRORS)
-    return true;
-  if (kind == DIAG_WARNING)
-    d->nwarnings++;
-  return false;
+  d->nwarnings++;
+  d->dropping = d->nerrors > DIAG_MAX_ERRORS || !warning_shown(d, fmt);
+  return d->dropping;
 }
 
 void diag_vreport(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, va_list ap) {
   if (kind == DIAG_WARNING && d->werror)
     kind = DIAG_ERROR;
-  if (suppressed(d, kind))
+  if (suppressed(d, kind, fmt))
     return;
   FILE *o = diag_out(d);
   const char *name = d->file && d->file->name ? d->file->name : "tilec";
@@ -158,7 +223,7 @@ void diag_report(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, ...) {
 void diag_plain(Diag *d, DiagKind kind, const char *fmt, ...) {
   if (kind == DIAG_WARNING && d->werror)
     kind = DIAG_ERROR;
-  if (suppressed(d, kind))
+  if (suppressed(d, kind, fmt))
     return;
   FILE *o = diag_out(d);
   va_list ap;

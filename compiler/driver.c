@@ -14,6 +14,18 @@
 
 /* ------------------------------------------------------------ the passes */
 
+/* The runtime's own parser reads back the metadata of every output: sema keeps kernels within
+ * the runtime's limits, so a refusal here is a compiler bug, reported now and not at launch. */
+static bool driver_check_meta(Arena *a, const TirFunc *f, const char *text, Diag *d) {
+  tilert_kernel_info *info = arena_alloc(a, sizeof *info);
+  tilert_status st = tilert_parse_kernel_info_named(text, f->name, info);
+  if (st.code == TILERT_OK)
+    return true;
+  diag_report(d, DIAG_ERROR, f->loc, "internal error: the runtime refuses the metadata of kernel "
+              "'%s': %s", f->name, st.message);
+  return false;
+}
+
 /* Lowers one kernel and runs every pass, verifying after each. */
 TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   TirFunc *f = lower_tir(a, k, d);
@@ -22,6 +34,8 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   if (!tir_fold_constants(f, d) || !tir_verify(f, d, "fold_constants"))
     return NULL;
   if (!tir_eliminate_dead(f, d) || !tir_verify(f, d, "eliminate_dead"))
+    return NULL;
+  if (!driver_check_meta(a, f, meta_emit(a, f, 0), d))
     return NULL;
   return f;
 }
@@ -65,7 +79,7 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
                      .dump_llvm = o->emit == EMIT_LLVM};
   int smem = 0;
   char *text = nvptx_compile(funcs[0], &no, d, &smem);
-  if (!text)
+  if (!text || (o->emit == EMIT_PTX && !driver_check_meta(a, funcs[0], text, d)))
     return 1;
   const char *path = o->output ? o->output
                                : default_output(a, o->input, o->emit == EMIT_LLVM ? ".ll" : ".ptx");
@@ -84,6 +98,8 @@ static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag 
     diag_plain(d, DIAG_ERROR, "--emit=c writes two files (NAME.h, NAME.c): give -o NAME, not -");
     return 1;
   }
+  if (!emit_c_name_ok(base, "--emit=c", d))
+    return 1;
   for (int i = 0; i < n; i++) {
     const char *ptx[ARCH_COUNT];
     for (int j = 0; j < o->narchs; j++) {
@@ -101,12 +117,20 @@ static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag 
 
 /* ------------------------------------------------------------ tilec run */
 
-/* --shape M=4,N=1000,eps=1e-5: binds dims and scalar arguments by name. */
+/* --shape M=4,N=1000,eps=1e-5: binds dims and scalar arguments by name. Sized from the kernel:
+ * its counts are within the runtime's limits (sema), but nothing here relies on that. */
 typedef struct RunBindings {
-  int64_t dims[2 * TILERT_MAX_ARGS];
-  bool dim_set[2 * TILERT_MAX_ARGS];
-  double scalars[TILERT_MAX_ARGS];
+  int64_t *dims;           /* per dim */
+  bool *dim_set, *dim_given;
+  double *scalars;         /* per argument */
+  bool *scalar_given;
 } RunBindings;
+
+static RunBindings run_bindings(Arena *a, const TirFunc *f) {
+  size_t nd = (size_t)f->ndims + 1, na = (size_t)f->nargs + 1;
+  return (RunBindings){arena_alloc(a, nd * sizeof(int64_t)), arena_alloc(a, nd), arena_alloc(a, nd),
+                       arena_alloc(a, na * sizeof(double)), arena_alloc(a, na)};
+}
 
 /* A file of several kernels shares one --shape: each kernel takes the names it has (lenient);
  * driver_backend checks that every name belongs to some kernel. Scalar arguments not named
@@ -118,7 +142,7 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
   for (int i = 0; i < f->ndims; i++)
     if (f->dims[i].pinned)
       b->dims[i] = f->dims[i].value, b->dim_set[i] = true;
-  bool dim_given[2 * TILERT_MAX_ARGS] = {0}, scalar_given[TILERT_MAX_ARGS] = {0};
+  bool *dim_given = b->dim_given, *scalar_given = b->scalar_given;
   const char *p = spec ? spec : "";
   while (*p) {
     const char *eq = strchr(p, '='), *comma = strchr(p, ',');
@@ -299,18 +323,46 @@ static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o,
   return true;
 }
 
+/* The element count of every tensor argument (0 for scalars), checked against overflow and,
+ * all together in bytes, against the --max-memory cap. */
+static bool run_sizes(const TirFunc *f, const RunBindings *b, int64_t cap, int64_t *numel, Diag *d) {
+  int64_t total = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    const TirArg *arg = &f->args[i];
+    int64_t n = 1, bytes;
+    for (int r = 0; r < arg->rank && arg->kind == ARG_TENSOR; r++)
+      if (__builtin_mul_overflow(n, b->dims[arg->dims[r]], &n)) {
+        diag_plain(d, DIAG_ERROR, "run '%s': tensor '%s' has more than 2^63 elements", f->name,
+                   arg->name);
+        return false;
+      }
+    numel[i] = arg->kind == ARG_TENSOR ? n : 0;
+    if (__builtin_mul_overflow(numel[i], (int64_t)elem_bytes(arg->elem), &bytes) ||
+        __builtin_add_overflow(total, bytes, &total))
+      total = INT64_MAX;
+  }
+  if (total <= cap)
+    return true;
+  diag_plain(d, DIAG_ERROR, "run '%s': the tensors take %lld bytes, more than the %lld that "
+             "'tilec run' allows; choose smaller --shape values, or raise the cap with "
+             "--max-memory=BYTES", f->name, (long long)total, (long long)cap);
+  return false;
+}
+
 static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient, Diag *d) {
-  RunBindings b = {0};
+  RunBindings b = run_bindings(a, f);
   NpyArray *in[TILERT_MAX_ARGS] = {0};
-  if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d))
+  int64_t *numel = arena_alloc(a, sizeof *numel * (size_t)(f->nargs + 1));
+  if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d) ||
+      !run_sizes(f, &b, o->run_max_bytes, numel, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;
   tilert_status st = tilert_device_open(TILERT_BACKEND_CPU, 0, &dev);
   if (st.code == TILERT_OK)
     st = exec_cpu_kernel(dev, a, f, &k);
-  tilert_arg args[TILERT_MAX_ARGS];
-  int64_t numel[TILERT_MAX_ARGS] = {0};
+  tilert_arg *args = arena_alloc(a, sizeof *args * (size_t)(f->nargs + 1));
+  void **bufs = arena_alloc(a, sizeof *bufs * (size_t)(f->nargs + 1)); /* what to free */
   const char *sources = ""; /* "X random, W from w.npy": what the inputs were */
   uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed;
   for (int i = 0; i < f->nargs && st.code == TILERT_OK; i++) {
@@ -320,16 +372,15 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
       continue;
     }
     int64_t shape[TILE_MAX_RANK];
-    numel[i] = 1;
     for (int r = 0; r < arg->rank; r++)
-      shape[r] = b.dims[arg->dims[r]], numel[i] *= shape[r];
-    void *p = NULL;
-    st = tilert_malloc(dev, (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem), &p);
+      shape[r] = b.dims[arg->dims[r]];
+    size_t bytes = (size_t)(numel[i] ? numel[i] : 1) * (size_t)elem_bytes(arg->elem);
+    st = tilert_malloc(dev, bytes, &bufs[i]);
     if (st.code != TILERT_OK)
       break;
-    args[i] = tilert_arg_tensor(p, (tilert_dtype)arg->elem, arg->rank, shape);
+    args[i] = tilert_arg_tensor(bufs[i], (tilert_dtype)arg->elem, arg->rank, shape);
     if (in[i]) {
-      if (!run_fill_input(f, arg, in[i], shape, numel[i], p, d)) {
+      if (!run_fill_input(f, arg, in[i], shape, numel[i], bufs[i], d)) {
         st = (tilert_status){.code = TILERT_ERROR_SHAPE};
         break;
       }
@@ -338,7 +389,7 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
       continue;
     }
     for (int64_t e = 0; e < numel[i]; e++)
-      elem_store(p, e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
+      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
     if (!arg->is_out)
       sources = arena_printf(a, "%s%s%s random", sources, *sources ? ", " : "", arg->name);
   }
@@ -360,13 +411,13 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
              strstr(sources, " random") ? arena_printf(a, " (seed %u)", o->seed) : "");
     for (int i = 0; i < f->nargs; i++)
       if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out)
-        run_print_stats(&f->args[i], args[i].tensor.data, numel[i]);
+        run_print_stats(&f->args[i], bufs[i], numel[i]);
     if (o->out_dir && !run_write_outputs(a, f, o, args, d))
       rc = 1;
   }
   for (int i = 0; i < f->nargs; i++)
-    if (f->args[i].kind == ARG_TENSOR && numel[i] && st.code != TILERT_ERROR_OUT_OF_MEMORY)
-      tilert_free(dev, args[i].tensor.data);
+    if (bufs[i])
+      tilert_free(dev, bufs[i]);
   if (k)
     tilert_kernel_destroy_cpu(k);
   tilert_device_close(dev);

@@ -205,6 +205,7 @@ static const char tk_runtime_src[] =
     "typedef struct tk_arg {\n"
     "  const char *name;\n"
     "  int is_tensor;\n"
+    "  int is_out;\n"
     "  int dtype;                       /* tilec_dtype */\n"
     "  int rank;\n"
     "  int dims[4];                     /* index into the kernel's dims */\n"
@@ -310,6 +311,77 @@ static const char tk_runtime_src[] =
     "  }\n"
     "}\n"
     "\n"
+    "/* Bytes from t->data to the end of its last element (0 when empty); -1 when an element offset\n"
+    " * overflows int64 or the address space. Strides are positive (checked before). */\n"
+    "static int64_t tk_bytes(const tilec_tensor *t) {\n"
+    "  int64_t last = 0, esize = tk_dtype_size[t->dtype];\n"
+    "  for (int i = 0; i < t->rank; i++) {\n"
+    "    if (t->shape[i] == 0)\n"
+    "      return 0;\n"
+    "    if (t->shape[i] - 1 > (INT64_MAX - last) / t->strides[i])\n"
+    "      return -1;\n"
+    "    last += (t->shape[i] - 1) * t->strides[i];\n"
+    "  }\n"
+    "  if (last >= INT64_MAX / esize || t->data > ~0ULL - (unsigned long long)((last + 1) * esize))\n"
+    "    return -1;\n"
+    "  return (last + 1) * esize;\n"
+    "}\n"
+    "\n"
+    "/* Whether two elements of t share an address: sorted by stride, each axis must step over the\n"
+    " * whole extent of the axes inside it (axes of size 1 do not count). */\n"
+    "static int tk_self_overlapping(const tilec_tensor *t) {\n"
+    "  int order[4], n = 0;\n"
+    "  int64_t extent = 1;\n"
+    "  for (int i = 0; i < t->rank; i++)\n"
+    "    if (t->shape[i] > 1) {\n"
+    "      int j = n++;\n"
+    "      for (; j > 0 && t->strides[order[j - 1]] > t->strides[i]; j--)\n"
+    "        order[j] = order[j - 1];\n"
+    "      order[j] = i;\n"
+    "    }\n"
+    "  for (int k = 0; k < n; k++) {\n"
+    "    if (t->strides[order[k]] < extent)\n"
+    "      return 1;\n"
+    "    extent += t->strides[order[k]] * (t->shape[order[k]] - 1);\n"
+    "  }\n"
+    "  return 0;\n"
+    "}\n"
+    "\n"
+    "static int tk_same_view(const tilec_tensor *a, const tilec_tensor *b) {\n"
+    "  if (a->data != b->data || a->dtype != b->dtype || a->rank != b->rank)\n"
+    "    return 0;\n"
+    "  for (int i = 0; i < a->rank; i++)\n"
+    "    if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i]))\n"
+    "      return 0;\n"
+    "  return 1;\n"
+    "}\n"
+    "\n"
+    "/* An output's elements are distinct and share no byte with another tensor, except the very same\n"
+    " * view of an input (in place): otherwise blocks race on the GPU. */\n"
+    "static tilec_result tk_check_outputs(const tk_kernel *k, const tilec_tensor *const *t) {\n"
+    "  for (int i = 0; i < k->nargs; i++) {\n"
+    "    int64_t ti = k->args[i].is_tensor && k->args[i].is_out ? tk_bytes(t[i]) : 0;\n"
+    "    if (ti <= 0)\n"
+    "      continue;\n"
+    "    if (tk_self_overlapping(t[i]))\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                     \"output '%s': its strides make several elements share an address\",\n"
+    "                     k->args[i].name);\n"
+    "    for (int j = 0; j < k->nargs; j++) {\n"
+    "      int64_t tj = j != i && k->args[j].is_tensor ? tk_bytes(t[j]) : 0;\n"
+    "      if (tj <= 0 || t[i]->data >= t[j]->data + (unsigned long long)tj ||\n"
+    "          t[j]->data >= t[i]->data + (unsigned long long)ti)\n"
+    "        continue;\n"
+    "      if (!k->args[j].is_out && tk_same_view(t[i], t[j]))\n"
+    "        continue;\n"
+    "      return tk_fail(TILEC_ERROR_SHAPE, \"output '%s' overlaps %s '%s' in memory (only the very \"\n"
+    "                     \"same view of an input may be written in place)\", k->args[i].name,\n"
+    "                     k->args[j].is_out ? \"output\" : \"input\", k->args[j].name);\n"
+    "    }\n"
+    "  }\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
     "static tilec_result tk_check_tensor(const tk_arg *a, const tilec_tensor *t) {\n"
     "  if (!t)\n"
     "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT, \"argument '%s': tensor pointer is NULL\", a->name);\n"
@@ -340,6 +412,10 @@ static const char tk_runtime_src[] =
     "    if (t->strides[i] <= 0)\n"
     "      return tk_fail(TILEC_ERROR_SHAPE, \"argument '%s': stride %lld of axis %d must be > 0\",\n"
     "                     a->name, (long long)t->strides[i], i);\n"
+    "  if (tk_bytes(t) < 0)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE,\n"
+    "                   \"argument '%s': its shape and strides reach past 2^63 bytes (an element \"\n"
+    "                   \"offset overflows)\", a->name);\n"
     "  return TILEC_OK;\n"
     "}\n"
     "\n"
@@ -379,6 +455,9 @@ static const char tk_runtime_src[] =
     "      }\n"
     "    }\n"
     "  }\n"
+    "  tilec_result out = tk_check_outputs(k, t);\n"
+    "  if (out != TILEC_OK)\n"
+    "    return out;\n"
     "  for (int r = 0; r < k->nreqs; r++) {\n"
     "    int bad = 0;\n"
     "    int64_t v = k->reqs[r](d, &bad);\n"
@@ -463,8 +542,9 @@ static const char tk_runtime_src[] =
     "                   k->name, major, minor, k->image_list);\n"
     "  static char log[8192]; /* loads are not concurrent (see the header) */\n"
     "  log[0] = 0;\n"
+    "  /* the driver may fill every byte it is given with no NUL: the last one stays the NUL */\n"
     "  int opt[2] = {TK_CU_JIT_ERROR_LOG_BUFFER, TK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};\n"
-    "  void *val[2] = {log, (void *)(size_t)sizeof log};\n"
+    "  void *val[2] = {log, (void *)(size_t)(sizeof log - 1)};\n"
     "  tk_CUresult r = tk_drv.ModuleLoadDataEx(&s->mod, img->data, 2, opt, val);\n"
     "  if (r != 0)\n"
     "    return tk_cu_fail(\"cuModuleLoadDataEx\", r, log);\n"
@@ -580,7 +660,8 @@ static const char common_header[] =
     "  int64_t strides[4];\n"
     "} tilec_tensor;\n"
     "\n"
-    "/* A row-major (contiguous) tensor. */\n"
+    "/* A row-major (contiguous) tensor. Strides saturate at INT64_MAX rather than overflow (the\n"
+    " * check then refuses the tensor as too large). */\n"
     "static inline tilec_tensor tilec_tensor_contiguous(unsigned long long data, tilec_dtype dtype,\n"
     "                                                   int rank, const int64_t *shape) {\n"
     "  tilec_tensor t;\n"
@@ -594,7 +675,8 @@ static const char common_header[] =
     "  for (i = rank - 1; i >= 0 && i < 4; i--) {\n"
     "    t.shape[i] = shape[i];\n"
     "    t.strides[i] = stride;\n"
-    "    stride *= shape[i] > 0 ? shape[i] : 1;\n"
+    "    stride = shape[i] > 1 && stride > INT64_MAX / shape[i] ? INT64_MAX\n"
+    "             : stride * (shape[i] > 0 ? shape[i] : 1);\n"
     "  }\n"
     "  return t;\n"
     "}\n"
@@ -640,10 +722,32 @@ static const char *c_arg_name(Arena *a, const char *name) {
   return name;
 }
 
-/* The C prefix: the last path component of base, made an identifier. */
+/* The last path component of a file name. */
+static const char *file_part(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+bool emit_c_name_ok(const char *base, const char *what, Diag *d) {
+  const char *f = file_part(base);
+  if (!*f || !strcmp(f, ".") || !strcmp(f, "..")) {
+    diag_plain(d, DIAG_ERROR, "%s: '%s' names a directory; give a file name such as '%s%sNAME'",
+               what, base, base, *f ? "/" : "");
+    return false;
+  }
+  for (const char *p = f; *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 32 || *p == 127) {
+      diag_plain(d, DIAG_ERROR, "%s: the file name '%s' cannot be #included (it holds '\"', '\\' "
+                 "or a control character)", what, f);
+      return false;
+    }
+  return true;
+}
+
+/* The C prefix: the last path component of base (without ".h"), made an identifier; the files
+ * keep their names (softmax-f16.h declares softmax_f16_launch). */
 static char *c_prefix(Arena *a, const char *base) {
-  const char *slash = strrchr(base, '/');
-  const char *s = slash ? slash + 1 : base;
+  const char *s = file_part(base);
   size_t n = strlen(s);
   if (n > 2 && !strcmp(s + n - 2, ".h"))
     n -= 2;
@@ -831,9 +935,20 @@ static void put_declarations(Arena *a, FILE *fp, const char *p, const tilert_ker
           p, p, p, check_params, p, launch_params, p, p);
 }
 
-static void put_header_intro(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k,
+/* Text inside a block comment: a "*" never meets a "/" (tilec's own requirement texts hold no
+ * comments, but --link reads headers a user may have edited). */
+static void put_comment_text(FILE *fp, const char *s) {
+  for (; *s; s++) {
+    fputc(*s, fp);
+    if (s[0] == '*' && s[1] == '/')
+      fputc(' ', fp);
+  }
+}
+
+/* name: the header's file name without ".h". */
+static void put_header_intro(Arena *a, FILE *fp, const char *name, const tilert_kernel_info *k,
                              const char *what) {
-  fprintf(fp, "/* %s.h — generated by tilec --emit=c (%s); do not edit. docs/aot.md.\n", p, what);
+  fprintf(fp, "/* %s.h — generated by tilec --emit=c (%s); do not edit. docs/aot.md.\n", name, what);
   fprintf(fp, " *\n * %s(", k->name);
   for (int i = 0; i < k->nargs; i++)
     fprintf(fp, "%s%s", i ? ", " : "", arg_doc(a, k, &k->args[i]));
@@ -841,8 +956,10 @@ static void put_header_intro(Arena *a, FILE *fp, const char *p, const tilert_ker
   for (int i = 0; i < 3; i++)
     fprintf(fp, "%s%s", i ? " | " : "", k->grid[i]);
   fprintf(fp, "), %d threads", k->threads);
-  for (int i = 0; i < k->nrequires; i++)
-    fprintf(fp, "; require %s", k->requires_text[i]);
+  for (int i = 0; i < k->nrequires; i++) {
+    fputs("; require ", fp);
+    put_comment_text(fp, k->requires_text[i]);
+  }
   fprintf(fp, "\n */\n");
 }
 
@@ -980,12 +1097,12 @@ static void put_contract(Arena *a, FILE *fp, const tilert_kernel_info *k) {
     int dims[4] = {0, 0, 0, 0};
     for (int r = 0; r < ai->rank; r++)
       dims[r] = ai->dims[r];
-    fprintf(fp, "    {\"%s\", %d, %s, %d, {%d, %d, %d, %d}}, /* %s */\n", ai->name,
-            ai->kind == TILERT_ARG_TENSOR, dtype_c_enum(ai->dtype),
+    fprintf(fp, "    {\"%s\", %d, %d, %s, %d, {%d, %d, %d, %d}}, /* %s */\n", ai->name,
+            ai->kind == TILERT_ARG_TENSOR, ai->is_out, dtype_c_enum(ai->dtype),
             ai->kind == TILERT_ARG_TENSOR ? ai->rank : 0, dims[0], dims[1], dims[2], dims[3],
             arg_doc(a, k, ai));
   }
-  fputs("    {\"\", 0, 0, 0, {0, 0, 0, 0}}};\n", fp);
+  fputs("    {\"\", 0, 0, 0, 0, {0, 0, 0, 0}}};\n", fp);
   fprintf(fp, "static const tk_dim tk_dims[%d] = {\n", k->ndims + 1);
   for (int i = 0; i < k->ndims; i++)
     fprintf(fp, "    {\"%s\", %d, %lld},\n", k->dims[i].name, k->dims[i].pinned,
@@ -1074,7 +1191,7 @@ static bool write_spec(Arena *a, const char *base, const char *p, const tilert_k
   for (int i = 0; i < n; i++)
     arches = arena_printf(a, "%s%s%s%s", arches, i ? ", " : "", arch_name(im[i].arch),
                           im[i].cubin ? " +cubin" : "");
-  put_header_intro(a, h.fp, p, k, arena_printf(a, "kernel %s, %s", k->name, arches));
+  put_header_intro(a, h.fp, file_part(base), k, arena_printf(a, "kernel %s, %s", k->name, arches));
   put_meta_comment(h.fp, im[0].ptx, k->name);
   fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
   fputs(common_header, h.fp);
@@ -1090,7 +1207,7 @@ static bool write_spec(Arena *a, const char *base, const char *p, const tilert_k
           "/* %s.c — generated by tilec --emit=c; do not edit. Needs libcuda.so.1 at run time\n"
           " * only (dlopen; link with -ldl on glibc older than 2.34). docs/aot.md. */\n"
           "#include \"%s.h\"\n\n",
-          p, p);
+          file_part(base), file_part(base));
   fputs(tk_runtime_src, c.fp);
   put_contract(a, c.fp, k);
   put_images(c.fp, im, n);
@@ -1099,13 +1216,13 @@ static bool write_spec(Arena *a, const char *base, const char *p, const tilert_k
   return buf_commit_pair(a, &h, &c, base, d);
 }
 
-/* Metadata lines are C comments in the header: a trailing backslash would swallow the next
- * line, and odd bytes have no business in names; refuse both. */
+/* Metadata lines are C comments in the header: a trailing backslash (or the trigraph of one,
+ * which -std=c99 honours) would swallow the next line; refuse it. */
 static bool meta_is_c_safe(const tilert_kernel_info *k, Diag *d) {
   for (int i = 0; i < k->nrequires; i++) {
     const char *t = k->requires_text[i];
     size_t n = strlen(t);
-    if ((n && t[n - 1] == '\\') || strchr(t, '\n')) {
+    if ((n && t[n - 1] == '\\') || (n >= 3 && !strcmp(t + n - 3, "?\?/")) || strchr(t, '\n')) {
       diag_plain(d, DIAG_ERROR, "--emit=c: requirement text '%s' cannot be embedded", t);
       return false;
     }
@@ -1119,6 +1236,8 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
     diag_plain(d, DIAG_ERROR, "--emit=c needs between 1 and %d --arch values", ARCH_COUNT);
     return false;
   }
+  if (!emit_c_name_ok(base, "--emit=c", d))
+    return false;
   tilert_kernel_info *k = arena_alloc(a, sizeof *k), *other = arena_alloc(a, sizeof *other);
   Image *im = arena_alloc(a, sizeof *im * (size_t)narchs);
   const char *ptxas = cubin ? find_ptxas(a) : NULL;
@@ -1199,8 +1318,10 @@ bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, 
   tilert_kernel_info *k = arena_alloc(a, sizeof *k * (size_t)n);
   const char **pre = arena_alloc(a, sizeof *pre * (size_t)n);
   const char *p = c_prefix(a, base);
+  if (!emit_c_name_ok(base, "--link", d))
+    return false;
   for (int i = 0; i < n; i++) {
-    char *text = read_text(a, headers[i], d);
+    char *text = emit_c_name_ok(headers[i], "--link", d) ? read_text(a, headers[i], d) : NULL;
     if (!text)
       return false;
     tilert_status st = tilert_parse_kernel_info(text, &k[i]);
@@ -1223,7 +1344,7 @@ bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, 
   char *list = arena_strdup(a, "");
   for (int i = 0; i < n; i++)
     list = arena_printf(a, "%s%s%s", list, i ? ", " : "", pre[i]);
-  put_header_intro(a, h.fp, p, &k[0], arena_printf(a, "--link of %s", list));
+  put_header_intro(a, h.fp, file_part(base), &k[0], arena_printf(a, "--link of %s", list));
   fprintf(h.fp, " /* Specializations, tried in this order: %s. */\n", list);
   fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
   fputs(common_header, h.fp);
@@ -1240,9 +1361,9 @@ bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, 
   FILE *fp = c.fp;
   fprintf(fp, "/* %s.c — generated by tilec --link; do not edit. Picks the first of %s whose\n"
               " * contract accepts the arguments. docs/aot.md. */\n#include \"%s.h\"\n",
-          p, list, p);
+          file_part(base), list, file_part(base));
   for (int i = 0; i < n; i++)
-    fprintf(fp, "#include \"%s.h\"\n", pre[i]);
+    fprintf(fp, "#include \"%s\"\n", file_part(headers[i]));
   fputs("\n#include <stdio.h>\n#include <string.h>\n\n"
         "#if defined(__cplusplus) && __cplusplus >= 201103L\n#define TK_TLS thread_local\n"
         "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"

@@ -375,11 +375,12 @@ static void memory_exec(Machine *m, const TirInst *in) {
       for (int64_t i2 = 0; i2 < ext[2]; i2++) {
         int64_t c0 = start[0] + i0, c1 = start[1] + i1, c2 = start[2] + i2;
         bool row_ok = c0 >= 0 && c0 < shape[0] && c1 >= 0 && c1 < shape[1] && c2 >= 0 && c2 < shape[2];
-        int64_t base = c0 * stride[0] + c1 * stride[1] + c2 * stride[2];
+        /* Offsets only of elements inside the tensor: tilert_bind proved those fit in int64. */
+        int64_t base = row_ok ? c0 * stride[0] + c1 * stride[1] + c2 * stride[2] : 0;
         for (int64_t i3 = 0; i3 < ext[3]; i3++, k++) {
           int64_t c3 = start[3] + i3;
           bool ok = row_ok && c3 >= 0 && c3 < shape[3];
-          int64_t off = base + c3 * stride[3];
+          int64_t off = ok ? base + c3 * stride[3] : 0;
           if (load) {
             if (!ok)
               ((uint32_t *)tile)[k] = fill;
@@ -616,13 +617,13 @@ static bool check_args(Machine *m) {
     if (f->args[i].kind != ARG_TENSOR)
       continue;
     const InterpTensor *t = &m->args[i].tensor;
-    int64_t n = 1;
+    bool empty = false;
     for (int d = 0; d < f->args[i].rank; d++) {
       if (t->shape[d] < 0)
         return fault(m, NULL, "tensor %s: negative shape", f->args[i].name);
-      n *= t->shape[d];
+      empty |= t->shape[d] == 0;
     }
-    if (n > 0 && !t->data)
+    if (!empty && !t->data)
       return fault(m, NULL, "tensor %s: no data", f->args[i].name);
   }
   return true;

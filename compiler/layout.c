@@ -324,7 +324,8 @@ bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn) 
   if (K < 16 || K % 16 || b->dims[0] != K)
     return false;
   int32_t M = layout_pow2_ceil(d->dims[0]), N = layout_pow2_ceil(d->dims[1]);
-  return (rows_in_warps(f) ? layout_mma_warps : layout_mma_warps_2d)(M, N, f->threads / 32, wm, wn);
+  return (rows_in_warps(f) ? layout_mma_warps : layout_mma_warps_2d)(M, N, f->threads / 32, wm, wn) &&
+         M / *wm / 16 <= LAYOUT_MMA_MAX_MT && N / *wn / 8 <= LAYOUT_MMA_MAX_NT;
 }
 
 void layout_ldmatrix_lane_bases(int row_dim, int nmat, int32_t base[LAYOUT_LANE_BITS][2]) {
@@ -547,6 +548,9 @@ static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
     return false;
   const TileType *a = &f->regs[in->args[0]].type, *b = &f->regs[in->args[1]].type;
   if (a->place == PLACE_SHARED && !smem_ok(a, &T))
+    return false;
+  int32_t Mw = layout_pow2_ceil(f->regs[in->dst].type.dims[0]) / wgm;
+  if (a->place != PLACE_SHARED && (Mw / 64) * (a->dims[1] / 16) > LAYOUT_WGMMA_MAX_A_FRAGS)
     return false;
   int32_t Nw = layout_pow2_ceil(f->regs[in->dst].type.dims[1]) / wgn;
   if (b->place == PLACE_SHARED) /* [K, N], MN-major: a warpgroup starts at a block of T columns */

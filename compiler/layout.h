@@ -82,11 +82,16 @@ bool layout_mma_warps_2d(int32_t M, int32_t N, int warps, int *wm, int *wn);
 Layout layout_mma_acc(int32_t M, int32_t N, int wm, int wn);
 Layout layout_mma_operand_a(int32_t M, int32_t K, int wm, int wn);
 Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn);
+/* The fragments a warp's tensor-core code holds at once (lower_nvptx_mma.c, _wgmma.c): m16 and
+ * n8 tiles of an mma.sync warp tile, k16 x m64 A fragments of a wgmma from registers. A dot
+ * whose tiling needs more takes the FMA path (larger dots than any kernel of ours; they used
+ * to stop with an internal error). */
+enum { LAYOUT_MMA_MAX_MT = 16, LAYOUT_MMA_MAX_NT = 32, LAYOUT_WGMMA_MAX_A_FRAGS = 256 };
 /* Whether the backend lowers this DOT to mma.sync (f16/bf16 operands of one type, register f32
- * result, padded M >= 16, N >= 8, logical K a multiple of 16, a warp tiling exists; not disabled
- * by TILEC_MMA=0 in the environment); the warp tiling when it does: layout_mma_warps when the
- * kernel reduces a tile or feeds a register tile to a dot as operand A (attention), else
- * layout_mma_warps_2d (TILEC_MMA_2D=0: layout_mma_warps always). */
+ * result, padded M >= 16, N >= 8, logical K a multiple of 16, a warp tiling exists within the
+ * limits above; not disabled by TILEC_MMA=0 in the environment); the warp tiling when it does:
+ * layout_mma_warps when the kernel reduces a tile or feeds a register tile to a dot as operand A
+ * (attention), else layout_mma_warps_2d (TILEC_MMA_2D=0: layout_mma_warps always). */
 bool layout_dot_uses_mma(const TirFunc *f, const TirInst *in, int *wm, int *wn);
 /* ldmatrix.x4 (x2: nmat = 2) of a 16x16 operand block whose 8x8 matrix j has its origin at
  * (8 * (j & 1), 8 * (j >> 1)) in operand coordinates (A: [m, k], B: [k, n]): lane l gives the

@@ -2326,10 +2326,10 @@ static bool check_func(Cg *g) {
 
 static void build_signature(Cg *g) {
   TirFunc *f = g->f;
-  int np = 0, cap = f->ndims + TIR_MAX_TMAPS + 1;
-  for (int i = 0; i < f->nargs; i++)
-    cap += f->args[i].kind == ARG_TENSOR ? f->args[i].rank : 1;
-  LLVMTypeRef *ps = arena_alloc(f->arena, sizeof(LLVMTypeRef) * (size_t)cap);
+  int np = 0; /* a tensor takes at most TILE_MAX_RANK parameters, a dim one; the ws entry adds the
+               * grid of a persistent walk (4) and its tensor maps */
+  size_t cap = (size_t)(TILE_MAX_RANK * f->nargs + f->ndims + 4 + TIR_MAX_TMAPS + 1);
+  LLVMTypeRef *ps = arena_alloc(f->arena, sizeof *ps * cap);
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {

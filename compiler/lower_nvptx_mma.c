@@ -161,8 +161,8 @@ const char *nvmma_emit_dot(NvMmaDot *d) {
     sa = smem_op(e, &d->a, false, 4, e->warp_m, ci(e, 0));
   if (!d->bop.regs)
     sb = smem_op(e, &d->bop, true, nmat_b, ci(e, 0), e->warp_n);
-  LLVMValueRef af[4 * 16], bf[2 * 32]; /* MT <= 16 and NT <= 32 (checked below) */
-  if (MT > 16 || NT > 32)
+  LLVMValueRef af[4 * LAYOUT_MMA_MAX_MT], bf[2 * LAYOUT_MMA_MAX_NT]; /* layout_dot_uses_mma */
+  if (MT > LAYOUT_MMA_MAX_MT || NT > LAYOUT_MMA_MAX_NT)
     return "mma tiling (too many fragments per warp)";
   for (int kt = 0; kt < KT; kt++) {
     for (int mt = 0; mt < MT; mt++) {

@@ -188,8 +188,8 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   sb = smem_operand(w, &d->bop, w->wg_n, d->wgn, Nw);
   /* Operand A from registers: packed before the fence (ptxas would otherwise insert a
    * warpgroup.arrive of its own before each wgmma that reads freshly written registers). */
-  LLVMValueRef a4[4 * 16 * 16];
-  if (d->a.regs && MT * KT > 16 * 16)
+  LLVMValueRef a4[4 * LAYOUT_WGMMA_MAX_A_FRAGS]; /* dot_wgmma_ok in layout.c */
+  if (d->a.regs && MT * KT > LAYOUT_WGMMA_MAX_A_FRAGS)
     return "wgmma tiling (too many A fragments)";
   for (int mt = 0; d->a.regs && mt < MT; mt++)
     for (int kt = 0; kt < KT; kt++)

@@ -3,8 +3,8 @@
  * Every implicit rule of the language becomes explicit here: operands are broadcast (BCAST) and
  * constants materialised (CONST of the operand's final type and shape), so the IR has no implicit
  * promotion or broadcasting; compile-time `if` and `?:` keep only the taken side; online_softmax
- * is desugared into plain ops (docs/language.md, docs/tir.md); grid and `require` become RPN
- * strings for the runtime. The result is verified here; the driver runs the passes. */
+ * is desugared into plain ops (docs/language.md, docs/tir.md); grid and `require` come as RPN
+ * strings from sema. The result is verified here; the driver runs the passes. */
 #include "ast.h"
 #include "tilec.h"
 
@@ -591,116 +591,6 @@ static void lower_stmts(Lower *L, const AstStmt *s) {
     lower_stmt(L, s);
 }
 
-/* ------------------------------------------------------------- launch expressions */
-
-typedef struct Rpn {
-  char buf[1024];
-  size_t n;
-  bool bad;
-} Rpn;
-
-__attribute__((format(printf, 2, 3))) static void rpn_put(Rpn *r, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(r->buf + r->n, sizeof r->buf - r->n, fmt, ap);
-  va_end(ap);
-  if (k < 0 || (size_t)k >= sizeof r->buf - r->n)
-    r->bad = true;
-  else
-    r->n += (size_t)k;
-}
-
-static const char *rpn_binop(AstOp op) {
-  static const char *names[] = {[OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/",
-                                [OP_REM] = "%", [OP_LT] = "<",  [OP_LE] = "<=", [OP_GT] = ">",
-                                [OP_GE] = ">=", [OP_EQ] = "==", [OP_NE] = "!=", [OP_AND] = "&&",
-                                [OP_OR] = "||"};
-  return op <= OP_OR ? names[op] : NULL;
-}
-
-/* Integer expression over dims (parameters already folded to literals). */
-static bool rpn_expr(Lower *L, Rpn *r, const AstExpr *e) {
-  if (e->is_const) {
-    if (e->cval != floor(e->cval))
-      return lower_error(L, e->loc, "launch expressions must be integers"), false;
-    rpn_put(r, "%s%lld", r->n ? " " : "", (long long)e->cval);
-    return true;
-  }
-  switch (e->kind) {
-  case AST_NAME:
-    if (e->decl->kind != DECL_DIM)
-      break;
-    rpn_put(r, "%s%s", r->n ? " " : "", e->decl->name);
-    return true;
-  case AST_BINARY:
-    if (!rpn_binop(e->op) || !rpn_expr(L, r, e->args[0]) || !rpn_expr(L, r, e->args[1]))
-      break;
-    rpn_put(r, " %s", rpn_binop(e->op));
-    return true;
-  case AST_UNARY:
-    if (e->op == OP_NEG) {
-      rpn_put(r, "%s0", r->n ? " " : "");
-      if (!rpn_expr(L, r, e->args[0]))
-        break;
-      rpn_put(r, " -");
-      return true;
-    }
-    if (!rpn_expr(L, r, e->args[0]))
-      break;
-    rpn_put(r, " !");
-    return true;
-  case AST_CALL: {
-    const char *op = e->builtin == BI_CDIV      ? "cdiv"
-                     : e->builtin == BI_MAXIMUM ? "max"
-                     : e->builtin == BI_MINIMUM ? "min"
-                                                : NULL;
-    if (!op || e->nargs != 2 || !rpn_expr(L, r, e->args[0]) || !rpn_expr(L, r, e->args[1]))
-      break;
-    rpn_put(r, " %s", op);
-    return true;
-  }
-  default:
-    break;
-  }
-  if (!L->failed)
-    lower_error(L, e->loc, "this launch expression may only use dims, parameters, literals, "
-                           "+ - * / %%, comparisons, && || !, cdiv, minimum, maximum");
-  return false;
-}
-
-/* The source text under loc, for messages ("N <= BLOCK"). */
-static const char *source_text(Lower *L, SrcLoc loc) {
-  const SourceFile *src = L->d ? L->d->file : NULL;
-  if (!src || !src->text || loc.line < 1)
-    return NULL;
-  const char *p = src->text, *end = src->text + src->len;
-  for (int line = 1; line < loc.line && p < end; p++)
-    if (*p == '\n')
-      line++;
-  const char *start = p + loc.col - 1;
-  if (start >= end)
-    return NULL;
-  size_t n = loc.end_line == loc.line && loc.end_col > loc.col ? (size_t)(loc.end_col - loc.col) : 0;
-  if (!n || start + n > end)
-    return NULL;
-  return arena_strndup(L->a, start, n);
-}
-
-static TirExpr launch_expr(Lower *L, const AstExpr *e) {
-  Rpn r = {.n = 0};
-  TirExpr out = {.rpn = "1", .text = "1", .loc = e->loc};
-  if (!rpn_expr(L, &r, e))
-    return out;
-  if (r.bad) {
-    lower_error(L, e->loc, "launch expression too long");
-    return out;
-  }
-  out.rpn = arena_strndup(L->a, r.buf, r.n);
-  const char *text = source_text(L, e->loc);
-  out.text = text ? text : out.rpn;
-  return out;
-}
-
 /* ------------------------------------------------------------- the kernel header */
 
 static void lower_header(Lower *L) {
@@ -725,12 +615,10 @@ static void lower_header(Lower *L) {
     for (int d = 0; d < t->rank; d++)
       t->dims[d] = a->dims[d];
   }
-  for (int i = 0; i < k->ngrid && i < 3; i++)
-    f->grid[i] = launch_expr(L, k->grid[i]);
+  for (int i = 0; i < 3; i++) /* sema put them in the runtime's form */
+    f->grid[i] = k->launch_grid[i];
   f->nrequires = k->nrequires;
-  f->requires = arena_alloc(L->a, sizeof *f->requires * (size_t)(k->nrequires + 1));
-  for (int i = 0; i < k->nrequires; i++)
-    f->requires[i] = launch_expr(L, k->requires[i]->value);
+  f->requires = k->launch_requires;
 }
 
 TirFunc *lower_tir(Arena *a, const AstKernel *k, Diag *d) {

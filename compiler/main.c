@@ -21,7 +21,7 @@ enum { MAX_INPUT_BYTES = 64 << 20 };
 static const char usage_text[] =
     "usage: tilec FILE.tile [options]\n"
     "       tilec run FILE.tile [-D NAME=VALUE]... [--shape M=4,N=1000] [--seed N]\n"
-    "                 [--in NAME=FILE.npy]... [--out DIR] [--kernel NAME]\n"
+    "                 [--in NAME=FILE.npy]... [--out DIR] [--kernel NAME] [--max-memory=BYTES]\n"
     "       tilec --link A.h B.h... -o NAME    one entry point over --emit=c specializations\n"
     "\n"
     "Compiles a .tile kernel file. With no --emit, writes PTX (FILE.ptx, or -o).\n"
@@ -50,13 +50,15 @@ static const char usage_text[] =
     "                      numeric dtype, converted; repeatable); tensors not given are random,\n"
     "                      and the 'inputs:' line says which\n"
     "  --out DIR           write every out tensor to DIR/NAME.npy (bf16 as float32)\n"
+    "  --max-memory=BYTES  the most bytes all tensors may take together (default 1G; suffixes\n"
+    "                      K, M, G, T: powers of 1024)\n"
     "\n"
     "exit status: 0 on success, 1 on any error.\n";
 
 typedef struct Cli {
   TilecOptions o;
   bool werror;
-  bool run_only_flags;     /* --shape/--seed seen (valid only with `run`) */
+  bool run_only_flags;     /* --shape/--seed/--max-memory seen (valid only with `run`) */
   const char *output_flags; /* the first of --emit / -o / --cubin seen (not for `run`) */
 } Cli;
 
@@ -132,11 +134,28 @@ static int add_shapes(Cli *c, Arena *a, Diag *d, const char *v) {
   return 0;
 }
 
+/* "1048576", "512M", "2G": a byte count (suffixes K M G T are powers of 1024); false when it is
+ * not one or does not fit in int64. */
+static bool parse_bytes(const char *v, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  const char *units = "KMGT", *u = *end ? strchr(units, *end) : NULL;
+  if (!*v || !(*v >= '0' && *v <= '9') || errno || (*end && (!u || end[1])))
+    return false;
+  int shift = u ? 10 * (int)(u - units + 1) : 0;
+  if (n > (INT64_MAX >> shift))
+    return false;
+  *out = (int64_t)n << shift;
+  return true;
+}
+
 static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *exit_now) {
   TilecOptions *o = &c->o;
   o->emit = EMIT_PTX;
   o->opt_level = 3;
   o->seed = 1;
+  o->run_max_bytes = TILEC_RUN_MAX_BYTES;
   bool emit_set = false, check = false;
   int i = 1;
   if (argc > 1 && !strcmp(argv[1], "run")) {
@@ -235,6 +254,12 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
         return usage_error(d, "invalid seed '%s' (expected a non-negative integer)", v);
       o->seed = (unsigned)s;
       c->run_only_flags = true;
+    } else if (matches(arg, "--max-memory")) {
+      if (!(v = opt_value(argc, argv, &i, "--max-memory", &missing)))
+        return usage_error(d, "'%s' needs a byte count such as 4G", "--max-memory");
+      if (!parse_bytes(v, &o->run_max_bytes))
+        return usage_error(d, "invalid --max-memory '%s' (expected bytes, e.g. 4096, 512M or 4G)", v);
+      c->run_only_flags = true;
     } else if (arg[0] == '-' && arg[1]) {
       return usage_error(d, "unknown option '%s'", arg);
     } else {
@@ -254,7 +279,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
                        "kernel in the interpreter; compile without 'run' to get PTX)",
                        c->output_flags);
   if (c->run_only_flags && !o->run)
-    return usage_error(d, "%s", "--shape, --seed, --in and --out are only for 'tilec run'");
+    return usage_error(d, "%s", "--shape, --seed, --in, --out and --max-memory are only for 'tilec run'");
   if (o->narchs > 1 && o->emit != EMIT_C && o->emit != EMIT_CHECK)
     return usage_error(d, "%s", "several --arch values need --emit=c");
   if (o->cubin && o->emit != EMIT_C)

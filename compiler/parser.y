@@ -32,8 +32,14 @@ typedef struct ParseCtx {
   SrcLoc last_end;         /* just past the most recent token */
   SrcLoc prev_end;         /* just past the token before it */
   char last_text[48];      /* text of the most recent token (cut) */
-  bool lex_eof_error;      /* the input ended inside a comment (already reported) */
+  bool lex_eof_error;      /* the input ended early: inside a comment, or the scanner stopped
+                              at too deep a nesting (already reported) */
+  int nesting;             /* brackets ( [ { open at the scanner's cursor */
 } ParseCtx;
+
+/* Brackets nest at most this deep (the scanner counts them and stops with a located error); the
+ * parser's stack (YYMAXDEPTH) is the backstop for chains that nest without brackets. */
+enum { MAX_NESTING = 256 };
 
 /* Growable arrays used while parsing. */
 typedef struct ExprList { AstExpr **v; int n, cap; } ExprList;
@@ -63,8 +69,10 @@ typedef struct SmList { SmItem *v; int n, cap; } SmList;
 #include <string.h>
 #include "lexer.h"
 
-/* Deep nesting ends in a clean error, never in stack exhaustion later in sema's recursion. */
-#define YYMAXDEPTH 2000
+/* Deep nesting ends in a clean error, never in stack exhaustion later in sema's recursion.
+ * MAX_NESTING levels of brackets of any construct fit in it (a `for` level takes about ten
+ * entries), so the scanner's exact limit is the one users meet. */
+#define YYMAXDEPTH 4000
 #define YYINITDEPTH 200
 
 #define CTX (yyget_extra(scanner))
@@ -89,18 +97,28 @@ static void *grow_array(Arena *a, void *v, int n, int *cap, size_t elem) {
   } while (0)
 
 /* Left-associative chains (1 + 1 + ... + 1) do not grow the parser stack, but they make the
- * tree deep, and sema and the printers recurse over it: chains longer than this are an error. */
+ * tree deep, and sema and the printers recurse over it: chains of operators (binary, unary,
+ * ?:) longer than this are an error. */
 enum { MAX_EXPR_DEPTH = 1000 };
 
-static AstExpr *mk_binary(Arena *a, AstOp op, AstExpr *l, AstExpr *r, SrcLoc loc, yyscan_t scanner) {
-  AstExpr *e = ast_expr(a, AST_BINARY, loc);
-  e->depth = 1 + (l->depth > r->depth ? l->depth : r->depth);
+/* e's operator chain is one longer than its longest operand's. */
+static void set_depth(AstExpr *e, int operand_depth, yyscan_t scanner) {
+  e->depth = 1 + operand_depth;
   if (e->depth == MAX_EXPR_DEPTH + 1) { /* reported once, where the chain crosses the limit */
     ParseCtx *c = yyget_extra(scanner);
     c->nerrors++;
-    diag_report(c->diag, DIAG_ERROR, loc, "expression too deeply nested (more than %d operators)",
+    diag_report(c->diag, DIAG_ERROR, e->loc, "expression too deeply nested (more than %d operators)",
                 MAX_EXPR_DEPTH);
   }
+}
+
+static int max_depth(const AstExpr *x, const AstExpr *y) {
+  return x->depth > y->depth ? x->depth : y->depth;
+}
+
+static AstExpr *mk_binary(Arena *a, AstOp op, AstExpr *l, AstExpr *r, SrcLoc loc, yyscan_t scanner) {
+  AstExpr *e = ast_expr(a, AST_BINARY, loc);
+  set_depth(e, max_depth(l, r), scanner);
   e->op = op;
   e->args = arena_alloc(a, 2 * sizeof *e->args);
   e->args[0] = l, e->args[1] = r;
@@ -108,8 +126,9 @@ static AstExpr *mk_binary(Arena *a, AstOp op, AstExpr *l, AstExpr *r, SrcLoc loc
   return e;
 }
 
-static AstExpr *mk_unary(Arena *a, AstOp op, AstExpr *x, SrcLoc loc) {
+static AstExpr *mk_unary(Arena *a, AstOp op, AstExpr *x, SrcLoc loc, yyscan_t scanner) {
   AstExpr *e = ast_expr(a, AST_UNARY, loc);
+  set_depth(e, x->depth, scanner);
   e->op = op;
   e->args = arena_alloc(a, sizeof *e->args);
   e->args[0] = x;
@@ -271,7 +290,7 @@ param_value
   | KW_TRUE                 { $$ = mk_lit(A, AST_BOOL, $1, @$); }
   | KW_FALSE                { $$ = mk_lit(A, AST_BOOL, $1, @$); }
   | IDENT                   { $$ = ast_expr(A, AST_NAME, @$); $$->name = $1; }
-  | '-' param_value         { $$ = mk_unary(A, OP_NEG, $2, @$); }
+  | '-' param_value         { $$ = mk_unary(A, OP_NEG, $2, @$, scanner); }
   | '(' expr ')'            { $$ = $2; }
   ;
 
@@ -415,6 +434,8 @@ expr
   | expr '?' expr ':' expr
     {
       $$ = ast_expr(A, AST_TERNARY, @$);
+      int d = max_depth($3, $5);
+      set_depth($$, $1->depth > d ? $1->depth : d, scanner);
       $$->args = arena_alloc(A, 3 * sizeof *$$->args);
       $$->args[0] = $1; $$->args[1] = $3; $$->args[2] = $5;
       $$->nargs = 3;
@@ -432,8 +453,8 @@ expr
   | expr '*' expr           { $$ = mk_binary(A, OP_MUL, $1, $3, @$, scanner); }
   | expr '/' expr           { $$ = mk_binary(A, OP_DIV, $1, $3, @$, scanner); }
   | expr '%' expr           { $$ = mk_binary(A, OP_REM, $1, $3, @$, scanner); }
-  | '-' expr %prec UNARY    { $$ = mk_unary(A, OP_NEG, $2, @$); }
-  | '!' expr %prec UNARY    { $$ = mk_unary(A, OP_NOT, $2, @$); }
+  | '-' expr %prec UNARY    { $$ = mk_unary(A, OP_NEG, $2, @$, scanner); }
+  | '!' expr %prec UNARY    { $$ = mk_unary(A, OP_NOT, $2, @$, scanner); }
   ;
 
 /* primary: literal | NAME | NAME '(' args ')' | slice | NAME '.' NAME ['(' args ')'] | block.x | '(' expr ')' */
@@ -551,7 +572,9 @@ static void yyerror(SrcLoc *loc, yyscan_t scanner, const char *msg) {
   ParseCtx *c = CTX;
   c->nerrors++;
   if (!strcmp(msg, "memory exhausted"))
-    diag_report(c->diag, DIAG_ERROR, *loc, "nesting too deep (more than %d levels)", YYMAXDEPTH);
+    diag_report(c->diag, DIAG_ERROR, *loc, "nesting too deep: the parser holds at most %d open "
+                "constructs (operators, brackets, 'else if' branches and the statements around "
+                "them)", YYMAXDEPTH);
   else
     diag_report(c->diag, DIAG_ERROR, *loc, "%s", msg);
 }
@@ -647,6 +670,7 @@ AstProgram *parse_program(Arena *a, const SourceFile *src, Diag *d) {
     diag_plain(d, DIAG_ERROR, "cannot start the scanner");
     return NULL;
   }
+  diag_index_lines(d, a);
   YY_BUFFER_STATE buf = yy_scan_bytes(src->text, (int)src->len, scanner);
   int rc = yyparse(scanner);
   yy_delete_buffer(buf, scanner);

@@ -6,7 +6,9 @@
  * reports through Diag with the node's location and keeps going (a failed expression returns
  * false; its parents stay silent), until the error limit is passed. */
 #include "ast.h"
+#include "tilert.h" /* the launch contract's limits (TILERT_MAX_*), shared with the runtime */
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,6 +63,8 @@ typedef struct Sema {
   /* Expression context: 0 = kernel body; else the name of the launch construct
    * ("grid", "threads", "require", "parameter") where only dims and parameters may appear. */
   const char *launch_ctx;
+  const AstExpr *shared_load; /* the value of the `shared` variable being checked: loaded
+                                 straight into shared memory, never into registers */
   int depth;               /* statement nesting (require is top level only) */
 } Sema;
 
@@ -316,6 +320,30 @@ static bool check_tile_size(Sema *S, const TileType *t, SrcLoc loc) {
   return false;
 }
 
+/* Whether e is the tensor read of `shared x = T[...]` (or of fill(T[...], v)): it goes from
+ * global to shared memory in chunks, never through a thread's registers. */
+static bool is_shared_load(const Sema *S, const AstExpr *e) {
+  const AstExpr *v = S->shared_load;
+  return v && (e == v || (v->kind == AST_CALL && v->builtin == BI_FILL && e == v->args[0]));
+}
+
+/* The per-thread limit (TILE_MAX_ELEMS_PER_THREAD) of a register tile, once the thread count is
+ * known: a thread's share is unrolled into straight-line code. */
+static bool check_thread_share(Sema *S, const TileType *t, SrcLoc loc) {
+  int threads = S->k->threads_value;
+  if (t->rank == 0 || threads <= 0)
+    return true;
+  int64_t share = (padded_numel(t) + threads - 1) / threads;
+  if (share <= TILE_MAX_ELEMS_PER_THREAD)
+    return true;
+  ERR(S, loc, "tile %s puts %lld elements on each of the %d threads, and at most %d per thread "
+      "are supported (a thread's share becomes straight-line code whose compile time grows "
+      "faster than its size, and it spills registers long before); use more threads per block "
+      "(e.g. a larger WARPS) or smaller tiles", tstr(S, t), (long long)share, threads,
+      TILE_MAX_ELEMS_PER_THREAD);
+  return false;
+}
+
 /* ------------------------------------------------------------------ constants */
 
 /* Integers are kept as exact doubles; i32 results must fit. */
@@ -418,6 +446,23 @@ static bool check_expr(Sema *S, AstExpr *e);
 
 static bool is_cmp(AstOp op) { return op >= OP_LT && op <= OP_NE; }
 
+/* An i32 division (/ % cdiv) by the constant 0 faults whatever the dividend: an error even when
+ * the dividend is a run-time value (a constant one is reported by the fold). */
+static bool check_divisor(Sema *S, const AstExpr *e, const AstExpr *x, const AstExpr *y) {
+  if (x->ty.elem != TY_I32 || x->is_const || !y->is_const || y->cval != 0)
+    return true;
+  ERR(S, e->loc, "division by zero: the divisor is always 0");
+  return false;
+}
+
+/* The i32 result of folding -x or abs(x): -2147483648 has no positive counterpart. */
+static bool check_int_fold(Sema *S, const AstExpr *e, double v) {
+  if (e->ty.elem != TY_I32 || int_fits(v))
+    return true;
+  ERR(S, e->loc, "integer overflow in a constant expression (the result does not fit in i32)");
+  return false;
+}
+
 /* Brings two operands to a common element type (constants adapt) and checks that. `what` names
  * the operator for messages. */
 static bool unify_elems(Sema *S, AstExpr *e, AstExpr *x, AstExpr *y, const char *what) {
@@ -495,6 +540,8 @@ static bool check_binary(Sema *S, AstExpr *e) {
   e->ty = shape;
   if (is_cmp(op) || op == OP_AND || op == OP_OR)
     e->ty.elem = TY_BOOL;
+  if ((op == OP_DIV || op == OP_REM) && !check_divisor(S, e, x, y))
+    return false;
   if (x->is_const && y->is_const) {
     double v;
     if (!fold_arith(S, e, op, x->ty.elem, x->cval, y->cval, &v))
@@ -522,8 +569,12 @@ static bool check_unary(Sema *S, AstExpr *e) {
     return false;
   }
   e->ty = x->ty;
-  if (x->is_const)
-    mark_const(e, e->op == OP_NOT ? !(x->cval != 0) : -x->cval, x->untyped);
+  if (x->is_const) {
+    double v = e->op == OP_NOT ? !(x->cval != 0) : -x->cval;
+    if (!check_int_fold(S, e, v))
+      return false;
+    mark_const(e, v, x->untyped);
+  }
   return true;
 }
 
@@ -780,6 +831,8 @@ static bool check_math1(Sema *S, AstExpr *e, AstExpr *x) {
     case BI_ABS: r = fabs(v); break;
     default: break;
     }
+    if (!check_int_fold(S, e, r))
+      return false;
     mark_const(e, x->untyped ? r : round_to_elem(x->ty.elem, r), x->untyped);
   }
   return true;
@@ -897,6 +950,8 @@ static bool check_elem2(Sema *S, AstExpr *e) {
   if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
     return false;
   e->ty = e->opnd_ty = shape;
+  if (e->builtin == BI_CDIV && !check_divisor(S, e, x, y))
+    return false;
   if (x->is_const && y->is_const) {
     double a = x->cval, b = y->cval, r;
     if (e->builtin == BI_MAXIMUM)
@@ -1097,8 +1152,128 @@ static bool check_expr(Sema *S, AstExpr *e) {
   if (!check_expr_kind(S, e))
     return false;
   /* The operands' common shape (opnd_ty) is a tile too, and may be larger than either one. */
-  return check_tile_size(S, &e->ty, e->loc) &&
-         (e->opnd_ty.rank == 0 || check_tile_size(S, &e->opnd_ty, e->loc));
+  if (!check_tile_size(S, &e->ty, e->loc) ||
+      (e->opnd_ty.rank != 0 && !check_tile_size(S, &e->opnd_ty, e->loc)))
+    return false;
+  /* A name's tile was checked where it was declared (a shared one is no register tile). */
+  if (e->kind == AST_NAME || is_shared_load(S, e))
+    return true;
+  return check_thread_share(S, &e->ty, e->loc) &&
+         (e->opnd_ty.rank == 0 || check_thread_share(S, &e->opnd_ty, e->loc));
+}
+
+/* ------------------------------------------------------------------ launch expressions */
+
+/* Grid and require expressions travel to the runtime as RPN text (docs/architecture.md,
+ * "Kernel metadata"), within its limits: TILERT_MAX_EXPR_TOKENS tokens and TILERT_MAX_EXPR
+ * bytes. Parameters are folded to literals by now. */
+typedef struct Rpn {
+  char buf[TILERT_MAX_EXPR];
+  size_t len;              /* of the whole text, even past the buffer */
+  int ntok;
+} Rpn;
+
+static void rpn_put(Rpn *r, const char *tok) {
+  size_t n = strlen(tok) + (r->len > 0);
+  if (r->len + n < sizeof r->buf)
+    snprintf(r->buf + r->len, sizeof r->buf - r->len, "%s%s", r->len ? " " : "", tok);
+  r->len += n;
+  r->ntok++;
+}
+
+static const char *rpn_binop(AstOp op) {
+  static const char *names[] = {[OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/",
+                                [OP_REM] = "%", [OP_LT] = "<",  [OP_LE] = "<=", [OP_GT] = ">",
+                                [OP_GE] = ">=", [OP_EQ] = "==", [OP_NE] = "!=", [OP_AND] = "&&",
+                                [OP_OR] = "||"};
+  return op <= OP_OR ? names[op] : NULL;
+}
+
+static const char *rpn_call(AstBuiltin b) {
+  return b == BI_CDIV ? "cdiv" : b == BI_MAXIMUM ? "max" : b == BI_MINIMUM ? "min" : NULL;
+}
+
+/* Appends e in RPN; false after reporting what the runtime cannot evaluate. */
+static bool rpn_expr(Sema *S, Rpn *r, const AstExpr *e) {
+  if (e->is_const) {
+    if (!is_intval(e->cval)) {
+      ERR(S, e->loc, "launch expressions must be integers, found %g", e->cval);
+      return false;
+    }
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)e->cval);
+    rpn_put(r, num);
+    return true;
+  }
+  bool ok = false;
+  if (e->kind == AST_NAME && e->decl->kind == DECL_DIM) {
+    rpn_put(r, e->decl->name);
+    return true;
+  }
+  if (e->kind == AST_BINARY && rpn_binop(e->op))
+    ok = rpn_expr(S, r, e->args[0]) && rpn_expr(S, r, e->args[1]);
+  else if (e->kind == AST_UNARY && e->op == OP_NEG) {
+    rpn_put(r, "0");
+    ok = rpn_expr(S, r, e->args[0]);
+  } else if (e->kind == AST_UNARY)
+    ok = rpn_expr(S, r, e->args[0]);
+  else if (e->kind == AST_CALL && rpn_call(e->builtin) && e->nargs == 2)
+    ok = rpn_expr(S, r, e->args[0]) && rpn_expr(S, r, e->args[1]);
+  else {
+    ERR(S, e->loc, "this launch expression may only use dims, parameters, literals, + - * / %%, "
+        "comparisons, && || !, cdiv, minimum, maximum");
+    return false;
+  }
+  if (ok)
+    rpn_put(r, e->kind == AST_BINARY  ? rpn_binop(e->op)
+               : e->kind == AST_UNARY ? (e->op == OP_NEG ? "-" : "!")
+                                      : rpn_call(e->builtin));
+  return ok;
+}
+
+/* The source text of loc for messages: comments dropped, blanks and line breaks one space, so it
+ * is one line of plain tokens (the language has no string literals). */
+static const char *clean_text(Sema *S, SrcLoc loc) {
+  size_t n;
+  const char *src = diag_span(S->d, loc, &n);
+  if (!src)
+    return NULL;
+  char *out = arena_alloc(S->a, n + 1);
+  size_t j = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (src[i] == '/' && i + 1 < n && (src[i + 1] == '/' || src[i + 1] == '*')) {
+      const char *close = src[i + 1] == '/' ? "\n" : "*/";
+      while (i < n && strncmp(src + i, close, strlen(close)))
+        i++;
+      i += strlen(close) - 1;
+      out[j++] = ' ';
+    } else {
+      out[j++] = isspace((unsigned char)src[i]) ? ' ' : src[i];
+    }
+    if (j >= 2 && out[j - 1] == ' ' && out[j - 2] == ' ')
+      j--;
+  }
+  while (j > 0 && out[j - 1] == ' ')
+    j--;
+  out[j] = '\0';
+  return out;
+}
+
+/* Turns a checked grid or require expression (what: "grid", "require") into the runtime's form. */
+static bool launch_rpn(Sema *S, const AstExpr *e, const char *what, TirExpr *out) {
+  Rpn r = {.len = 0};
+  if (!rpn_expr(S, &r, e))
+    return false;
+  if (r.ntok > TILERT_MAX_EXPR_TOKENS || r.len >= TILERT_MAX_EXPR) {
+    ERR(S, e->loc, "this %s expression is too long for the runtime: %d tokens and %zu characters "
+        "in its RPN form, and at most %d tokens and %d characters are supported; simplify it",
+        what, r.ntok, r.len, TILERT_MAX_EXPR_TOKENS, TILERT_MAX_EXPR - 1);
+    return false;
+  }
+  const char *text = clean_text(S, e->loc);
+  *out = (TirExpr){.rpn = arena_strndup(S->a, r.buf, r.len), .loc = e->loc};
+  out->text = text && *text ? text : out->rpn;
+  return true;
 }
 
 /* ------------------------------------------------------------------ statements */
@@ -1177,7 +1352,9 @@ static void check_stmts(Sema *S, AstStmt *s);
 static void check_var(Sema *S, AstStmt *s) {
   TileType declared = {0};
   bool has_type = s->type != NULL;
+  S->shared_load = s->place == VAR_SHARED ? s->value : NULL;
   bool ok = check_expr(S, s->value);
+  S->shared_load = NULL;
   if (has_type && !resolve_var_type(S, s->type, &declared))
     ok = false;
   TileType ty = {0};
@@ -1188,6 +1365,8 @@ static void check_var(Sema *S, AstStmt *s) {
     settle(s->value);
     ty = s->value->ty;
   }
+  if (ok && s->place != VAR_SHARED)
+    ok = check_thread_share(S, &ty, has_type ? s->type->loc : s->name_loc);
   AstDecl *d = declare(S, DECL_VAR, s->name, s->name_loc, ty);
   d->place = s->place;
   d->stmt = s;
@@ -1297,7 +1476,8 @@ static void check_softmax(Sema *S, AstStmt *s) {
     ok = false;
   }
   TileType row_ty = {.elem = TY_F32, .rank = 2, .dims = {(int32_t)rows, 1}};
-  if (ok && !check_tile_size(S, &row_ty, s->rows->loc))
+  if (ok && !(check_tile_size(S, &row_ty, s->rows->loc) &&
+              check_thread_share(S, &row_ty, s->rows->loc)))
     ok = false;
   s->rows_value = (int)rows;
   s->rescale = arena_alloc(S->a, (size_t)(s->nrescale + 1) * sizeof *s->rescale);
@@ -1342,11 +1522,31 @@ static void check_require(Sema *S, AstStmt *s) {
     return;
   }
   AstKernel *k = S->k;
+  if (k->nrequires == TILERT_MAX_REQUIRES) {
+    ERR(S, s->loc, "kernel '%s' has more than %d requirements, the runtime's limit; combine "
+        "some with &&", k->name, TILERT_MAX_REQUIRES);
+    return;
+  }
+  TirExpr rpn;
+  if (!launch_rpn(S, s->value, "require", &rpn))
+    return;
+  size_t tlen = strlen(rpn.text);
+  if (tlen >= TILERT_MAX_EXPR) {
+    ERR(S, s->value->loc, "this requirement's text is %zu characters long, and the runtime keeps "
+        "at most %d for its messages; shorten it or split it into several 'require's", tlen,
+        TILERT_MAX_EXPR - 1);
+    return;
+  }
   AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
-  if (k->nrequires)
+  TirExpr *x = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *x);
+  if (k->nrequires) {
     memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
-  v[k->nrequires++] = s;
+    memcpy(x, k->launch_requires, (size_t)k->nrequires * sizeof *x);
+  }
+  v[k->nrequires] = s;
+  x[k->nrequires++] = rpn;
   k->requires = v;
+  k->launch_requires = x;
 }
 
 static void check_stmt(Sema *S, AstStmt *s) {
@@ -1398,8 +1598,9 @@ static DefineValue parse_define_value(const char *s, double *v, bool *is_float) 
     *is_float = false;
     return DEFVAL_OK;
   }
-  if (!*s)
-    return DEFVAL_BAD;
+  size_t n = strlen(s);
+  if (!n || isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1]))
+    return DEFVAL_BAD; /* strtod would skip leading blanks: "-D BLOCK= 5" is a typo */
   const char *digits = s + (*s == '-' || *s == '+');
   if (*digits && strspn(digits, "0123456789") == strlen(digits)) {
     errno = 0;
@@ -1426,6 +1627,15 @@ static const Define *find_define(Sema *S, const char *name) {
       S->def_used[i] = true;
     }
   return found;
+}
+
+/* A name the runtime keeps in a fixed field of cap bytes (with its NUL): kernel, argument, dim
+ * and parameter names appear in the metadata. */
+static void check_name_length(Sema *S, const char *what, const char *name, SrcLoc loc, int cap) {
+  size_t n = strlen(name);
+  if (n >= (size_t)cap)
+    ERR(S, loc, "this %s name is %zu characters long, and the runtime supports at most %d", what, n,
+        cap - 1);
 }
 
 /* `T: type = f16`: the default names an element type (or an earlier type parameter); -D T=bf16
@@ -1475,6 +1685,7 @@ static void check_params(Sema *S) {
       check_type_param(S, p, i);
       continue;
     }
+    check_name_length(S, "parameter", p->name, p->loc, TILERT_MAX_NAME);
     S->launch_ctx = "parameter";
     bool ok = check_expr(S, p->init);
     S->launch_ctx = NULL;
@@ -1547,6 +1758,10 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
     ERR(S, loc, "dimension '%s' has the same name as a %s", name, decl_what(prev));
     NOTE(S, prev->loc, "'%s' is declared here", name);
   }
+  check_name_length(S, "dimension", name, loc, TILERT_MAX_NAME);
+  if (k->ndims == TILERT_MAX_DIMS)
+    ERR(S, loc, "kernel '%s' has more than %d shape dimensions, the runtime's limit", k->name,
+        TILERT_MAX_DIMS);
   AstDecl *d = declare(S, DECL_DIM, name, loc, scalar_ty(TY_I32));
   d->index = k->ndims;
   d->nuses = 1;
@@ -1574,14 +1789,28 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
 
 static void check_args(Sema *S) {
   AstKernel *k = S->k;
+  if (k->nargs > TILERT_MAX_ARGS)
+    ERR(S, k->args[TILERT_MAX_ARGS].loc, "kernel '%s' has %d arguments, more than the %d the "
+        "runtime supports", k->name, k->nargs, TILERT_MAX_ARGS);
   for (int i = 0; i < k->nargs; i++) {
     AstArg *a = &k->args[i];
     AstTypeSpec *ts = a->type;
     a->is_tensor = ts->dims != NULL;
+    check_name_length(S, "argument", a->name, a->loc, TILERT_MAX_NAME);
     bool ok = resolve_elem(S, ts->elem_name, ts->loc, &a->elem);
     if (!a->is_tensor) {
       if (a->is_out) {
         ERR(S, ts->loc, "only tensor arguments can be 'out'; '%s' is a scalar", a->name);
+      }
+      if (ok && a->elem != TY_F32 && a->elem != TY_I32) { /* the kernel ABI passes .f32 / .u32 */
+        if (a->elem == TY_BOOL)
+          ERR(S, ts->loc, "scalar argument '%s' is bool, but scalar arguments must be f32 or i32 "
+              "(pass an i32 and compare it, e.g. %s != 0)", a->name, a->name);
+        else
+          ERR(S, ts->loc, "scalar argument '%s' is %s, but scalar arguments must be f32 or i32 "
+              "(pass an f32 and convert it, e.g. to(%s, %s))", a->name, elem_name(a->elem),
+              elem_name(a->elem), a->name);
+        ok = false;
       }
       AstDecl *d = declare(S, DECL_SCALAR_ARG, a->name, a->loc, scalar_ty(ok ? a->elem : TY_F32));
       d->index = i;
@@ -1597,6 +1826,7 @@ static void check_args(Sema *S) {
     if (ts->ndims > TILE_MAX_RANK) {
       ERR(S, ts->loc, "a tensor has at most %d dimensions, '%s' has %d", TILE_MAX_RANK, a->name,
           ts->ndims);
+      d->error = true;
       continue;
     }
     a->rank = ts->ndims;
@@ -1604,6 +1834,7 @@ static void check_args(Sema *S) {
       AstExpr *de = ts->dims[j];
       if (de->kind != AST_NAME) {
         ERR(S, de->loc, "a tensor dimension must be a name (a symbolic size such as N)");
+        d->error = true; /* its slices stay silent: the dim has no entry */
         continue;
       }
       a->dims[j] = intern_dim(S, de->name, de->loc);
@@ -1615,14 +1846,19 @@ static void check_launch(Sema *S) {
   AstKernel *k = S->k;
   if (k->ngrid < 1)
     ERR(S, k->loc, "kernel '%s' needs a grid", k->name);
+  for (int i = 0; i < 3; i++)
+    k->launch_grid[i] = (TirExpr){.rpn = "1", .text = "1", .loc = k->loc};
   for (int i = 0; i < k->ngrid; i++) {
     S->launch_ctx = "grid";
     bool ok = check_expr(S, k->grid[i]);
     S->launch_ctx = NULL;
-    if (ok && adapt(S, k->grid[i], TY_I32, k->grid[i]->loc) &&
-        (k->grid[i]->ty.elem != TY_I32 || k->grid[i]->ty.rank != 0))
+    if (!ok || !adapt(S, k->grid[i], TY_I32, k->grid[i]->loc))
+      continue;
+    if (k->grid[i]->ty.elem != TY_I32 || k->grid[i]->ty.rank != 0)
       ERR(S, k->grid[i]->loc, "a grid size must be a scalar i32, found %s",
           tstr(S, &k->grid[i]->ty));
+    else
+      launch_rpn(S, k->grid[i], "grid", &k->launch_grid[i]);
   }
   S->launch_ctx = "threads";
   bool ok = check_expr(S, k->threads);
@@ -1632,8 +1868,12 @@ static void check_launch(Sema *S) {
     if (t <= 0 || t % 32 != 0)
       ERR(S, k->threads->loc, "the thread count must be a positive multiple of 32 (a whole number "
           "of warps), found %lld", (long long)t);
-    else if (t > 1024)
-      ERR(S, k->threads->loc, "the thread count must be at most 1024, found %lld", (long long)t);
+    else if (t > TILERT_MAX_THREADS)
+      ERR(S, k->threads->loc, "the thread count must be at most %d, found %lld",
+          TILERT_MAX_THREADS, (long long)t);
+    else if (t & (t - 1)) /* the layouts map thread-index bits to tile coordinates */
+      ERR(S, k->threads->loc, "the thread count must be a power of two (32, 64, 128, 256, 512 or "
+          "1024), found %lld", (long long)t);
     else
       k->threads_value = (int)t;
   }
@@ -1704,6 +1944,7 @@ static void check_kernel(Sema *S, AstKernel *k) {
   S->nshared = 0, S->cap_shared = 0, S->shared = NULL;
   S->depth = 0;
   k->smem_bytes = 0;
+  check_name_length(S, "kernel", k->name, k->loc, TILERT_MAX_KERNEL_NAME);
   scope_push(S);
   check_params(S);
   check_args(S);

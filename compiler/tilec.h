@@ -56,17 +56,30 @@ typedef struct SourceFile {
 typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagKind;
 
 /* Diagnostics sink: file:line:col: kind: message, the source line, a caret under the range.
- * At most DIAG_MAX_ERRORS errors are printed, then "too many errors" and compilation stops. */
+ * At most DIAG_MAX_ERRORS errors are printed, then "too many errors" and compilation stops.
+ * Warnings of one kind (one message format) are printed DIAG_MAX_SAME_WARNINGS times, then one
+ * note says the rest are suppressed; notes that follow a dropped diagnostic are dropped too. */
 #define DIAG_MAX_ERRORS 20
+#define DIAG_MAX_SAME_WARNINGS 20
 typedef struct Diag {
   const SourceFile *file;
   FILE *out;             /* stderr by default; tests point it at a memstream */
   int nerrors, nwarnings;
   bool werror;
   bool color;
+  const size_t *line_start; /* diag_index_lines: offset of the first byte of each line */
+  int nlines;
+  bool dropping;         /* the last error or warning was dropped: so are its notes */
+  struct { const char *fmt; int n; } same[16]; /* warnings printed per message format */
+  int nsame;
 } Diag;
 
 void diag_init(Diag *d, const SourceFile *file, FILE *out);
+/* Indexes the line starts of d->file once (parse_program does it), so a diagnostic finds its
+ * line in constant time instead of rescanning the file. Without it lines are found by scanning. */
+void diag_index_lines(Diag *d, Arena *a);
+/* The source text under loc (which may span lines), or NULL when loc is not in the file. */
+const char *diag_span(const Diag *d, SrcLoc loc, size_t *len);
 void diag_report(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void diag_vreport(Diag *d, DiagKind kind, SrcLoc loc, const char *fmt, va_list ap);
@@ -133,6 +146,10 @@ void elem_store(void *base, int64_t i, ElemType t, double v);
  * two (the GPU backend's layouts pad so; 22 bits of flat coordinate). Sema rejects larger tiles
  * where they are written; the layout pass keeps the same check as a safety net. */
 #define TILE_MAX_ELEMS (1 << 22)
+/* The most elements of a register tile one thread may hold (padded elements over the block's
+ * threads). Lowering unrolls a thread's share, and LLVM's time grows faster than linearly with it
+ * (a softmax row: 512 per thread 1.6 s, 1024 12 s, 2048 over 2 minutes), so sema refuses more. */
+#define TILE_MAX_ELEMS_PER_THREAD 512
 
 typedef enum { PLACE_REG, PLACE_SHARED } Placement;
 
@@ -452,6 +469,11 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
  * the PTX by name (NULL: the first); the contract comes from the PTX's "// tilec:" lines. */
 bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
                   const GpuArch *archs, int narchs, bool cubin, Diag *d);
+/* Whether BASE.h and BASE.c can be written and BASE.h #included: BASE must name a file (not
+ * "dir/", "." or ".."), and an #include "..." takes no '"', '\\' or control byte. Other
+ * characters stay in the file names and become '_' in the C prefix (softmax-f16.h declares
+ * softmax_f16_launch). Reports as `what` ("--emit=c", "--link"). */
+bool emit_c_name_ok(const char *base, const char *what, Diag *d);
 /* `tilec --link A.h B.h -o BASE`: one entry point over specializations written by emit_c_files
  * (same argument list), launching the first whose contract accepts the arguments. */
 bool emit_c_link(Arena *a, const char *base, const char *const *headers, int nheaders, Diag *d);
@@ -529,10 +551,15 @@ typedef struct TilecOptions {
   int ninputs;
   const char *out_dir;       /* --out DIR: every out tensor as DIR/NAME.npy */
   const char *kernel;        /* --kernel NAME: only that kernel of the file */
+  int64_t run_max_bytes;     /* --max-memory: all tensors together (default TILEC_RUN_MAX_BYTES) */
 } TilecOptions;
 
 /* driver.c: lower_tir, then every pass with the verifier after each. NULL after errors. */
 TirFunc *driver_lower(Arena *a, const struct AstKernel *k, Diag *d);
+
+/* `tilec run` allocates at most this many bytes of tensors unless --max-memory says otherwise:
+ * the interpreter is for small problems, and a typo in --shape should not exhaust the machine. */
+#define TILEC_RUN_MAX_BYTES (1LL << 30)
 
 /* driver.c: everything after the front end (--emit=tir|llvm|ptx|c, `tilec run`).
  * Writes outputs atomically (temp file + rename); returns the process exit status. */

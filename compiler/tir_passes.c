@@ -232,15 +232,10 @@ static void remap(const int *map, int *r) {
 }
 
 static void renumber(TirFunc *f) {
-  int *map = malloc(sizeof(int) * ((size_t)f->nregs + 1));
-  TirReg *old = malloc(sizeof(TirReg) * ((size_t)f->nregs + 1));
-  if (!map || !old) {
-    free(map), free(old);
-    return;
-  }
-  memcpy(old, f->regs, sizeof(TirReg) * (size_t)f->nregs);
-  for (int r = 0; r < f->nregs; r++)
-    map[r] = -1;
+  int *map = arena_alloc(f->arena, sizeof(int) * ((size_t)f->nregs + 1));
+  TirReg *old = arena_alloc(f->arena, sizeof(TirReg) * ((size_t)f->nregs + 1));
+  for (int r = 0; r < f->nregs; r++) /* an empty kernel has no registers (regs is NULL) */
+    old[r] = f->regs[r], map[r] = -1;
   int n = 0;
   for (int i = 0; i < f->ninsts; i++) {
     TirInst *in = &f->insts[i];
@@ -262,8 +257,6 @@ static void renumber(TirFunc *f) {
     for (int d = 0; d < TILE_MAX_RANK; d++)
       remap(map, &in->index[d].start);
   }
-  free(map);
-  free(old);
 }
 
 bool tir_eliminate_dead(TirFunc *f, Diag *d) {

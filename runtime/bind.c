@@ -1,5 +1,12 @@
 /* bind.c — checks launch arguments against a kernel's contract, binds the run-time dims from the
- * tensor shapes, evaluates the grid and the requirements. Every backend launches through it. */
+ * tensor shapes, evaluates the grid and the requirements. Every backend launches through it.
+ *
+ * Memory: every element offset of a tensor (and its byte offset from the data pointer) fits in
+ * int64, so the kernels' and the interpreter's 64-bit address arithmetic never overflows; an
+ * `out` tensor is a view whose elements are distinct and it shares no byte with any other tensor
+ * argument, unless it is exactly the same view as an `in` tensor (in place), so no two blocks
+ * race on an element through different names. Views are compared by their byte ranges: two
+ * interleaved views that share no element are refused too. */
 #include "tilert_internal.h"
 
 #include <math.h>
@@ -13,8 +20,8 @@ enum { GRID_MAX_X = 2147483647, GRID_MAX_YZ = 65535 };
 typedef struct Binder {
   const tilert_kernel_info *info;
   int64_t *dims;
-  int src_arg[2 * TILERT_MAX_ARGS];
-  int src_axis[2 * TILERT_MAX_ARGS];
+  int src_arg[TILERT_MAX_DIMS];
+  int src_axis[TILERT_MAX_DIMS];
 } Binder;
 
 tilert_status tilert__check_scalar(const tilert_arg_info *ai, const tilert_arg *a) {
@@ -43,6 +50,25 @@ tilert_status tilert__check_data(const tilert_arg_info *ai, const tilert_tensor 
   return tilert__ok();
 }
 
+/* The bytes from t->data to the end of its last element (0 when empty); false when that does not
+ * fit in int64 or wraps the address space. Strides are positive (checked before). */
+static bool tensor_bytes(const tilert_tensor *t, int64_t *bytes) {
+  int64_t last = 0;
+  *bytes = 0;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t step;
+    if (t->shape[i] == 0)
+      return true;
+    if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      return false;
+  }
+  int64_t esize = (int64_t)tilert_dtype_size(t->dtype);
+  uintptr_t end;
+  return !__builtin_mul_overflow(last + 1, esize, bytes) &&
+         !__builtin_add_overflow((uintptr_t)t->data, (uintptr_t)*bytes, &end);
+}
+
 static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert_tensor *t) {
   if (t->dtype != ai->dtype)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "argument '%s' must be %s, got %s", ai->name,
@@ -69,6 +95,11 @@ static tilert_status check_tensor_layout(const tilert_arg_info *ai, const tilert
     if (t->strides[i] <= 0)
       return tilert__err(TILERT_ERROR_SHAPE, "argument '%s': stride %lld of axis %d must be > 0",
                          ai->name, (long long)t->strides[i], i);
+  int64_t bytes;
+  if (!tensor_bytes(t, &bytes))
+    return tilert__err(TILERT_ERROR_SHAPE,
+                       "argument '%s': its shape and strides reach past 2^63 bytes (an element "
+                       "offset overflows)", ai->name);
   return tilert__ok();
 }
 
@@ -95,6 +126,65 @@ static tilert_status bind_dims(Binder *b, int arg, const tilert_tensor *t) {
                          "(axis %d)",
                          di->name, info->args[b->src_arg[d]].name, (long long)b->dims[d],
                          b->src_axis[d], ai->name, (long long)t->shape[i], i);
+    }
+  }
+  return tilert__ok();
+}
+
+/* Whether two elements of t share an address: sorted by stride, each axis must step over the
+ * whole extent of the axes inside it (a sufficient test; axes of size 1 do not count). */
+static bool self_overlapping(const tilert_tensor *t) {
+  int order[TILERT_MAX_RANK], n = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] > 1) {
+      int j = n++;
+      for (; j > 0 && t->strides[order[j - 1]] > t->strides[i]; j--)
+        order[j] = order[j - 1];
+      order[j] = i;
+    }
+  int64_t extent = 1; /* elements covered by the axes so far; fits: tensor_bytes checked it */
+  for (int k = 0; k < n; k++) {
+    const int i = order[k];
+    if (t->strides[i] < extent)
+      return true;
+    extent = t->strides[i] * (t->shape[i] - 1) + extent;
+  }
+  return false;
+}
+
+static bool same_view(const tilert_tensor *a, const tilert_tensor *b) {
+  if (a->data != b->data || a->dtype != b->dtype || a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i]))
+      return false;
+  return true;
+}
+
+/* Output views must be race-free (see the top of the file). Empty tensors hold no bytes. */
+static tilert_status check_outputs(const tilert_kernel_info *info, const tilert_arg *args) {
+  for (int i = 0; i < info->nargs; i++) {
+    const tilert_tensor *t = &args[i].tensor;
+    int64_t ti;
+    if (info->args[i].kind != TILERT_ARG_TENSOR || !info->args[i].is_out ||
+        !tensor_bytes(t, &ti) || ti == 0)
+      continue;
+    if (self_overlapping(t))
+      return tilert__err(TILERT_ERROR_SHAPE, "output '%s': its strides make several elements share "
+                         "an address (blocks would race on them)", info->args[i].name);
+    for (int j = 0; j < info->nargs; j++) {
+      const tilert_tensor *u = &args[j].tensor;
+      int64_t uj;
+      if (j == i || info->args[j].kind != TILERT_ARG_TENSOR || !tensor_bytes(u, &uj) || uj == 0)
+        continue;
+      uintptr_t a0 = (uintptr_t)t->data, b0 = (uintptr_t)u->data;
+      if (a0 >= b0 + (uintptr_t)uj || b0 >= a0 + (uintptr_t)ti)
+        continue;
+      if (!info->args[j].is_out && same_view(t, u))
+        continue; /* in place */
+      return tilert__err(TILERT_ERROR_SHAPE, "output '%s' overlaps %s '%s' in memory (only the very "
+                         "same view of an input may be written in place)", info->args[i].name,
+                         info->args[j].is_out ? "output" : "input", info->args[j].name);
     }
   }
   return tilert__ok();
@@ -164,8 +254,11 @@ tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args
     if (st.code)
       return st;
   }
+  tilert_status st = check_outputs(info, args);
+  if (st.code)
+    return st;
   /* The kernel author's own conditions first: they explain a degenerate grid best. */
-  tilert_status st = check_requires(info, dim_values);
+  st = check_requires(info, dim_values);
   if (st.code)
     return st;
   bool empty = false;

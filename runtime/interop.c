@@ -27,7 +27,7 @@ struct tilert_plan {
   tilert_kernel *k;
   int nargs;
   bool runs;                   /* the grid has blocks (else every launch is a no-op) */
-  int64_t dims[2 * TILERT_MAX_ARGS];
+  int64_t dims[TILERT_MAX_DIMS];
   int64_t grid[3];
   tilert_arg args[];           /* the signature; data and scalars are replaced per launch */
 };

@@ -13,7 +13,7 @@
 enum {
   JIT_LOG_BYTES = 8192,
   DEFAULT_SMEM_LIMIT = 48 * 1024, /* above this a kernel must opt in */
-  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + 2 * TILERT_MAX_ARGS + TILERT_MAX_TMAPS + 4,
+  MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + TILERT_MAX_DIMS + TILERT_MAX_TMAPS + 4,
   PERSISTENT_WAVES = 8,           /* a persistent entry walks tiles up to this many waves */
 };
 
@@ -71,8 +71,10 @@ tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert
     free(m ? m->meta : NULL), free(m), free(log);
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
+  /* The driver may fill all the bytes it is given with no NUL: it gets one less than the buffer,
+   * whose last byte (calloc) stays the terminator. */
   CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *val[2] = {log, (void *)(uintptr_t)JIT_LOG_BYTES};
+  void *val[2] = {log, (void *)(uintptr_t)(JIT_LOG_BYTES - 1)};
   CUresult r = d->ModuleLoadDataEx(&m->mod, ptx, 2, opt, val);
   if (r != CUDA_SUCCESS) {
     flatten_log(log);
@@ -399,7 +401,7 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
                             tilert_stream *stream) {
   if (!k)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
-  int64_t dims[2 * TILERT_MAX_ARGS], grid[3];
+  int64_t dims[TILERT_MAX_DIMS], grid[3];
   tilert_status st = tilert__bind_kernel(k, args, nargs, dims, grid);
   if (st.code)
     return st;

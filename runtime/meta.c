@@ -17,7 +17,9 @@
 #include <string.h>
 
 #define META_PREFIX "// tilec:"
-enum { MAX_LINE = 1024, MAX_TOKS = 80, MAX_STACK = 160 };
+/* A line holds at most MAX_LINE bytes, so at most MAX_LINE / 2 tokens; one expression at most
+ * TILERT_MAX_EXPR_TOKENS (a grid line carries three). */
+enum { MAX_LINE = 1024, MAX_LINE_TOKS = MAX_LINE / 2, MAX_TOKS = TILERT_MAX_EXPR_TOKENS };
 
 /* ---------------------------------------------------------------- lexing helpers */
 
@@ -202,7 +204,7 @@ tilert_status tilert_eval_expr(const tilert_kernel_info *info, const char *rpn,
     return st;
   char buf[MAX_LINE], *toks[MAX_TOKS];
   int n = tokenize_expr(rpn, buf, toks);
-  int64_t stack[MAX_STACK];
+  int64_t stack[MAX_TOKS];
   int sp = 0;
   for (int i = 0; i < n; i++) {
     int64_t v;
@@ -227,7 +229,7 @@ tilert_status tilert_eval_expr(const tilert_kernel_info *info, const char *rpn,
 void tilert__expr_dims(const tilert_kernel_info *info, const char *rpn, const int64_t *dim_values,
                        char *out, size_t len) {
   char buf[MAX_LINE], *toks[MAX_TOKS];
-  bool seen[2 * TILERT_MAX_ARGS] = {0};
+  bool seen[TILERT_MAX_DIMS] = {0};
   size_t used = 0;
   out[0] = '\0';
   int n = tokenize_expr(rpn, buf, toks);
@@ -300,8 +302,8 @@ static tilert_status parse_dim(Parser *p, char **t, int n) {
     return PERR(p, "pinned dim %s = %lld is out of range (1..%d)", t[1], (long long)v, INT32_MAX);
   if (find_dim(k, t[1]) >= 0)
     return PERR(p, "dim '%s' declared twice", t[1]);
-  if (k->ndims == 2 * TILERT_MAX_ARGS)
-    return PERR(p, "more than %d dims", 2 * TILERT_MAX_ARGS);
+  if (k->ndims == TILERT_MAX_DIMS)
+    return PERR(p, "more than %d dims", TILERT_MAX_DIMS);
   tilert_dim_info *d = &k->dims[k->ndims];
   if (!copy_name(d->name, sizeof d->name, t[1]))
     return PERR(p, "bad dim name '%s'", t[1]);
@@ -397,8 +399,8 @@ static tilert_status parse_grid(Parser *p, char **t, int n) {
  * source text keeps its own spelling (it may contain "||"). */
 static tilert_status parse_require(Parser *p, const char *raw) {
   tilert_kernel_info *k = p->info;
-  if (k->nrequires == 8)
-    return PERR(p, "more than 8 'require' lines");
+  if (k->nrequires == TILERT_MAX_REQUIRES)
+    return PERR(p, "more than %d 'require' lines", TILERT_MAX_REQUIRES);
   const char *bar = NULL;
   for (const char *s = raw; *s; s++)
     if (*s == '|' && (s == raw || s[-1] == ' ') && (s[1] == ' ' || s[1] == '\0')) {
@@ -480,9 +482,9 @@ static tilert_status parse_tmap(Parser *p, char **t, int n) {
 }
 
 static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
-  char raw[MAX_LINE], *t[MAX_TOKS];
+  char raw[MAX_LINE], *t[MAX_LINE_TOKS];
   strcpy(raw, payload);
-  int n = split(payload, t, MAX_TOKS);
+  int n = split(payload, t, MAX_LINE_TOKS);
   if (n < 0)
     return PERR(p, "too many tokens");
   if (n == 0)
@@ -493,7 +495,7 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
   if (is_dim)
     return parse_dim(p, t, n);
   if (!strcmp(t[0], "threads"))
-    return parse_count(p, t, n, &p->have_threads, 1, 1024, &p->info->threads);
+    return parse_count(p, t, n, &p->have_threads, 1, TILERT_MAX_THREADS, &p->info->threads);
   if (!strcmp(t[0], "smem"))
     return parse_count(p, t, n, &p->have_smem, 0, 1 << 24, &p->info->smem_bytes);
   if (!strcmp(t[0], "arg"))
@@ -560,7 +562,7 @@ tilert_status tilert_parse_kernel_info_named(const char *text, const char *name,
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_parse_kernel_info: NULL argument");
   memset(out, 0, sizeof *out);
   Parser p = {.info = out};
-  char buf[MAX_LINE], *t[MAX_TOKS];
+  char buf[MAX_LINE], *t[MAX_LINE_TOKS];
   char names[512] = "";
   /* Pass 0 finds the block; passes 1 and 2 parse its dims, then everything else. */
   const char *block = NULL;
@@ -574,7 +576,7 @@ tilert_status tilert_parse_kernel_info_named(const char *text, const char *name,
       return PERR(&p, "line too long");
     if (r == 0)
       continue;
-    int n = split(buf, t, MAX_TOKS);
+    int n = split(buf, t, MAX_LINE_TOKS);
     if (n > 0 && strcmp(t[0], "kernel") == 0) {
       if (n != 2 || !is_ident(t[1]) || strlen(t[1]) >= sizeof out->name)
         return PERR(&p, "expected 'kernel NAME' with NAME an identifier");

@@ -80,7 +80,9 @@ tilert_arg tilert_arg_tensor(void *data, tilert_dtype dtype, int rank, const int
   for (int i = rank - 1; i >= 0; i--) {
     a.tensor.shape[i] = shape[i];
     a.tensor.strides[i] = stride;
-    stride *= shape[i] > 0 ? shape[i] : 1;
+    /* saturates instead of overflowing: tilert_bind then refuses the tensor as too large */
+    if (__builtin_mul_overflow(stride, shape[i] > 0 ? shape[i] : 1, &stride))
+      stride = INT64_MAX;
   }
   return a;
 }

@@ -13,8 +13,19 @@
 extern "C" {
 #endif
 
-#define TILERT_MAX_RANK 4
-#define TILERT_MAX_ARGS 32
+/* The limits of a kernel's launch contract, one set for the compiler and the runtime: tilec's
+ * sema refuses a kernel beyond them with a located error, and the metadata parser below refuses
+ * metadata beyond them (docs/language.md, "Limits"). Byte counts include the terminating NUL. */
+#define TILERT_MAX_RANK 4              /* dimensions of a tensor argument */
+#define TILERT_MAX_ARGS 32             /* arguments of a kernel */
+#define TILERT_MAX_DIMS 64             /* shape dims of a kernel, run-time and pinned */
+#define TILERT_MAX_REQUIRES 8          /* `require` conditions of a kernel */
+#define TILERT_MAX_NAME 64             /* bytes of an argument, dim or parameter name */
+#define TILERT_MAX_KERNEL_NAME 128     /* bytes of a kernel name */
+#define TILERT_MAX_EXPR 256            /* bytes of a grid or require expression (RPN), and of a
+                                          requirement's source text */
+#define TILERT_MAX_EXPR_TOKENS 80      /* tokens of one grid or require expression (RPN) */
+#define TILERT_MAX_THREADS 1024        /* threads per block */
 
 typedef enum {
   TILERT_OK = 0,
@@ -92,7 +103,7 @@ tilert_arg tilert_arg_scalar(double value);
 
 /* What a kernel expects, parsed from the "// tilec:" lines of its PTX (docs/architecture.md). */
 typedef struct tilert_arg_info {
-  char name[64];
+  char name[TILERT_MAX_NAME];
   tilert_arg_kind kind;
   tilert_dtype dtype;
   int is_out;
@@ -101,7 +112,7 @@ typedef struct tilert_arg_info {
 } tilert_arg_info;
 
 typedef struct tilert_dim_info {
-  char name[64];
+  char name[TILERT_MAX_NAME];
   int pinned;                    /* compile-time value, not passed at launch */
   int64_t value;
 } tilert_dim_info;
@@ -117,17 +128,18 @@ typedef struct tilert_tmap_info {
 } tilert_tmap_info;
 
 typedef struct tilert_kernel_info {
-  char name[128];
+  char name[TILERT_MAX_KERNEL_NAME];
   int threads;                   /* per block */
   int smem_bytes;                /* dynamic shared memory per block */
   int nargs;
   tilert_arg_info args[TILERT_MAX_ARGS];
   int ndims;
-  tilert_dim_info dims[2 * TILERT_MAX_ARGS];
-  char grid[3][256];             /* RPN over dim names */
+  tilert_dim_info dims[TILERT_MAX_DIMS];
+  char grid[3][TILERT_MAX_EXPR]; /* RPN over dim names */
   int nrequires;
-  char requires[8][256];         /* RPN */
-  char requires_text[8][256];    /* as written in the source, for messages */
+  char requires[TILERT_MAX_REQUIRES][TILERT_MAX_EXPR];      /* RPN */
+  char requires_text[TILERT_MAX_REQUIRES][TILERT_MAX_EXPR]; /* as written (comments and line
+                                                               breaks dropped), for messages */
   /* The warp-specialized entry point (sm_90a, TMA + mbarriers; "" if none). tilert_launch takes
    * it when the tensors suit TMA (16-byte aligned bases and strides), else the entry above. */
   char ws_name[128];

@@ -7,9 +7,11 @@
 # 2. Every generated file compiles warning-free with gcc -std=c99 -Wall -Wextra -Werror, with
 #    g++ (as C++), and with cuda.h included first (which proves its copied driver constants).
 # 3. tests/aot/aot_test.c calls the launch functions with wrong shapes, dtypes, strides,
-#    alignment and NULL pointers and checks each error code and message; without a driver it
-#    checks the clean no-driver error (also forced with TILERT_LIBCUDA=/nonexistent); on a GPU
-#    it runs the kernels and compares with the host.
+#    alignment, overflowing offsets, racing outputs and NULL pointers and checks each error code
+#    and message; without a driver it checks the clean no-driver error (also forced with
+#    TILERT_LIBCUDA=/nonexistent); on a GPU it runs the kernels and compares with the host. With
+#    a fake driver whose JIT log has no NUL (fake_libcuda.c), jit_log_test checks under ASan that
+#    libtilert and the generated loader read no byte past the log.
 # 4. Once `tilec --emit=c` works: C for every example in dsl/examples, compiled the same way.
 set -euo pipefail
 B=${B:-build}
@@ -60,6 +62,13 @@ g++ -x c++ -Wall -Wextra -Werror -I"$G" -Iruntime tests/aot/aot_test.c -x none \
 "$W/aot_test"
 "$W/aot_test_cpp" >/dev/null
 TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$W/aot_test" | grep -q "checking the no-driver path"
+# A driver whose JIT fills the whole error log with no NUL (tests/aot/fake_libcuda.c): libtilert
+# and the generated loader report it without reading past the buffer (AddressSanitizer).
+gcc -shared -fPIC -O1 -Wall -Wextra -Werror tests/aot/fake_libcuda.c -o "$W/fake_libcuda.so"
+gcc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Wall -Wextra -Werror \
+  -fsanitize=address,undefined -fno-sanitize-recover=all -Iruntime -I"$G" -I"$CUDA/include" \
+  tests/aot/jit_log_test.c "$G/vadd.c" runtime/*.c -ldl -lm -o "$W/jit_log_test"
+TILERT_LIBCUDA="$W/fake_libcuda.so" "$W/jit_log_test" "$K/vadd.sm_90a.ptx"
 
 # Every example through the real compiler.
 n=0
@@ -89,4 +98,43 @@ for cc in "gcc -std=c99" "g++ -x c++"; do
   if ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then "$L/examples_test"
   else EXPECT_NO_DRIVER=1 "$L/examples_test"; fi || { echo "check_aot: examples_test failed"; exit 1; }
 done
+# Output names: files keep their names (the .c includes exactly that header), the C prefix is
+# the name made an identifier; a directory or an un-#include-able name is refused.
+N=$W/names
+mkdir -p "$N/dir"
+T=$(cd "$B" && pwd)/tilec
+cp dsl/examples/vadd.tile "$N/my-k.tile"
+(cd "$N" && "$T" my-k.tile --emit=c --arch=sm_90a)
+"$T" dsl/examples/softmax.tile --emit=c --arch=sm_90a -o "$N/softmax-f16"
+"$T" dsl/examples/softmax.tile -D BLOCK=2048 --emit=c --arch=sm_90a -o "$N/softmax-2k"
+"$T" dsl/examples/vadd.tile --emit=c --arch=sm_90a -o "$N/9x"
+grep -q "tilec_result my_k_launch(" "$N/my-k.h" && grep -q '#include "my-k.h"' "$N/my-k.c" &&
+  grep -q "softmax_f16_launch(" "$N/softmax-f16.h" && grep -q "_9x_launch(" "$N/9x.h" ||
+  { echo "check_aot: mangled names or includes are wrong"; exit 1; }
+for bad in "$N/dir/" "$N/." "$N/q\"x"; do
+  if "$T" dsl/examples/vadd.tile --emit=c -o "$bad" 2>"$W/bad.err"; then
+    echo "check_aot: --emit=c -o '$bad' was accepted"; exit 1
+  fi
+  grep -qE "names a directory|cannot be #included" "$W/bad.err" || { cat "$W/bad.err"; exit 1; }
+done
+[ -z "$(ls -A "$N/dir")" ] || { echo "check_aot: -o dir/ wrote $(ls -A "$N/dir")"; exit 1; }
+# A requirement with a block comment (quotes and backslashes inside) reaches the header as its
+# tokens; a hand-edited header whose requirement text holds "*/" still links into valid C.
+cat > "$N/req.tile" <<'EOF2'
+kernel req(X: f32[N], Y: out f32[N])
+  grid (N) threads (32)
+{
+  require N /* a "quoted" \ comment */ > 0 && // to the end of the line
+    N < 100000;
+  Y[0 : +32] = X[0 : +32];
+}
+EOF2
+"$T" "$N/req.tile" --emit=c --arch=sm_90a -o "$N/req"
+grep -q "require N > 0 && N < 100000$" "$N/req.h" || { grep require "$N/req.h"; exit 1; }
+sed -i 's#| N <= BLOCK$#| N <= BLOCK */ "x\\"#' "$N/softmax-2k.h"
+grep -q 'BLOCK \*/ "x' "$N/softmax-2k.h" || { echo "check_aot: sed did not edit"; exit 1; }
+"$T" --link "$N/softmax-2k.h" "$N/softmax-f16.h" -o "$N/soft-all"
+grep -q "require N <= BLOCK \* / \"x" "$N/soft-all.h" || { grep require "$N/soft-all.h"; exit 1; }
+compile_all "$N"
+echo "check_aot: mangled names, comments and escapes compile ($(ls "$N"/*.c | wc -l) files)"
 echo "check_aot: passed"

@@ -2,8 +2,11 @@
 # check_asan.sh — the whole tilec under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Builds $B/asan/tilec (-fsanitize=address,undefined -fno-sanitize-recover=all), then runs
 # --check and --emit=ast over every example (also with -D overrides), every tests/diag file, a
-# 1 MB source file and 10,000 nested parentheses. Any sanitizer report or an exit status other
-# than 0/1 fails the test.
+# 1 MB source file and 10,000 nested parentheses; the back half too: every example through
+# --emit=tir, the PTX emitter (sm_80, sm_90a), the C emitter (both arches) and `tilec run` on
+# small shapes (empty ones included, where leaks hid), an empty kernel body through all of them,
+# and 40,000 unused variables (capped warnings, in well under the timeout). Any sanitizer report
+# or an exit status other than 0/1 fails the test.
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -59,6 +62,41 @@ for f in big nest line bin; do run --check "$tmp/$f.tile"; done
 "$out/tilec" --check "$tmp/nest.tile" 2>&1 | grep -q "nest.tile:1:[0-9]*: error: .*nesting too deep" ||
   { echo "check_asan: nest.tile: expected a located 'nesting too deep' error"; bad=1; }
 run --check "$tmp/missing.tile"
+
+# The back half: TIR, the PTX and C emitters, the interpreter through `tilec run`.
+declare -A shapes=([vadd]=N=1000 [softmax]=M=3,N=100 [softmax_online]=M=3,N=100
+  [rmsnorm]=M=3,N=100 [layernorm]=M=3,N=100 [add_rmsnorm]=M=3,N=100 [cross_entropy]=M=3,N=100
+  [gemm]=M=65,N=72,K=40 [attention]=B=1,H=2,N=70)
+for f in dsl/examples/*.tile; do
+  name=$(basename "$f" .tile)
+  run --emit=tir -o "$tmp/x.tir" "$f"
+  run --emit=ptx --arch=sm_80 -o "$tmp/x.ptx" "$f"
+  run --emit=ptx --arch=sm_90a -o "$tmp/x.ptx" "$f"
+  run --emit=c --arch=sm_80 --arch=sm_90a -o "$tmp/x" "$f"
+  [ -n "${shapes[$name]:-}" ] || { echo "check_asan: no run shape for $name"; bad=1; continue; }
+  run run "$f" --shape "${shapes[$name]}"
+done
+run run dsl/examples/softmax.tile --shape M=0,N=100
+run run dsl/examples/gemm.tile --shape M=0,N=72,K=40
+run run dsl/examples/vadd.tile --shape N=2147483647
+# what used to crash: 33 rank-4 tensors through the PTX emitter, > 32 args / > 64 dims in a run
+run --emit=ptx -o "$tmp/x.ptx" tests/diag/limit_args.tile
+run run tests/diag/limit_args.tile --shape A=1,B=1,C=1,D=1
+run run tests/diag/limit_dims.tile
+printf 'kernel k(X: f32[N]) grid (N) threads (32) {\n}\n' > "$tmp/empty.tile"
+for e in tir ptx c; do run --emit=$e -o "$tmp/empty" "$tmp/empty.tile"; done
+run run "$tmp/empty.tile" --shape N=3
+python3 - "$tmp" <<'PY'
+import sys
+lets = "".join(f"  let v{i} = block.x * {i} + 1;\n" for i in range(40000))
+open(f"{sys.argv[1]}/unused.tile", "w").write(
+    "kernel k(X: f32[N], Y: out f32[N]) grid (N) threads (32) {\n" + lets + "  Y[0 : +32] = X[0 : +32];\n}\n")
+PY
+start=$(date +%s)
+run --check "$tmp/unused.tile"
+[ "$(grep -c "warning: unused variable" "$tmp/err")" = 20 ] && grep -q "further ones are suppressed" "$tmp/err" ||
+  { echo "check_asan: 40,000 unused variables: warnings not capped"; bad=1; }
+[ $(($(date +%s) - start)) -lt 30 ] || { echo "check_asan: 40,000 unused variables took over 30 s"; bad=1; }
 echo "check_asan: $n runs"
 [ $bad = 0 ] && echo "check_asan: no sanitizer reports" || echo "check_asan: FAILED"
 exit $bad

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# tilec's outputs appear whole or not at all, with normal permissions, and never replace a
-# device node; write errors are reported. (compiler/output.c)
+# check_cli.sh — the command line: tilec's outputs appear whole or not at all, with normal
+# permissions, and never replace a device node; write errors are reported (compiler/output.c).
+# A kernel at the launch contract's limits compiles and runs; -D values and `tilec run` sizes
+# are checked.
 set -u
 B=${B:-build}
 T=$B/tilec
@@ -34,5 +36,32 @@ if [ -e /dev/full ]; then
     grep -q "cannot write 'standard output'" "$W/err" || bad "--emit=$k to /dev/full: no message"
   done
 fi
+# A kernel exactly at the launch contract's limits (tests/cli/at_limits.py) is valid for the
+# compiler and the runtime alike: PTX (its metadata read back by the runtime's parser), C that
+# compiles, and a run. One past each limit is a located error (tests/diag/limit_*.tile).
+python3 tests/cli/at_limits.py > "$W/lim.tile"
+"$T" "$W/lim.tile" -o "$W/lim.ptx" 2>"$W/err" || bad "kernel at the limits: --emit=ptx failed: $(head -3 "$W/err")"
+if "$T" "$W/lim.tile" --emit=c -o "$W/lim" 2>"$W/err"; then
+  gcc -std=c99 -Wall -Wextra -Werror -c "$W/lim.c" -o /dev/null || bad "kernel at the limits: its C does not compile"
+else bad "kernel at the limits: --emit=c failed: $(head -3 "$W/err")"; fi
+shapes=$(grep -o 'D[0-9_D]*' "$W/lim.tile" | sort -u | sed 's/$/=1/' | paste -sd,)
+"$T" run "$W/lim.tile" --shape "$shapes" >/dev/null 2>"$W/err" || bad "kernel at the limits: run failed: $(head -3 "$W/err")"
+
+# -D values with blanks are not numbers (strtod would skip the blank)
+"$T" --check dsl/examples/softmax.tile -D "BLOCK= 5" 2>"$W/err" && bad "-D 'BLOCK= 5' accepted"
+grep -q "invalid value ' 5' for -D BLOCK (expected a number)" "$W/err" || bad "-D 'BLOCK= 5': $(cat "$W/err")"
+
+# tilec run: sizes are checked before anything is allocated
+"$T" run dsl/examples/vadd.tile --shape N=2147483647 2>"$W/err" && bad "run with 3 x 8.6 GB accepted"
+grep -q "the tensors take 25769803764 bytes, more than the 1073741824 that 'tilec run' allows" "$W/err" ||
+  bad "no size cap message: $(cat "$W/err")"
+"$T" run dsl/examples/vadd.tile --shape N=1000 --max-memory=11K 2>"$W/err" && bad "--max-memory=11K not enforced"
+"$T" run dsl/examples/vadd.tile --shape N=1000 --max-memory=12K >/dev/null || bad "--max-memory=12K refused"
+"$T" run dsl/examples/vadd.tile --shape N=8 --max-memory=4X 2>"$W/err" && bad "--max-memory=4X accepted"
+printf 'kernel k(X: f32[A, B, C, D], Y: out f32[A, B, C, D])\n  grid (1) threads (32)\n{\n  Y[0, 0, 0, 0 : +32] = X[0, 0, 0, 0 : +32];\n}\n' > "$W/r4.tile"
+"$T" run "$W/r4.tile" --shape A=65536,B=65536,C=65536,D=65536 2>"$W/err" && bad "element count overflow accepted"
+grep -q "tensor 'X' has more than 2^63 elements" "$W/err" || bad "no overflow message: $(cat "$W/err")"
+"$T" run dsl/examples/softmax.tile --shape M=0,N=100 >/dev/null || bad "an empty run failed"
+
 [ $fail = 0 ] && echo "check_cli: passed"
 exit $fail

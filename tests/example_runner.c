@@ -430,7 +430,7 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     snprintf(r->note, sizeof r->note, "no reference for %s", c->example);
     goto done;
   }
-  int64_t dims[2 * TILERT_MAX_ARGS];
+  int64_t dims[TILERT_MAX_DIMS];
   tilert_bind(tilert_kernel_get_info(k), args, f->nargs, dims, r->grid);
   double t0 = now_ms();
   st = tilert_launch(k, args, f->nargs, NULL);

@@ -81,7 +81,31 @@ static void argument_errors(void) {
   EXPECT(scale_check(NULL, &a64, 2.0f), TILEC_ERROR_INVALID_ARGUMENT, scale_error, "NULL");
   tilec_tensor view = a64; /* rows padded to 80 elements: a strided view is fine */
   view.strides[0] = 80;
-  EXPECT(scale_check(&view, &a64, 2.0f), TILEC_OK, scale_error, "");
+  tilec_tensor other = tilec_tensor_contiguous(ADDR + 0x100000, TILEC_F32, 2, s64);
+  EXPECT(scale_check(&view, &other, 2.0f), TILEC_OK, scale_error, "");
+
+  /* Offsets past int64 and racing outputs are refused, as by libtilert's bind. */
+  bad = a64;
+  bad.strides[0] = INT64_MAX;
+  EXPECT(scale_d64_check(&bad, &other, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error,
+         "'X': its shape and strides reach past 2^63 bytes");
+  int64_t huge[4] = {2147483647, 2147483647, 2147483647, 2147483647};
+  bad = tilec_tensor_contiguous(ADDR, TILEC_F32, 4, huge); /* the outer stride saturates */
+  CHECK(bad.strides[0] == INT64_MAX && bad.strides[1] == 2147483647LL * 2147483647LL,
+        "strides %lld %lld", (long long)bad.strides[0], (long long)bad.strides[1]);
+  bad = a64;
+  bad.strides[0] = INT64_MAX / 2;
+  EXPECT(scale_d64_check(&bad, &other, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error, "2^63 bytes");
+  bad = other;
+  bad.strides[0] = 1; /* rows overlap */
+  EXPECT(scale_d64_check(&a64, &bad, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error,
+         "output 'Y': its strides make several elements share an address");
+  EXPECT(scale_d64_check(&view, &a64, 2.0f), TILEC_ERROR_SHAPE, scale_d64_error,
+         "output 'Y' overlaps input 'X' in memory");
+  tilec_tensor x1 = tilec_tensor_contiguous(ADDR, TILEC_F32, 1, &n);
+  tilec_tensor z1 = tilec_tensor_contiguous(ADDR + 8, TILEC_F32, 1, &n);
+  EXPECT(vadd_check(&x1, &y, &z1), TILEC_ERROR_SHAPE, vadd_error, "output 'Z' overlaps input 'X'");
+  EXPECT(vadd_check(&x1, &y, &x1), TILEC_OK, vadd_error, ""); /* in place */
 }
 
 static void no_driver(void) {

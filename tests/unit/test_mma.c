@@ -259,6 +259,27 @@ static int count(const char *s, const char *needle) {
 }
 
 
+/* A dot whose warp tile needs more m16 / n8 fragments than the mma.sync emitter holds takes the
+ * FMA path (it used to stop with "internal error: tensor-core lowering: mma tiling"). */
+Test(mma, oversized_warp_tile_falls_back_to_fma) {
+  static const char *const text =
+      "kernel k<M0 = 512, N0 = 8>(A: f16[M, K], B: f16[K, N], C: out f32[M, N])\n"
+      "  grid (1) threads (32)\n{\n"
+      "  shared a = A[0 : +M0, 0 : +16];\n  shared b = B[0 : +16, 0 : +N0];\n"
+      "  C[0 : +M0, 0 : +N0] = dot(a, b);\n}\n";
+  const char *tall[] = {"M0=512", "N0=8", NULL}, *wide[] = {"M0=16", "N0=512", NULL};
+  const char *const *shapes[] = {tall, wide};
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 2; i++) {
+      Arena *a = arena_new();
+      char *ptx = source_ptx(a, "big_dot.tile", text, (const char **)shapes[s], arches[i]);
+      cr_assert_eq(count(ptx, "mma.sync"), 0);
+      cr_assert(count(ptx, "fma.rn.f32") > 0);
+      arena_free(a);
+    }
+}
+
 /* want_mma / want_ldsm: exact counts of the unrolled instructions per kernel (on sm_90a with
  * TILEC_WGMMA=0: the mma.sync path stays available there). */
 static void check_example(const char *example, const char **defs, int want_mma, int want_ldsm) {

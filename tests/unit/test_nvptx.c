@@ -194,6 +194,28 @@ Test(nvptx, vadd_abi_meta_and_vectors) {
   arena_free(k.a);
 }
 
+/* The parameter list is sized from the function: 50 rank-4 tensors and 80 run-time dims are 280
+ * parameters (a fixed array of 256 used to overflow; sema keeps kernels within the runtime's
+ * limits, this TIR is built by hand past them). */
+Test(nvptx, signature_is_sized_from_the_function) {
+  enum { NT = 50, ND = 80 };
+  K k = kernel("wide", 32);
+  k.f->args = arena_alloc(k.a, NT * sizeof(TirArg));
+  k.f->dims = arena_alloc(k.a, ND * sizeof(TirDim));
+  for (int i = 0; i < ND; i++)
+    dim(&k, arena_printf(k.a, "D%d", i), false, 0);
+  for (int i = 0; i < NT; i++) {
+    int dims[4] = {(4 * i) % ND, (4 * i + 1) % ND, (4 * i + 2) % ND, (4 * i + 3) % ND};
+    tensor(&k, arena_printf(k.a, "T%d", i), TY_F32, i == NT - 1, 4, dims);
+  }
+  int z = ci(&k, 0), st[4] = {z, z, z, z}, sz[4] = {1, 1, 1, 32};
+  store(&k, konst(&k, (TileType){.elem = TY_F32, .rank = 4, .dims = {1, 1, 1, 32}}, 1.0), NT - 1, st, sz);
+  char *ptx = compile(&k, ARCH_SM90A, false, NULL, true);
+  cr_assert(strstr(ptx, ".param .u32 wide_param_279"), "%.2000s", ptx);
+  cr_assert_not(strstr(ptx, "wide_param_280"));
+  arena_free(k.a);
+}
+
 /* Softmax over rows of a [4, 1000] tile: reductions over lanes and warps, exp, bcast. */
 Test(nvptx, softmax_rows_reduce_bcast) {
   K k = kernel("softmax4", 256);

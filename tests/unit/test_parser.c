@@ -232,6 +232,62 @@ Test(parser, deep_nesting_is_an_error_not_a_crash) {
   free(text);
 }
 
+/* 256 levels of brackets (MAX_NESTING in parser.y) of every construct parse; one more is the
+ * located error that names the limit, whatever the construct: the parser's stack never runs
+ * out first. */
+enum { MAX_BRACKETS = 256 };
+
+/* HEAD, then `prefix` + open^n + mid + close^n + `suffix`, then the closing brace. */
+static char *nested(const char *prefix, const char *open, const char *mid, const char *close,
+                    const char *suffix, int n) {
+  char *text = malloc(strlen(HEAD) + (strlen(open) + strlen(close)) * (size_t)n + 256);
+  char *p = text + sprintf(text, "%s%s", HEAD, prefix);
+  for (int i = 0; i < n; i++)
+    p += sprintf(p, "%s", open);
+  p += sprintf(p, "%s", mid);
+  for (int i = 0; i < n; i++)
+    p += sprintf(p, "%s", close);
+  sprintf(p, "%s\n}\n", suffix);
+  return text;
+}
+
+static void expect_nesting(const char *text, bool too_deep, const char *what) {
+  Parsed p;
+  parse_str(&p, text);
+  if (too_deep) {
+    cr_assert_null(p.prog, "%s", what);
+    cr_assert(strstr(p.out, "error: nesting too deep (more than 256 levels of brackets)"), "%s: %.300s",
+              what, p.out);
+    cr_assert_eq(p.d.nerrors, 1, "%s: %.300s", what, p.out);
+  } else {
+    cr_assert(!strstr(p.out, "nesting"), "%s: %.300s", what, p.out);
+  }
+  done(&p);
+}
+
+Test(parser, bracket_nesting_limit_is_exact) {
+  static const char *const exprs[][3] = {
+      {"(", "1", ")"},          {"exp(", "1.0", ")"},          {"-(", "1", ")"},
+      {"1 > 0 ? 2 : (", "3", ")"}, {"where(true, 1.0, ", "1.0", ")"}, {"X[", "0", ", 0]"},
+  };
+  for (size_t f = 0; f < sizeof exprs / sizeof exprs[0]; f++)
+    for (int extra = 0; extra <= 1; extra++) {
+      char *text = nested("  let a = ", exprs[f][0], exprs[f][1], exprs[f][2], ";",
+                          MAX_BRACKETS - 1 + extra); /* + the kernel body's brace */
+      expect_nesting(text, extra, exprs[f][0]);
+      free(text);
+    }
+  /* statements, likewise inside the kernel body's brace */
+  static const char *const stmts[][2] = {{"{ ", "} "}, {"if 1 > 0 { ", "} "},
+                                         {"for i in 0 .. 1 { ", "} "}};
+  for (size_t f = 0; f < sizeof stmts / sizeof stmts[0]; f++)
+    for (int extra = 0; extra <= 1; extra++) {
+      char *text = nested("", stmts[f][0], "", stmts[f][1], "", MAX_BRACKETS - 1 + extra);
+      expect_nesting(text, extra, stmts[f][0]);
+      free(text);
+    }
+}
+
 Test(parser, empty_file_parses) {
   Parsed p;
   parse_str(&p, "// only a comment\n");

@@ -323,7 +323,8 @@ Test(runtime_rpn, overflow_and_malformed) {
 
 /* ---------------------------------------------------------------- bind */
 
-/* Five arguments matching META_FULL, 16-byte aligned fake addresses (bind never dereferences). */
+/* Five arguments matching META_FULL, 16-byte aligned fake addresses (bind never dereferences);
+ * the output Y lies far from the inputs. */
 typedef struct Args {
   tilert_arg a[5];
 } Args;
@@ -332,7 +333,7 @@ static Args good_args(int64_t m, int64_t n) {
   Args x;
   int64_t mn[2] = {m, n}, d[1] = {64};
   x.a[0] = tilert_arg_tensor((void *)0x10000, TILERT_F16, 2, mn);
-  x.a[1] = tilert_arg_tensor((void *)0x20000, TILERT_F16, 2, mn);
+  x.a[1] = tilert_arg_tensor((void *)0x20000000, TILERT_F16, 2, mn);
   x.a[2] = tilert_arg_tensor((void *)0x30000, TILERT_F32, 1, d);
   x.a[3] = tilert_arg_scalar(1e-5);
   x.a[4] = tilert_arg_scalar(7);
@@ -429,6 +430,69 @@ Test(runtime_bind, bad_strides) {
   EXPECT_MSG(st, "must be > 0");
   x.a[1].tensor.strides[0] = -100;
   EXPECT_CODE(bind(&x, 5), TILERT_ERROR_SHAPE);
+}
+
+/* Shapes and strides whose element offsets overflow int64 are refused at bind, before any
+ * backend computes an address with them; tilert_arg_tensor saturates instead of overflowing. */
+Test(runtime_bind, offsets_must_fit_int64) {
+  Args x = good_args(10, 100);
+  x.a[0].tensor.strides[0] = INT64_MAX;
+  tilert_status st = bind(&x, 5);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "'X': its shape and strides reach past 2^63 bytes");
+  x = good_args(10, 100);
+  x.a[0].tensor.strides[0] = INT64_MAX / 16; /* the element offset fits, the byte offset not */
+  EXPECT_CODE(bind(&x, 5), TILERT_ERROR_SHAPE);
+  int64_t huge[4] = {INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX};
+  tilert_arg a = tilert_arg_tensor((void *)0x10000, TILERT_F32, 4, huge);
+  cr_expect_eq(a.tensor.strides[0], INT64_MAX, "stride %lld", (long long)a.tensor.strides[0]);
+  cr_expect_eq(a.tensor.strides[3], 1);
+  tilert_kernel_info k = parse_ok("// tilec: kernel k\n// tilec: threads 32\n// tilec: smem 0\n"
+                                  "// tilec: dim A\n// tilec: dim B\n// tilec: dim C\n"
+                                  "// tilec: dim D\n// tilec: arg T tensor f32 in A B C D\n"
+                                  "// tilec: grid 1\n");
+  int64_t dims[64], grid[3];
+  st = tilert_bind(&k, &a, 1, dims, grid);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "reach past 2^63 bytes");
+}
+
+/* An output whose elements share addresses, or that overlaps another tensor, is a race on the
+ * GPU: refused. The very same view as an input (in place) is fine. */
+Test(runtime_bind, overlapping_outputs) {
+  Args x = good_args(10, 100);
+  x.a[1].tensor.strides[0] = 1; /* rows overlap: element (1, 0) is element (0, 1) */
+  tilert_status st = bind(&x, 5);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "output 'Y': its strides make several elements share an address");
+  x = good_args(10, 100);
+  x.a[1].tensor.strides[0] = 50; /* half a row apart: still overlapping */
+  EXPECT_CODE(bind(&x, 5), TILERT_ERROR_SHAPE);
+  x = good_args(10, 100);
+  x.a[1].tensor.data = (char *)x.a[0].tensor.data + 200; /* Y starts inside X */
+  st = bind(&x, 5);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "output 'Y' overlaps input 'X' in memory");
+  x.a[1].tensor.data = x.a[0].tensor.data; /* in place: the very same view */
+  st = bind(&x, 5);
+  cr_expect_eq(st.code, TILERT_OK, "%s", st.message);
+  x.a[1].tensor.strides[0] = 200; /* same start, another view */
+  EXPECT_CODE(bind(&x, 5), TILERT_ERROR_SHAPE);
+  x = good_args(10, 100);
+  x.a[1].tensor.data = (char *)x.a[2].tensor.data + 64; /* Y over W */
+  st = bind(&x, 5);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "input 'W'");
+  x = good_args(10, 100); /* rows of 100 in a pitch of 128: disjoint views end to end are fine */
+  x.a[0].tensor.strides[0] = 128;
+  x.a[1].tensor.data = (char *)x.a[0].tensor.data + 2 * 128 * 10;
+  st = bind(&x, 5);
+  cr_expect_eq(st.code, TILERT_OK, "%s", st.message);
+  x = good_args(0, 100); /* an empty output holds no bytes */
+  x.a[1].tensor.data = x.a[0].tensor.data;
+  x.a[1].tensor.strides[0] = 1;
+  st = bind(&x, 5);
+  cr_expect_neq(st.code, TILERT_ERROR_SHAPE, "%s", st.message);
 }
 
 Test(runtime_bind, misaligned_pointer) {

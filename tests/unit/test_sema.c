@@ -430,10 +430,14 @@ Test(sema, error_limit) {
 /* ---- review fixes: tile-size limit, register warning, redeclaration, -D range, scopes ---- */
 
 Test(sema, tile_size_limit_matches_the_backend) {
-  /* exactly TILE_MAX_ELEMS is fine; one more row pads to twice as many */
+  /* exactly TILE_MAX_ELEMS passes the per-tile limit (only the per-thread one refuses it);
+   * one more row pads to twice as many */
   Checked c;
   check(&c, K("  reg a: f32[2048, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
-  cr_assert(c.ok, "%s", c.out); /* with a register warning, tested below */
+  cr_assert(!strstr(c.out, "is too large"), "%s", c.out);
+  cr_assert(strstr(c.out, "t.tile:4:10: error: tile f32[2048, 2048] puts 32768 elements on each of "
+                          "the 128 threads, and at most 512 per thread are supported"), "%s", c.out);
+  cr_assert_eq(c.d.nerrors, 1, "%s", c.out);
   done(&c);
   check(&c, K("  reg a: f32[2049, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
   cr_assert(!c.ok);
