@@ -393,13 +393,13 @@ def main():
         res["triton"] = None
     os.environ.setdefault("TILEC_CACHE_DIR", tempfile.mkdtemp(prefix="tilec-gpu-"))
     skip = set(a.skip.split(","))
+    os.makedirs(a.out, exist_ok=True)
     for name, fn in (("correctness", correctness), ("launch_us", launch_overhead),
                      ("compile_ms", compile_times), ("tune", tuning)):
         if name not in skip:
             section(res, name, fn)
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "python_gpu.json"), "w") as f:
-        json.dump(res, f, indent=1)
+        with open(os.path.join(a.out, "python_gpu.json"), "w") as f:  # what is done so far: a
+            json.dump(res, f, indent=1)                                 # deadline keeps it
     print(json.dumps(res, indent=1))
     ok = res.get("correctness", {}).get("all_ok")
     return 0 if ok else 1
