@@ -2,6 +2,7 @@
  * between them, and the outputs (--emit=tir|llvm|ptx|c) or an interpreter run (`tilec run`).
  * Outputs are written to a temporary file and renamed, so a failed run leaves no half file. */
 #include "ast.h"
+#include "layout.h"
 #include "tilec.h"
 #include "tilert.h"
 
@@ -62,6 +63,28 @@ static int emit_tir(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Dia
   for (int i = 0; i < n; i++)
     tir_print(out.fp, funcs[i]);
   return out_commit(&out, 1, true, d) ? 0 : 1;
+}
+
+/* --emit=schedule: each kernel's GPU schedule for the --arch (docs/tir.md, "Schedule"): layouts
+ * assigned, the scheduled TIR (pipe_wait / pipe_release) and the table as comments. The stages are
+ * the ones asked for: nvptx_compile may take fewer when they overflow shared memory. */
+static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
+  OutFile out;
+  if (!out_open(a, &out, o->output, d))
+    return 1;
+  bool ok = true;
+  GpuArch arch = driver_arch(o);
+  for (int i = 0; i < n && ok; i++) {
+    bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(funcs[i]);
+    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8};
+    TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
+    ok = g != NULL;
+    if (ok) {
+      tir_print(out.fp, g);
+      tir_print_schedule(out.fp, g);
+    }
+  }
+  return out_commit(&out, 1, ok, d) ? 0 : 1;
 }
 
 static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
@@ -480,6 +503,8 @@ int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
   switch (o->emit) {
   case EMIT_TIR:
     return emit_tir(a, funcs, n, o, d);
+  case EMIT_SCHEDULE:
+    return emit_schedule(a, funcs, n, o, d);
   case EMIT_LLVM:
   case EMIT_PTX:
     return emit_llvm_or_ptx(a, funcs, n, o, d);

@@ -32,7 +32,9 @@ static const char usage_text[] =
     "  --kernel NAME       only the kernel NAME of a file of several\n"
     "  --arch=ARCH         target GPU: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90a);\n"
     "                      repeatable with --emit=c (one PTX per arch)\n"
-    "  --emit=KIND         ast | tir | llvm | ptx | c (default ptx)\n"
+    "  --emit=KIND         ast | tir | schedule | llvm | ptx | c (default ptx); schedule: the\n"
+    "                      GPU schedule for --arch (the TIR with its pipe waits and releases,\n"
+    "                      warp roles, TMA boxes)\n"
     "  -O0 -O1 -O2 -O3     optimization level (default -O3)\n"
     "  --check             check the program only: diagnostics, no output\n"
     "  --cubin             with --emit=c: also embed the ptxas-assembled cubin\n"
@@ -209,7 +211,8 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
       if (!(v = opt_value(argc, argv, &i, "--emit", &missing)))
         return usage_error(d, "'%s' needs a value", "--emit");
       static const struct { const char *name; EmitKind k; } kinds[] = {
-          {"ast", EMIT_AST}, {"tir", EMIT_TIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"c", EMIT_C}};
+          {"ast", EMIT_AST}, {"tir", EMIT_TIR}, {"schedule", EMIT_SCHEDULE}, {"llvm", EMIT_LLVM},
+          {"ptx", EMIT_PTX},  {"c", EMIT_C}};
       bool found = false;
       for (size_t j = 0; j < sizeof kinds / sizeof *kinds; j++)
         if (!strcmp(v, kinds[j].name)) {
@@ -217,7 +220,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
           found = true;
         }
       if (!found)
-        return usage_error(d, "unknown emit kind '%s' (expected ast, tir, llvm, ptx or c)", v);
+        return usage_error(d, "unknown emit kind '%s' (expected ast, tir, schedule, llvm, ptx or c)", v);
       emit_set = true;
       c->output_flags = c->output_flags ? c->output_flags : "--emit";
     } else if (matches(arg, "--shape")) {

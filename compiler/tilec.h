@@ -527,7 +527,7 @@ struct AstKernel;  /* ast.h: one kernel */
 /* lower_tir.c: a checked, specialized kernel -> verified TIR. NULL after reporting errors. */
 TirFunc *lower_tir(Arena *a, const struct AstKernel *k, Diag *d);
 
-typedef enum { EMIT_CHECK, EMIT_AST, EMIT_TIR, EMIT_LLVM, EMIT_PTX, EMIT_C } EmitKind;
+typedef enum { EMIT_CHECK, EMIT_AST, EMIT_TIR, EMIT_SCHEDULE, EMIT_LLVM, EMIT_PTX, EMIT_C } EmitKind;
 
 typedef struct Define {
   const char *name, *value;  /* -D NAME=VALUE, as written */

@@ -63,5 +63,15 @@ printf 'kernel k(X: f32[A, B, C, D], Y: out f32[A, B, C, D])\n  grid (1) threads
 grep -q "tensor 'X' has more than 2^63 elements" "$W/err" || bad "no overflow message: $(cat "$W/err")"
 "$T" run dsl/examples/softmax.tile --shape M=0,N=100 >/dev/null || bad "an empty run failed"
 
+# --emit=schedule: the GPU schedule (warp roles and TMA boxes on sm_90a, cp.async rings on sm_80)
+"$T" dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/s90" ||
+  bad "--emit=schedule failed"
+for want in "pipe_wait pipe 0" "pipe_release pipe 0, previous stage" "// roles: producer warpgroup" \
+            "// tmap 1: load @13, B box [64, 64] x 4, swizzle 128"; do
+  grep -qF "$want" "$W/s90" || bad "--emit=schedule (sm_90a) lacks '$want'"
+done
+"$T" dsl/examples/gemm.tile --emit=schedule --arch=sm_80 -o "$W/s80" || bad "--emit=schedule --arch=sm_80 failed"
+grep -q "pipe_wait" "$W/s80" && ! grep -q "roles" "$W/s80" || bad "--emit=schedule (sm_80): $(tail -3 "$W/s80")"
+
 [ $fail = 0 ] && echo "check_cli: passed"
 exit $fail
