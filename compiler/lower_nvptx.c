@@ -122,6 +122,9 @@ typedef struct Cg {
   LLVMValueRef grid_tiles[4];        /* persistent: the logical grid and the raster group (i32 parameters) */
   LLVMValueRef pblock[3];            /* persistent: i32 allocas, the tile's block index */
   bool cluster;                      /* persistent with a cluster of 2 (sched->cluster) */
+  int groups;                        /* ws: consumer groups taking turns on tiles (sched->groups) */
+  LLVMValueRef group;                /* consumers: this thread's group (i32) */
+  LLVMValueRef tile_j;               /* ping-pong consumers: i32 alloca, the group's tiles so far */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -177,8 +180,8 @@ static void barrier(Cg *g) {
    * cp.async landed) are made visible to it before the barrier that publishes them. */
   if (g->wgmma)
     inline_asm0(g, "fence.proxy.async.shared::cta;");
-  if (g->ws) { /* the consumers only: the producer warpgroup never reaches a barrier */
-    LLVMValueRef a[2] = {ci32(g, 1), ci32(g, g->sched->consumer_threads)};
+  if (g->ws) { /* the consumers (of this group) only: the producer warpgroup never reaches one */
+    LLVMValueRef a[2] = {LLVMBuildAdd(g->b, g->group, ci32(g, 1), ""), ci32(g, g->sched->consumer_threads)};
     call_intrin(g, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
   } else {
     intrin0(g, "llvm.nvvm.barrier0");
@@ -1468,6 +1471,20 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
   if (g->ws) { /* the ring's stage and parity run on across tiles (emit_roles starts them) */
     LLVMBuildStore(g->b, ci32(g, 0), p->iter);
+    if (g->groups == 2) {
+      /* Tile i of the block's walk (i = 2 j + group) fills ring positions i n .. i n + n - 1: every
+       * tile runs the same n iterations (the schedule's condition for a persistent walk). */
+      LLVMValueRef span = LLVMBuildSub(g->b, hi, lo, "");
+      LLVMValueRef n = LLVMBuildSDiv(g->b, LLVMBuildAdd(g->b, span, LLVMBuildSub(g->b, step, ci64(g, 1), ""), ""), step, "");
+      n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, span, ci64(g, 0), ""), n, ci64(g, 0), "");
+      LLVMValueRef j = LLVMBuildZExt(g->b, LLVMBuildLoad2(g->b, g->i32, g->tile_j, ""), g->i64, "");
+      LLVMValueRef i = LLVMBuildAdd(g->b, LLVMBuildShl(g->b, j, ci64(g, 1), ""), LLVMBuildZExt(g->b, g->group, g->i64, ""), "");
+      LLVMValueRef pos = LLVMBuildMul(g->b, i, n, "");
+      LLVMValueRef S = ci64(g, p->tp->stages);
+      LLVMBuildStore(g->b, LLVMBuildTrunc(g->b, LLVMBuildURem(g->b, pos, S, ""), g->i32, ""), p->rslot);
+      LLVMValueRef round = LLVMBuildUDiv(g->b, pos, S, "");
+      LLVMBuildStore(g->b, LLVMBuildTrunc(g->b, LLVMBuildAnd(g->b, round, ci64(g, 1), ""), g->i32, ""), p->phase);
+    }
     return;
   }
   LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
@@ -1648,6 +1665,7 @@ static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
 
 typedef struct TileLoop {
   LLVMValueRef t;               /* i32 alloca: the tile */
+  LLVMValueRef stride;          /* tiles between two of this walker's */
   LLVMBasicBlockRef cond, exit;
 } TileLoop;
 
@@ -1690,10 +1708,17 @@ static LLVMValueRef walk_index(Cg *g, const char *sreg) {
   return g->cluster ? LLVMBuildLShr(g->b, v, ci32(g, 1), "") : v;
 }
 
-/* Opens the loop; the builder is left in its body with pblock set. */
-static TileLoop tile_loop_begin(Cg *g) {
-  TileLoop l = {entry_alloca(g, g->i32, 1), new_bb(g, "tile"), NULL};
-  LLVMBuildStore(g->b, walk_index(g, "llvm.nvvm.read.ptx.sreg.ctaid.x"), l.t);
+/* Opens the loop; the builder is left in its body with pblock set. A consumer group of a
+ * ping-pong block takes every groups-th tile of the block's walk, from its group's. */
+static TileLoop tile_loop_begin(Cg *g, bool consumer) {
+  TileLoop l = {entry_alloca(g, g->i32, 1), NULL, new_bb(g, "tile"), NULL};
+  LLVMValueRef first = walk_index(g, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+  l.stride = walk_index(g, "llvm.nvvm.read.ptx.sreg.nctaid.x");
+  if (consumer && g->groups == 2) {
+    first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, g->group, l.stride, ""), "");
+    l.stride = LLVMBuildShl(g->b, l.stride, ci32(g, 1), "");
+  }
+  LLVMBuildStore(g->b, first, l.t);
   LLVMBuildBr(g->b, l.cond);
   LLVMPositionBuilderAtEnd(g->b, l.cond);
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l.t, "");
@@ -1709,7 +1734,7 @@ static TileLoop tile_loop_begin(Cg *g) {
 /* The latch (the builder's block falls through to the next tile); the builder ends at the exit. */
 static void tile_loop_end(Cg *g, const TileLoop *l) {
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, "");
-  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, walk_index(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ""), l->t);
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, l->stride, ""), l->t);
   LLVMBuildBr(g->b, l->cond);
   LLVMPositionBuilderAtEnd(g->b, l->exit);
 }
@@ -1727,14 +1752,15 @@ static void emit_producer(Cg *g) {
   inline_asm0(g, text);
   LLVMBasicBlockRef done = new_bb(g, "producer.done");
   LLVMBasicBlockRef work = new_bb(g, "producer");
-  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, s->consumer_threads), ""), work, done);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, s->consumer_threads * s->groups), ""), work,
+                  done);
   LLVMPositionBuilderAtEnd(g->b, work);
   LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, ci32(g, 0), slot);
   LLVMBuildStore(g->b, ci32(g, 1), phase);
   TileLoop tl;
   if (g->persistent)
-    tl = tile_loop_begin(g);
+    tl = tile_loop_begin(g, false);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
   const TirInst *fi = &f->insts[p->first];
@@ -1812,7 +1838,8 @@ static void emit_roles(Cg *g) {
     intrin0(g, "llvm.nvvm.barrier0");
   }
   LLVMBasicBlockRef prod = new_bb(g, "role.producer"), cons = new_bb(g, "role.consumer");
-  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->tid, ci32(g, s->consumer_threads), ""), prod, cons);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->tid, ci32(g, s->consumer_threads * s->groups), ""), prod,
+                  cons);
   LLVMPositionBuilderAtEnd(g->b, prod);
   emit_producer(g);
   LLVMPositionBuilderAtEnd(g->b, cons);
@@ -1821,6 +1848,14 @@ static void emit_roles(Cg *g) {
   inline_asm0(g, text);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].rslot);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].phase);
+  if (g->groups == 2) { /* from here on a group sees its own threads 0..127, as the kernel did */
+    g->group = LLVMBuildLShr(g->b, g->tid, ci32(g, 7), "group");
+    g->tid = LLVMBuildAnd(g->b, g->tid, ci32(g, 127), "");
+    g->lane = LLVMBuildAnd(g->b, g->tid, ci32(g, 31), "lane");
+    g->warp = LLVMBuildLShr(g->b, g->tid, ci32(g, 5), "warp");
+    g->tile_j = entry_alloca(g, g->i32, 1);
+    LLVMBuildStore(g->b, ci32(g, 0), g->tile_j);
+  }
 }
 
 /* Masked scalar loads of elements r .. r+len-1 into the slots of tmp (the fill when masked). */
@@ -2403,7 +2438,7 @@ static void build_signature(Cg *g) {
 }
 
 static int block_threads(const Cg *g) {
-  return g->ws ? g->sched->consumer_threads + g->sched->producer_threads : g->f->threads;
+  return g->ws ? g->sched->consumer_threads * g->sched->groups + g->sched->producer_threads : g->f->threads;
 }
 
 static void annotate(Cg *g) {
@@ -2891,6 +2926,8 @@ static int build_kernel(Cg *g) {
   TirFunc *f = g->f;
   g->persistent = g->ws && g->sched->persistent;
   g->cluster = g->persistent && g->sched->cluster == 2;
+  g->groups = g->ws ? g->sched->groups : 1;
+  g->group = ci32(g, 0);
   g->smem = new_smem_global(g, g->ws ? "tilec_smem_ws" : "tilec_smem");
   if (g->wgmma)
     LLVMSetAlignment(g->smem, 1024); /* swizzled tiles: offsets aligned to 1024 from here */
@@ -2917,7 +2954,7 @@ static int build_kernel(Cg *g) {
     emit_roles(g);
   TileLoop tl;
   if (g->persistent) {
-    tl = tile_loop_begin(g);
+    tl = tile_loop_begin(g, true);
     g->dirty = true; /* the previous tile's reads of shared memory */
     g->red_read[0] = g->red_read[1] = true;
   }
@@ -2928,6 +2965,10 @@ static int build_kernel(Cg *g) {
   if (g->failed)
     return -1;
   flush_copies(g); /* no copy may land in the shared memory of an exited block */
+  if (g->groups == 2) {
+    LLVMValueRef j = LLVMBuildLoad2(g->b, g->i32, g->tile_j, "");
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, j, ci32(g, 1), ""), g->tile_j);
+  }
   if (g->persistent)
     tile_loop_end(g, &tl);
   LLVMBuildRetVoid(g->b);

@@ -424,7 +424,11 @@ typedef struct TirSchedule {
    * cluster of 2; the ring loads whose coordinates do not depend on that axis are multicast. */
   int cluster;             /* 1 or 2 */
   int cluster_axis;        /* 0: x, 1: y */
-  int consumer_threads, producer_threads;
+  /* Ping-pong (with persistent): `groups` copies of the kernel's threads (one warpgroup each) run
+   * the body on alternate tiles of the block's walk, consuming the one ring in turn: one group's
+   * epilogue runs under the other's main loop. */
+  int groups;              /* 1 or 2 */
+  int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
   TirTmap *tmaps; int ntmaps;

@@ -430,6 +430,19 @@ static void plan_cluster(const TirFunc *f, TirSchedule *s) {
   }
 }
 
+/* Ping-pong needs a kernel of one warpgroup whose only shared memory is the ring (each group
+ * would need its own copy of any other shared tile). */
+static void plan_groups(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
+  const char *e = getenv("TILEC_PINGPONG");
+  s->groups = 1;
+  if (!s->persistent || s->cluster != 1 || f->threads != WARPGROUP || (e && !strcmp(e, "0")))
+    return;
+  for (int r = 0; r < f->nregs; r++)
+    if (f->regs[r].type.place == PLACE_SHARED && !in_ring(p, f, r))
+      return;
+  s->groups = 2;
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -470,10 +483,11 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->producer_regs = PRODUCER_REGS;
-  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / f->threads / 8 * 8;
-  s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
   s->cluster = 1;
   plan_cluster(f, s);
+  plan_groups(f, s, p);
+  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / (f->threads * s->groups) / 8 * 8;
+  s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
   return true;
 }
 
@@ -602,8 +616,10 @@ static bool verify_ws(const SchedVerifier *v) {
   if (s->producer_threads != 128 || s->consumer_threads != f->threads || s->consumer_threads % 128)
     return sfail(v, -1, "roles: %d producer and %d consumer threads are not whole warpgroups",
                  s->producer_threads, s->consumer_threads);
+  if (s->groups != 1 && (s->groups != 2 || !s->persistent || s->cluster != 1 || s->consumer_threads != 128))
+    return sfail(v, -1, "%d consumer groups (1, or 2 warpgroups taking turns in a persistent walk)", s->groups);
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
-      s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads > SM_REGS)
+      s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups > SM_REGS)
     return sfail(v, -1, "register budgets %d / %d do not fit the SM", s->producer_regs, s->consumer_regs);
   const TirPipe *p = &s->pipes[0];
   if (s->ntmaps != p->nloads)
@@ -693,6 +709,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
           s->persistent ? "; persistent grid" : "");
   if (s->cluster == 2)
     fprintf(out, "// cluster of 2 along grid axis %c\n", "xyz"[s->cluster_axis]);
+  if (s->groups == 2)
+    fprintf(out, "// ping-pong: 2 consumer groups on alternate tiles\n");
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);

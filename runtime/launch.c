@@ -137,7 +137,7 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
             d->OccupancyMaxActiveBlocksPerMultiprocessor(&ws_per_sm, fn, k->info.ws_threads, (size_t)k->info.ws_smem_bytes));
   TILERT_CU("cuOccupancyMaxActiveBlocksPerMultiprocessor",
             d->OccupancyMaxActiveBlocksPerMultiprocessor(&cp_per_sm, k->fn, k->info.threads, (size_t)k->info.smem_bytes));
-  if (ws_per_sm < cp_per_sm && !(env && !strcmp(env, "1")))
+  if (ws_per_sm * k->info.ws_groups < cp_per_sm && !(env && !strcmp(env, "1")))
     return tilert__ok();
   int per_sm = 0;
   if (k->info.ws_persistent) {

@@ -431,20 +431,28 @@ static tilert_status parse_require(Parser *p, const char *raw) {
   return tilert__ok();
 }
 
-/* ws NAME threads N smem S [persistent [cluster 2 x|y]] */
+/* ws NAME threads N smem S [persistent [pingpong] [cluster 2 x|y]] */
 static tilert_status parse_ws(Parser *p, char **t, int n) {
   tilert_kernel_info *k = p->info;
   int64_t th, sm;
   if (k->ws_name[0])
     return PERR(p, "duplicate 'ws' line");
-  bool cl = n == 10 && !strcmp(t[7], "cluster") && !strcmp(t[8], "2") && (!strcmp(t[9], "x") || !strcmp(t[9], "y"));
-  if ((n != 6 && n != 7 && !cl) || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 ||
-      !parse_int(t[3], &th) || !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) ||
-      (n >= 7 && strcmp(t[6], "persistent") != 0))
-    return PERR(p, "expected 'ws NAME threads N smem S [persistent [cluster 2 x|y]]'");
-  k->ws_persistent = n >= 7;
+  int i = 6;
+  bool persistent = i < n && !strcmp(t[i], "persistent");
+  i += persistent;
+  bool pingpong = persistent && i < n && !strcmp(t[i], "pingpong");
+  i += pingpong;
+  bool cl = persistent && i + 2 < n && !strcmp(t[i], "cluster") && !strcmp(t[i + 1], "2") &&
+            (!strcmp(t[i + 2], "x") || !strcmp(t[i + 2], "y"));
+  if (cl)
+    i += 3;
+  if (n < 6 || i != n || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
+      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) || (pingpong && cl))
+    return PERR(p, "expected 'ws NAME threads N smem S [persistent [pingpong | cluster 2 x|y]]'");
+  k->ws_persistent = persistent;
+  k->ws_groups = pingpong ? 2 : 1;
   k->ws_cluster = cl ? 2 : 1;
-  k->ws_cluster_axis = cl && t[9][0] == 'y';
+  k->ws_cluster_axis = cl && t[i - 1][0] == 'y';
   if (!copy_name(k->ws_name, sizeof k->ws_name, t[1]))
     return PERR(p, "bad entry point name '%s'", t[1]);
   k->ws_threads = (int)th;

@@ -151,6 +151,7 @@ typedef struct tilert_kernel_info {
                                     4 more s32 parameters (before the tensor maps) */
   int ws_cluster;                /* 1, or 2: launched as clusters of 2 along x (cuLaunchKernelEx) */
   int ws_cluster_axis;           /* 2: the logical grid axis the pair's tiles are adjacent on */
+  int ws_groups;                 /* 1, or 2: two copies of `threads` take turns on tiles */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

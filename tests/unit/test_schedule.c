@@ -29,6 +29,8 @@ static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuA
   return g;
 }
 
+static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArch arch);
+
 static const char *GEMM_BIG[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
 static const char *ATTN_D128[] = {"D=128", "BM=128", "BN=128", "WARPS=8", NULL};
 
@@ -105,6 +107,36 @@ Test(schedule, attention_releases_after_its_last_reader) {
   for (int k = 0; k < 4; k++)
     cr_assert_eq(s->tmaps[0].box[k], want[k]);
   cr_assert_eq(s->tmaps[0].chunks, 2);
+  arena_free(a);
+}
+
+/* A GEMM of one warpgroup: two consumer groups take turns on the block's tiles (ping-pong). */
+Test(schedule, one_warpgroup_gemm_ping_pongs) {
+  const char *w4[] = {"BM=64", "BN=256", "BK=64", "WARPS=4", "STAGES=4", "ACT=2", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "gemm", w4, ARCH_SM90A, &d);
+  const TirSchedule *s = f->sched;
+  cr_assert(s->ws && s->persistent);
+  cr_assert_eq(s->groups, 2);
+  cr_assert_eq(s->consumer_threads, 128);
+  cr_assert_eq(s->consumer_regs, 232);
+  char *ptx = module_ptx(a, "gemm", w4, ARCH_SM90A);
+  cr_assert(strstr(ptx, "// tilec: ws gemm__ws threads 384 smem "));
+  cr_assert(strstr(ptx, " persistent pingpong\n"));
+  char *ws = ptx_entry(a, ptx, "gemm__ws");
+  cr_assert(ws);
+  cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  tilert_kernel_info *k = arena_alloc(a, sizeof *k);
+  tilert_status st = tilert_parse_kernel_info(ptx, k);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_assert_eq(k->ws_groups, 2);
+  cr_assert_eq(k->ws_threads, 384);
+  /* attention has a shared Q outside the ring: no ping-pong */
+  const char *aw4[] = {"D=64", "BM=128", "BN=64", "WARPS=4", NULL};
+  f = scheduled(a, "attention", aw4, ARCH_SM90A, &d);
+  cr_assert_eq(f->sched->groups, 1);
   arena_free(a);
 }
 
