@@ -1468,6 +1468,9 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
 }
 
 /* At the FOR, before the loop: the first P - 1 iterations' copies. */
+static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity);
+static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r);
+
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
   if (g->ws) { /* the ring's stage and parity run on across tiles (emit_roles starts them) */
     LLVMBuildStore(g->b, ci32(g, 0), p->iter);
@@ -1484,6 +1487,10 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
       LLVMBuildStore(g->b, LLVMBuildTrunc(g->b, LLVMBuildURem(g->b, pos, S, ""), g->i32, ""), p->rslot);
       LLVMValueRef round = LLVMBuildUDiv(g->b, pos, S, "");
       LLVMBuildStore(g->b, LLVMBuildTrunc(g->b, LLVMBuildAnd(g->b, round, ci64(g, 1), ""), g->i32, ""), p->phase);
+      /* our turn: group 0's first passes at once (parity 1 of a fresh barrier) */
+      LLVMValueRef j32 = LLVMBuildLoad2(g->b, g->i32, g->tile_j, "");
+      LLVMValueRef first = LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->group, ci32(g, 0), ""), g->i32, "");
+      mbar_wait(g, turn_addr(g, g->group), LLVMBuildXor(g->b, LLVMBuildAnd(g->b, j32, ci32(g, 1), ""), first, ""));
     }
     return;
   }
@@ -1556,6 +1563,15 @@ static LLVMValueRef mbar_addr(Cg *g, int which, LLVMValueRef slot) {
   LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 8 * stages * which), LLVMBuildMul(g->b, slot, ci32(g, 8), ""), "");
   LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
   return LLVMBuildPtrToInt(g->b, p, g->i32, "");
+}
+
+/* Ping-pong: turn[r] opens group r's main loop; the other group arrives on it when its own main
+ * loop has waited for its last stage. So the groups wait for ring stages strictly in the walk's
+ * order, and a stage's full barrier is never more than one phase ahead of its waiter (a parity
+ * wait cannot tell phase k from k + 2). */
+static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r) {
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages), LLVMBuildMul(g->b, r, ci32(g, 8), ""), "");
+  return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
 }
 
 static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
@@ -1827,6 +1843,10 @@ static void emit_roles(Cg *g) {
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
     a[0] = mbar_addr(g, 1, ci32(g, k));
     a[1] = ci32(g, s->consumer_threads / 32 * (g->cluster ? 2 : 1));
+    asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+  }
+  for (int r = 0; r < (s->groups == 2 ? 2 : 0); r++) {
+    LLVMValueRef a[2] = {turn_addr(g, ci32(g, r)), ci32(g, s->consumer_threads / 32)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
   inline_asm0(g, "fence.mbarrier_init.release.cluster;");
@@ -2167,6 +2187,14 @@ static void lower_marker(Cg *g, const TirInst *in) {
       if (g->ws) /* the last iteration's stage: its group retired with the drain */
         ws_release(g, ns->pipe, 1);
     }
+    if (ns->pipe && g->groups == 2) { /* the other group's turn (one arrival per warp) */
+      LLVMValueRef all = ci32(g, -1);
+      call_intrin(g, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+      LLVMBasicBlockRef join = begin_if(g, elected(g));
+      LLVMValueRef bar = turn_addr(g, LLVMBuildXor(g->b, g->group, ci32(g, 1), ""));
+      asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
+      end_if(g, join);
+    }
     return;
   }
   case TIR_IF: {
@@ -2313,9 +2341,9 @@ static bool plan(Cg *g) {
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : 1);
     }
   }
-  if (g->ws) { /* full[stages], empty[stages] */
+  if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2] */
     g->mbar_off = (g->smem_tiles + 7) & ~7;
-    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages;
+    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (g->sched->groups == 2 ? 16 : 0);
   }
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))

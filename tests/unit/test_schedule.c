@@ -116,6 +116,9 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   Arena *a = arena_new();
   Diag d;
   TirFunc *f = scheduled(a, "gemm", w4, ARCH_SM90A, &d);
+  cr_assert_eq(f->sched->groups, 1, "opt-in (TILEC_PINGPONG=1)");
+  setenv("TILEC_PINGPONG", "1", 1);
+  f = scheduled(a, "gemm", w4, ARCH_SM90A, &d);
   const TirSchedule *s = f->sched;
   cr_assert(s->ws && s->persistent);
   cr_assert_eq(s->groups, 2);
@@ -127,6 +130,7 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   char *ws = ptx_entry(a, ptx, "gemm__ws");
   cr_assert(ws);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * 4 + 2, "full, empty per stage; two turns");
   ptxas_assert_clean(ptx, ARCH_SM90A);
   tilert_kernel_info *k = arena_alloc(a, sizeof *k);
   tilert_status st = tilert_parse_kernel_info(ptx, k);
@@ -136,6 +140,7 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   /* attention has a shared Q outside the ring: no ping-pong */
   const char *aw4[] = {"D=64", "BM=128", "BN=64", "WARPS=4", NULL};
   f = scheduled(a, "attention", aw4, ARCH_SM90A, &d);
+  unsetenv("TILEC_PINGPONG");
   cr_assert_eq(f->sched->groups, 1);
   arena_free(a);
 }
