@@ -2069,6 +2069,41 @@ static void lower_store(Cg *g, const TirInst *in) {
   end_if(g, wj);
 }
 
+/* ATOMIC_ADD / ATOMIC_MAX: one relaxed read-modify-write per element, masked like a store, by
+ * the one thread that writes it (layout_writer) and never for a register replica, so each element
+ * is combined exactly once. The result is unused: ptxas turns it into red.global. LLVM expands
+ * what the arch lacks (bf16 add before sm_90, f32 max) into a compare-and-swap loop. */
+static void lower_atomic(Cg *g, const TirInst *in) {
+  int src = in->args[0];
+  const TileType *tt = rtype(g, src);
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = tt->elem;
+  int n = g->tiles[src].n;
+  uint32_t replica = layout_zero_mask(L, LAY_REG);
+  LLVMAtomicRMWBinOp op = in->op == TIR_ATOMIC_ADD ? (e == TY_I32 ? LLVMAtomicRMWBinOpAdd : LLVMAtomicRMWBinOpFAdd)
+                                                   : (e == TY_I32 ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpFMax);
+  LLVMValueRef *v = vals_new(g, n);
+  get_tile(g, src, v);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r++) {
+    if ((uint32_t)r & replica)
+      continue;
+    LLVMValueRef off, ok;
+    access_elem(g, in, &ac, tt, L, lw, r, 1, &off, &ok);
+    LLVMBasicBlockRef then = new_bb(g, "atom"), join = new_bb(g, "atom.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMBuildAtomicRMW(g->b, op, gaddr(g, in->arg_index, e, off), to_mem(g, e, v[r]),
+                       LLVMAtomicOrderingMonotonic, 0);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+  }
+  end_if(g, wj);
+}
+
 /* ---------------------------------------------------- control flow */
 
 static void lower_marker(Cg *g, const TirInst *in) {
@@ -2189,6 +2224,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_DOT: lower_dot(g, in); break;
     case TIR_LOAD: lower_load(g, in); break;
     case TIR_STORE: lower_store(g, in); break;
+    case TIR_ATOMIC_ADD:
+    case TIR_ATOMIC_MAX: lower_atomic(g, in); break;
     case TIR_PIPE_WAIT:
     case TIR_PIPE_RELEASE: lower_pipe_sync(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);

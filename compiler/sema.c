@@ -62,6 +62,7 @@ typedef struct Sema {
    * ("grid", "threads", "require", "parameter") where only dims and parameters may appear. */
   const char *launch_ctx;
   int depth;               /* statement nesting (require is top level only) */
+  const AstExpr *stmt_call; /* the call that is a whole expression statement (atomics) */
 } Sema;
 
 static void *grow(Arena *a, void *v, int n, int *cap, size_t elem) {
@@ -963,6 +964,43 @@ static bool check_fill(Sema *S, AstExpr *e) {
 }
 
 static bool resolve_elem(Sema *S, const char *name, SrcLoc loc, ElemType *out);
+static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what, const char *name);
+
+/* `atomic_add(T[...], v);` and `atomic_max(T[...], v);`: a store that combines with what is
+ * there, so only as a statement, to an `out` tensor, of a type the hardware updates in place. */
+static bool check_atomic(Sema *S, AstExpr *e) {
+  AstExpr *sl = e->args[0], *v = e->args[1];
+  /* Both operands first, so their names count as used whatever is wrong here. */
+  bool ok = sl->kind == AST_SLICE ? check_slice(S, sl, true) : check_expr(S, sl);
+  ok &= check_expr(S, v);
+  if (S->stmt_call != e) {
+    ERR(S, e->loc, "'%s' updates memory and has no value; use it as a statement: %s(T[...], "
+        "value);", e->name, e->name);
+    return false;
+  }
+  if (sl->kind != AST_SLICE) {
+    ERR(S, sl->loc, "the first argument of '%s' must be a tensor slice (%s(T[...], value))",
+        e->name, e->name);
+    return false;
+  }
+  if (!ok)
+    return false;
+  const AstArg *arg = &S->k->args[sl->decl->index];
+  if (!arg->is_out) {
+    ERR(S, sl->name_loc, "'%s' writes to '%s', which is not declared 'out'", e->name, sl->name);
+    NOTE(S, arg->loc, "declare it as '%s: out %s[...]'", sl->name, elem_name(arg->elem));
+    return false;
+  }
+  ElemType t = arg->elem;
+  bool is_add = e->builtin == BI_ATOMIC_ADD;
+  if (t == TY_BOOL || (!is_add && t != TY_I32 && t != TY_F32)) {
+    ERR(S, sl->name_loc, "'%s' takes %s tensors; '%s' holds %s", e->name,
+        is_add ? "f32, f16, bf16 or i32" : "f32 or i32", sl->name, elem_name(t));
+    return false;
+  }
+  e->ty = sl->ty;
+  return check_write(S, v, &sl->ty, "tensor", sl->name);
+}
 
 /* `to(T, x)`: T is an element type name or a type parameter. The node becomes the concrete cast
  * (to_f32, to_f16, to_bf16, to_i32) so nothing after sema sees a type name. */
@@ -1019,6 +1057,8 @@ static bool check_call(Sema *S, AstExpr *e) {
   }
   if (b == BI_FILL)
     return check_fill(S, e);
+  if (b == BI_ATOMIC_ADD || b == BI_ATOMIC_MAX)
+    return check_atomic(S, e);
   if (b == BI_TO) {
     if (!check_to(S, e))
       return false;
@@ -1372,9 +1412,13 @@ static void check_stmt(Sema *S, AstStmt *s) {
   case ST_REQUIRE: check_require(S, s); return;
   case ST_SOFTMAX: check_softmax(S, s); return;
   case ST_EXPR:
+    S->stmt_call = s->value;
     if (!check_expr(S, s->value))
       return;
     settle(s->value);
+    if (s->value->kind == AST_CALL &&
+        (s->value->builtin == BI_ATOMIC_ADD || s->value->builtin == BI_ATOMIC_MAX))
+      return;
     if (!(s->value->kind == AST_METHOD && s->value->method == METHOD_UPDATE))
       WARN(S, s->value->loc, "expression result unused");
     return;

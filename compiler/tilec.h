@@ -210,6 +210,9 @@ enum {
   /* global memory */                                                                  \
   X(TIR_LOAD, "load", -1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                     \
   X(TIR_STORE, "store", -1, OPF_SIDEFX | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)      \
+  /* read-modify-write of each in-range element, addressed like STORE (args[0] the value) */ \
+  X(TIR_ATOMIC_ADD, "atomic_add", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
+  X(TIR_ATOMIC_MAX, "atomic_max", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
   /* structured control flow */                                                        \
   X(TIR_FOR, "for", 3, OPF_MARKER | OPF_SIDEFX)                                        \
   X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
@@ -226,6 +229,13 @@ typedef enum {
 #undef X
   TIR_OP_COUNT
 } TirOp;
+
+/* Ops that address a tensor argument with TirInst.index (LOAD, STORE, the atomics), and those
+ * of them that write it (the value is args[0]; no result register). */
+static inline bool tir_op_addresses(TirOp op) {
+  return op == TIR_LOAD || op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX;
+}
+static inline bool tir_op_writes_tensor(TirOp op) { return op != TIR_LOAD && tir_op_addresses(op); }
 
 typedef struct TirOpInfo {
   const char *name;

@@ -29,7 +29,7 @@ bool tir_inst_reads(const TirInst *in, int r) {
   for (int i = 0; i < 3; i++)
     if (in->args[i] == r)
       return true;
-  if (in->op == TIR_LOAD || in->op == TIR_STORE)
+  if (tir_op_addresses(in->op))
     for (int d = 0; d < TILE_MAX_RANK; d++)
       if (in->index[d].start == r)
         return true;
