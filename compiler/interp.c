@@ -500,6 +500,9 @@ static bool inst_exec(Machine *m, const TirInst *in) {
   case TIR_ATOMIC_MAX:
     memory_exec(m, in);
     return true;
+  case TIR_RESHAPE: /* tiles are flat row-major arrays: the elements do not move */
+    memmove(m->regs[in->dst], m->regs[in->args[0]], (size_t)tile_numel(rtype(m, in->dst)) * 4);
+    return true;
   case TIR_BCAST:
   case TIR_TRANS:
   case TIR_DOT:

@@ -528,9 +528,12 @@ static LLVMValueRef *vals_new(Cg *g, int n) {
 /* -------------------------------------------------- layout conversion */
 
 /* Coordinate maps from a destination tile to the source tile it reads. */
-typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS } MapKind;
+typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS, MAP_RESHAPE } MapKind;
 
 static uint32_t map_flat(MapKind k, const Layout *dst, const Layout *src, uint32_t f) {
+  /* Dims of size 1 (padded: 1 too) add no bits: both tiles number their elements alike. */
+  if (k == MAP_RESHAPE)
+    return f;
   int32_t dc[TILE_MAX_RANK] = {0}, sc[TILE_MAX_RANK] = {0};
   layout_coord(dst->rank, dst->shape, f, dc);
   if (k == MAP_TRANS) {
@@ -817,7 +820,8 @@ static void lower_copyish(Cg *g, const TirInst *in) {
     return; /* read in place by its users */
   LLVMValueRef *sv = vals_new(g, s->n), *out = vals_new(g, d->n);
   get_tile(g, src, sv);
-  convert(g, s->lay, e, sv, d->lay, in->op == TIR_TRANS ? MAP_TRANS : MAP_BCAST, out);
+  MapKind k = in->op == TIR_TRANS ? MAP_TRANS : in->op == TIR_RESHAPE ? MAP_RESHAPE : MAP_BCAST;
+  convert(g, s->lay, e, sv, d->lay, k, out);
   put_tile(g, dst, out);
 }
 
@@ -2217,7 +2221,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_BLOCK_ID:
     case TIR_IOTA: lower_leaf(g, in); break;
     case TIR_BCAST:
-    case TIR_TRANS: lower_copyish(g, in); break;
+    case TIR_TRANS:
+    case TIR_RESHAPE: lower_copyish(g, in); break;
     case TIR_REDUCE_SUM:
     case TIR_REDUCE_MAX:
     case TIR_REDUCE_MIN: lower_reduce(g, in); break;

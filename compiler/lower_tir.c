@@ -294,6 +294,11 @@ static int lower_call(Lower *L, const AstExpr *e) {
     int x = lower_expr(L, e->args[0]);
     return x < 0 ? -1 : emit1(L, TIR_TRANS, e->ty, x, e->loc);
   }
+  case BI_SQUEEZE:
+  case BI_EXPAND_DIMS: {
+    int x = lower_expr(L, e->args[0]);
+    return x < 0 ? -1 : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
+  }
   case BI_FILL: {
     const AstExpr *v = e->args[1];
     if (e->args[0]->kind != AST_SLICE || !v->is_const)

@@ -816,6 +816,48 @@ static bool check_reduce(Sema *S, AstExpr *e) {
   return true;
 }
 
+/* squeeze(x, axis) drops an axis of size 1; expand_dims(x, axis) inserts one before `axis`
+ * (0..rank). The elements and their order stay: only the shape is relabeled. */
+static bool check_reshape(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *ax = e->args[1];
+  bool squeeze = e->builtin == BI_SQUEEZE;
+  if (!ax->is_const || ax->ty.elem != TY_I32 || ax->ty.rank != 0) {
+    ERR(S, ax->loc, "the axis of '%s' must be a compile-time integer", e->name);
+    return false;
+  }
+  settle(x);
+  int rank = x->ty.rank, hi = squeeze ? rank - 1 : rank;
+  int64_t axis = (int64_t)ax->cval;
+  if (axis < 0 || axis > hi) {
+    ERR(S, ax->loc, "'%s' axis %lld is out of range for %s (axis 0..%d)", e->name, (long long)axis,
+        tstr(S, &x->ty), hi);
+    return false;
+  }
+  if (squeeze && x->ty.dims[axis] != 1) {
+    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (reduce "
+        "it first, e.g. sum(x, %lld))", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
+        (long long)axis);
+    return false;
+  }
+  if (!squeeze && rank == TILE_MAX_RANK) {
+    ERR(S, x->loc, "'expand_dims' would give %s a fifth dimension (tiles have rank 4 at most)",
+        tstr(S, &x->ty));
+    return false;
+  }
+  e->axis = (int)axis;
+  e->ty = (TileType){.elem = x->ty.elem, .rank = squeeze ? rank - 1 : rank + 1};
+  for (int i = 0, j = 0; i < e->ty.rank; i++) {
+    if (!squeeze && i == axis) {
+      e->ty.dims[i] = 1;
+      continue;
+    }
+    if (squeeze && j == axis)
+      j++;
+    e->ty.dims[i] = x->ty.dims[j++];
+  }
+  return true;
+}
+
 static bool check_dot(Sema *S, AstExpr *e) {
   AstExpr *x = e->args[0], *y = e->args[1];
   if (x->ty.rank != 2 || y->ty.rank != 2) {
@@ -1090,6 +1132,9 @@ static bool check_call(Sema *S, AstExpr *e) {
     return check_reduce(S, e);
   case BI_DOT:
     return check_dot(S, e);
+  case BI_SQUEEZE:
+  case BI_EXPAND_DIMS:
+    return check_reshape(S, e);
   case BI_TRANS: {
     AstExpr *x = e->args[0];
     if (x->ty.rank != 2) {

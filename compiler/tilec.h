@@ -172,6 +172,8 @@ enum {
   X(TIR_BCAST, "bcast", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
   X(TIR_CVT, "cvt", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                        \
   X(TIR_TRANS, "trans", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
+  /* same elements in the same order, size-1 dims inserted or removed */                \
+  X(TIR_RESHAPE, "reshape", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \

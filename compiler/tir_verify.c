@@ -197,6 +197,26 @@ static bool check_trans(Verifier *v) {
   return true;
 }
 
+/* RESHAPE only inserts or removes dims of size 1: the other dims are the same, in order. */
+static bool check_reshape(Verifier *v) {
+  const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
+  int i = 0, j = 0;
+  for (;; i++, j++) {
+    while (i < s->rank && s->dims[i] == 1)
+      i++;
+    while (j < d->rank && d->dims[j] == 1)
+      j++;
+    if (i == s->rank || j == d->rank || s->dims[i] != d->dims[j])
+      break;
+  }
+  if (s->elem != d->elem || i != s->rank || j != d->rank) {
+    char s0[96], s1[96];
+    type_str(s, s0, sizeof s0), type_str(d, s1, sizeof s1);
+    return fail(v, "reshape %s to %s does more than insert or remove dims of size 1", s0, s1);
+  }
+  return true;
+}
+
 static bool check_memory(Verifier *v) {
   const TirInst *in = v->in;
   const TirFunc *f = v->f;
@@ -313,6 +333,8 @@ static bool check_types(Verifier *v) {
     return true;
   case TIR_TRANS:
     return check_trans(v);
+  case TIR_RESHAPE:
+    return check_reshape(v);
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:
