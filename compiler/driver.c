@@ -197,15 +197,6 @@ static double run_input(double v, ElemType t) {
   return v;
 }
 
-/* Whether the kernel updates argument i atomically: then `tilec run` starts it at 0 rather
- * than NaN, since the kernel reads what is there. */
-static bool updated_atomically(const TirFunc *f, int i) {
-  for (int k = 0; k < f->ninsts; k++)
-    if ((f->insts[k].op == TIR_ATOMIC_ADD || f->insts[k].op == TIR_ATOMIC_MAX) && f->insts[k].arg_index == i)
-      return true;
-  return false;
-}
-
 static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   int64_t nan = 0;
@@ -346,7 +337,8 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
                              run_input_path(o, arg->name));
       continue;
     }
-    double poison = updated_atomically(f, i) ? 0 : NAN;
+    /* an atomic target starts at 0: the kernel adds to what is there */
+    double poison = tir_updates_atomically(f, i) ? 0 : NAN;
     for (int64_t e = 0; e < numel[i]; e++)
       elem_store(p, e, arg->elem, run_input(arg->is_out ? poison : run_random(&seed), arg->elem));
     if (!arg->is_out)

@@ -36,6 +36,13 @@ bool tir_inst_reads(const TirInst *in, int r) {
   return false;
 }
 
+bool tir_updates_atomically(const TirFunc *f, int arg) {
+  for (int i = 0; i < f->ninsts; i++)
+    if ((f->insts[i].op == TIR_ATOMIC_ADD || f->insts[i].op == TIR_ATOMIC_MAX) && f->insts[i].arg_index == arg)
+      return true;
+  return false;
+}
+
 TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc) {
   TirFunc *f = arena_alloc(a, sizeof *f);
   f->arena = a;
