@@ -3061,6 +3061,28 @@ static char *compile_once(TirFunc *f0, const NvptxOptions *o, Diag *d, int *smem
   return out;
 }
 
+/* The `.minnctapersm` hint (annotate_occupancy) is an estimate; where ptxas is at hand it has the
+ * last word: a hint under which ptxas spills is dropped, so ptxas picks the registers itself. The
+ * hint is a directive to ptxas only, so the PTX is otherwise the same. Without ptxas the estimate
+ * stays (TILEC_OCC_CHECK=0 skips the check, to compare). */
+static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
+  const char *check = getenv("TILEC_OCC_CHECK");
+  if (!strstr(ptx, ".minnctapersm") || (check && !strcmp(check, "0")))
+    return ptx;
+  const char *ptxas = ptxas_find(a);
+  if (!ptxas || ptxas_spill_bytes(a, ptxas, ptx, arch) <= 0)
+    return ptx;
+  char *line;
+  while ((line = strstr(ptx, ".minnctapersm"))) {
+    while (line > ptx && line[-1] != '\n')
+      line--;
+    char *end = strchr(line, '\n');
+    end = end ? end + 1 : line + strlen(line);
+    memmove(line, end, strlen(end) + 1);
+  }
+  return ptx;
+}
+
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
   if (smem_bytes_out)
     *smem_bytes_out = 0;
@@ -3073,7 +3095,7 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
     int retry = 0;
     char *out = compile_once(f, o, d, smem_bytes_out, cap, &retry);
     if (!retry)
-      return out;
+      return out && !o->dump_llvm ? drop_spilling_hint(f->arena, out, o->arch) : out;
     cap = retry;
   }
 }

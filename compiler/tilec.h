@@ -444,6 +444,12 @@ bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
 /* Pipelining on (TILEC_PIPELINE=0 turns it off, to compare). */
 bool tir_pipelining_enabled(void);
 
+/* common.c: ptxas where the user has it (TILEC_PTXAS, then PATH, then /usr/local/cuda/bin), or
+ * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (every entry point),
+ * or -1 when it cannot run or rejects the PTX. */
+const char *ptxas_find(Arena *a);
+long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch);
+
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
