@@ -827,6 +827,10 @@ static bool check_reshape(Sema *S, AstExpr *e) {
   }
   settle(x);
   int rank = x->ty.rank, hi = squeeze ? rank - 1 : rank;
+  if (squeeze && rank == 0) {
+    ERR(S, x->loc, "'squeeze' removes an axis of a tile; its operand is a scalar (%s)", tstr(S, &x->ty));
+    return false;
+  }
   int64_t axis = (int64_t)ax->cval;
   if (axis < 0 || axis > hi) {
     ERR(S, ax->loc, "'%s' axis %lld is out of range for %s (axis 0..%d)", e->name, (long long)axis,
