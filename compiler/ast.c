@@ -99,6 +99,12 @@ static const char *decl_kind_name(const AstDecl *d) {
 }
 
 /* One line per node: what it is, then ": type" and "= value" when constant. */
+/* Calls whose second argument is a folded axis (printed as axis=N, not as an operand). */
+static bool has_axis(const AstExpr *e) {
+  AstBuiltin b = e->builtin;
+  return (b >= BI_SUM && b <= BI_MIN) || b == BI_SQUEEZE || b == BI_EXPAND_DIMS;
+}
+
 static void print_expr(FILE *o, const AstExpr *e, int depth);
 
 static void print_type_suffix(FILE *o, const AstExpr *e) {
@@ -160,7 +166,7 @@ static void print_expr(FILE *o, const AstExpr *e, int depth) {
     break;
   case AST_CALL:
     fprintf(o, "call %s", e->name);
-    if (e->builtin >= BI_SUM && e->builtin <= BI_MIN)
+    if (has_axis(e))
       fprintf(o, " axis=%d", e->axis);
     break;
   case AST_SLICE:
@@ -178,7 +184,7 @@ static void print_expr(FILE *o, const AstExpr *e, int depth) {
     return; /* folded: the children add nothing */
   if (e->kind == AST_SLICE)
     print_slice_items(o, e, depth + 1);
-  if (e->kind == AST_CALL && (e->builtin >= BI_SUM && e->builtin <= BI_MIN)) {
+  if (e->kind == AST_CALL && has_axis(e)) {
     print_expr(o, e->args[0], depth + 1);
     return;
   }

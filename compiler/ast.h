@@ -60,8 +60,13 @@
  * size = the pinned value, start is NULL meaning 0). ty = the tile read (elem = the tensor's).
  * fill (for `fill(T[...], v)`: BI_FILL call whose args[0] is the slice) is in the call node.
  *
- * Builtins. AST_CALL has `builtin` (AstBuiltin) and args; for reductions `axis` holds the folded
- * axis (args[1] is its constant expression). AST_MEMBER is `st.max` / `st.sum` (member) on a
+ * Atomics. `atomic_add(T[...], v);` / `atomic_max(...)` exist only as the whole of an ST_EXPR:
+ * an AST_CALL whose args[0] is the AST_SLICE written (an `out` tensor) and args[1] the value,
+ * checked like ST_STORE's target and value (broadcast from args[1]->ty to the slice's ty, element
+ * types equal). The call's ty is the slice's; it has no value.
+ *
+ * Builtins. AST_CALL has `builtin` (AstBuiltin) and args; for reductions, squeeze and
+ * expand_dims `axis` holds the folded axis (args[1] is its constant expression). AST_MEMBER is `st.max` / `st.sum` (member) on a
  * DECL_SOFTMAX; AST_METHOD is `st.update(x)` / `st.finish(acc)` with one argument.
  * AST_BLOCK_ID is block.x/y/z (axis 0/1/2), an i32 scalar.
  */
@@ -142,7 +147,9 @@ typedef enum {
   X(BI_CDIV, "cdiv", 2, 2)                                                          \
   X(BI_ROW_INDEX, "row_index", 2, 2) X(BI_COL_INDEX, "col_index", 2, 2)             \
   X(BI_SUM, "sum", 2, 2) X(BI_MAX, "max", 2, 2) X(BI_MIN, "min", 2, 2)              \
-  X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)
+  X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)       \
+  X(BI_ATOMIC_ADD, "atomic_add", 2, 2) X(BI_ATOMIC_MAX, "atomic_max", 2, 2)       \
+  X(BI_SQUEEZE, "squeeze", 2, 2) X(BI_EXPAND_DIMS, "expand_dims", 2, 2)
 
 typedef enum {
 #define X(e, name, lo, hi) e,

@@ -2,8 +2,10 @@
 #include "tilec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- arena */
 
@@ -230,4 +232,48 @@ bool arch_from_name(const char *s, GpuArch *out) {
       return true;
     }
   return false;
+}
+
+/* ------------------------------------------------------------- ptxas */
+
+const char *ptxas_find(Arena *a) {
+  const char *env = getenv("TILEC_PTXAS");
+  if (env && *env)
+    return env;
+  const char *path = getenv("PATH");
+  char *copy = arena_strdup(a, path ? path : "");
+  for (char *dir = strtok(copy, ":"); dir; dir = strtok(NULL, ":")) {
+    char *cand = arena_printf(a, "%s/ptxas", dir);
+    if (access(cand, X_OK) == 0)
+      return cand;
+  }
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
+}
+
+long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch) {
+  const char *tmpdir = getenv("TMPDIR");
+  char *path = arena_printf(a, "%s/tilec-spill-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = mkstemp(path);
+  FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!fp) {
+    if (fd >= 0)
+      close(fd), unlink(path);
+    return -1;
+  }
+  bool wrote = fputs(ptx, fp) >= 0;
+  wrote &= fclose(fp) == 0;
+  /* the paths are ours or the user's own TILEC_PTXAS; quoted for the shell */
+  char *cmd = arena_printf(a, "'%s' -arch=%s -v '%s' -o /dev/null 2>&1", ptxas, arch_name(arch), path);
+  FILE *p = wrote ? popen(cmd, "r") : NULL;
+  long spill = 0;
+  char line[512];
+  while (p && fgets(line, sizeof line, p)) {
+    long frame, st, ld;
+    if (sscanf(line, "%ld bytes stack frame, %ld bytes spill stores, %ld bytes spill loads", &frame, &st,
+               &ld) == 3)
+      spill += st + ld;
+  }
+  int rc = p ? pclose(p) : -1;
+  unlink(path);
+  return rc == 0 ? spill : -1;
 }

@@ -411,8 +411,10 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
                              run_input_path(o, arg->name));
       continue;
     }
+    /* an atomic target starts at 0: the kernel adds to what is there */
+    double poison = tir_updates_atomically(f, i) ? 0 : NAN;
     for (int64_t e = 0; e < numel[i]; e++)
-      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? NAN : run_random(&seed), arg->elem));
+      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? poison : run_random(&seed), arg->elem));
     if (!arg->is_out)
       sources = arena_printf(a, "%s%s%s random", sources, *sources ? ", " : "", arg->name);
   }

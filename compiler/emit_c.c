@@ -987,20 +987,6 @@ static void put_meta_comment(FILE *fp, const char *ptx, const char *kernel) {
 
 /* ---------------------------------------------------------------- ptxas */
 
-static const char *find_ptxas(Arena *a) {
-  const char *env = getenv("TILEC_PTXAS");
-  if (env && *env)
-    return env;
-  const char *path = getenv("PATH");
-  char *copy = arena_strdup(a, path ? path : "");
-  for (char *dir = strtok(copy, ":"); dir; dir = strtok(NULL, ":")) {
-    char *cand = arena_printf(a, "%s/ptxas", dir);
-    if (access(cand, X_OK) == 0)
-      return cand;
-  }
-  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
-}
-
 /* Assembles ptx for arch with ptxas; the cubin bytes come back arena-allocated. */
 static bool run_ptxas(Arena *a, const char *ptxas, const char *ptx, GpuArch arch,
                       unsigned char **out, size_t *size, Diag *d) {
@@ -1240,7 +1226,7 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
     return false;
   tilert_kernel_info *k = arena_alloc(a, sizeof *k), *other = arena_alloc(a, sizeof *other);
   Image *im = arena_alloc(a, sizeof *im * (size_t)narchs);
-  const char *ptxas = cubin ? find_ptxas(a) : NULL;
+  const char *ptxas = cubin ? ptxas_find(a) : NULL;
   if (cubin && !ptxas)
     diag_plain(d, DIAG_WARNING, "--cubin: no ptxas found (PATH, TILEC_PTXAS, "
                                 "/usr/local/cuda/bin): embedding PTX only");

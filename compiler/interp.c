@@ -351,7 +351,21 @@ static void tensor_put(ElemType t, void *data, int64_t off, const void *tile, in
   elem_store(data, off, t, v);
 }
 
-/* LOAD and STORE walk the addressed box in row-major order; scalar indices have extent 1, so
+/* An atomic update of tensor element off with tile element k, done alone (the interpreter runs
+ * one block at a time): floats in f32, rounded once to the tensor's type; i32 wraps. */
+static void tensor_update(TirOp op, ElemType t, void *data, int64_t off, const void *tile, int64_t k) {
+  double old = elem_load(data, off, t);
+  if (t == TY_I32) {
+    int32_t x = (int32_t)old, y = ((const int32_t *)tile)[k];
+    int32_t r = op == TIR_ATOMIC_ADD ? (int32_t)((uint32_t)x + (uint32_t)y) : x > y ? x : y;
+    elem_store(data, off, t, r);
+    return;
+  }
+  float x = (float)old, y = ((const float *)tile)[k];
+  elem_store(data, off, t, op == TIR_ATOMIC_ADD ? x + y : fmaxf(x, y));
+}
+
+/* LOAD, STORE and the atomics walk the addressed box in row-major order; scalar indices have extent 1, so
  * the walk order is the tile's element order. */
 static void memory_exec(Machine *m, const TirInst *in) {
   const TirArg *a = &m->f->args[in->arg_index];
@@ -388,8 +402,10 @@ static void memory_exec(Machine *m, const TirInst *in) {
               ((float *)tile)[k] = (float)elem_load(t->data, off, a->elem);
             else
               ((int32_t *)tile)[k] = (int32_t)elem_load(t->data, off, a->elem);
-          } else if (ok) {
+          } else if (ok && in->op == TIR_STORE) {
             tensor_put(a->elem, t->data, off, tile, k);
+          } else if (ok) {
+            tensor_update(in->op, a->elem, t->data, off, tile, k);
           }
         }
       }
@@ -481,7 +497,12 @@ static bool inst_exec(Machine *m, const TirInst *in) {
   switch (in->op) {
   case TIR_LOAD:
   case TIR_STORE:
+  case TIR_ATOMIC_ADD:
+  case TIR_ATOMIC_MAX:
     memory_exec(m, in);
+    return true;
+  case TIR_RESHAPE: /* tiles are flat row-major arrays: the elements do not move */
+    memmove(m->regs[in->dst], m->regs[in->args[0]], (size_t)tile_numel(rtype(m, in->dst)) * 4);
     return true;
   case TIR_BCAST:
   case TIR_TRANS:

@@ -531,9 +531,12 @@ static LLVMValueRef *vals_new(Cg *g, int n) {
 /* -------------------------------------------------- layout conversion */
 
 /* Coordinate maps from a destination tile to the source tile it reads. */
-typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS } MapKind;
+typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS, MAP_RESHAPE } MapKind;
 
 static uint32_t map_flat(MapKind k, const Layout *dst, const Layout *src, uint32_t f) {
+  /* Dims of size 1 (padded: 1 too) add no bits: both tiles number their elements alike. */
+  if (k == MAP_RESHAPE)
+    return f;
   int32_t dc[TILE_MAX_RANK] = {0}, sc[TILE_MAX_RANK] = {0};
   layout_coord(dst->rank, dst->shape, f, dc);
   if (k == MAP_TRANS) {
@@ -820,7 +823,8 @@ static void lower_copyish(Cg *g, const TirInst *in) {
     return; /* read in place by its users */
   LLVMValueRef *sv = vals_new(g, s->n), *out = vals_new(g, d->n);
   get_tile(g, src, sv);
-  convert(g, s->lay, e, sv, d->lay, in->op == TIR_TRANS ? MAP_TRANS : MAP_BCAST, out);
+  MapKind k = in->op == TIR_TRANS ? MAP_TRANS : in->op == TIR_RESHAPE ? MAP_RESHAPE : MAP_BCAST;
+  convert(g, s->lay, e, sv, d->lay, k, out);
   put_tile(g, dst, out);
 }
 
@@ -2124,6 +2128,41 @@ static void lower_store(Cg *g, const TirInst *in) {
   end_if(g, wj);
 }
 
+/* ATOMIC_ADD / ATOMIC_MAX: one relaxed read-modify-write per element, masked like a store, by
+ * the one thread that writes it (layout_writer) and never for a register replica, so each element
+ * is combined exactly once. The result is unused: ptxas turns it into red.global. LLVM expands
+ * what the arch lacks (bf16 add before sm_90, f32 max) into a compare-and-swap loop. */
+static void lower_atomic(Cg *g, const TirInst *in) {
+  int src = in->args[0];
+  const TileType *tt = rtype(g, src);
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = tt->elem;
+  int n = g->tiles[src].n;
+  uint32_t replica = layout_zero_mask(L, LAY_REG);
+  LLVMAtomicRMWBinOp op = in->op == TIR_ATOMIC_ADD ? (e == TY_I32 ? LLVMAtomicRMWBinOpAdd : LLVMAtomicRMWBinOpFAdd)
+                                                   : (e == TY_I32 ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpFMax);
+  LLVMValueRef *v = vals_new(g, n);
+  get_tile(g, src, v);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r++) {
+    if ((uint32_t)r & replica)
+      continue;
+    LLVMValueRef off, ok;
+    access_elem(g, in, &ac, tt, L, lw, r, 1, &off, &ok);
+    LLVMBasicBlockRef then = new_bb(g, "atom"), join = new_bb(g, "atom.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMBuildAtomicRMW(g->b, op, gaddr(g, in->arg_index, e, off), to_mem(g, e, v[r]),
+                       LLVMAtomicOrderingMonotonic, 0);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+  }
+  end_if(g, wj);
+}
+
 /* ---------------------------------------------------- control flow */
 
 static void lower_marker(Cg *g, const TirInst *in) {
@@ -2245,13 +2284,16 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_BLOCK_ID:
     case TIR_IOTA: lower_leaf(g, in); break;
     case TIR_BCAST:
-    case TIR_TRANS: lower_copyish(g, in); break;
+    case TIR_TRANS:
+    case TIR_RESHAPE: lower_copyish(g, in); break;
     case TIR_REDUCE_SUM:
     case TIR_REDUCE_MAX:
     case TIR_REDUCE_MIN: lower_reduce(g, in); break;
     case TIR_DOT: lower_dot(g, in); break;
     case TIR_LOAD: lower_load(g, in); break;
     case TIR_STORE: lower_store(g, in); break;
+    case TIR_ATOMIC_ADD:
+    case TIR_ATOMIC_MAX: lower_atomic(g, in); break;
     case TIR_PIPE_WAIT:
     case TIR_PIPE_RELEASE: lower_pipe_sync(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
@@ -3088,6 +3130,28 @@ static char *compile_once(TirFunc *f0, const NvptxOptions *o, Diag *d, int *smem
   return out;
 }
 
+/* The `.minnctapersm` hint (annotate_occupancy) is an estimate; where ptxas is at hand it has the
+ * last word: a hint under which ptxas spills is dropped, so ptxas picks the registers itself. The
+ * hint is a directive to ptxas only, so the PTX is otherwise the same. Without ptxas the estimate
+ * stays (TILEC_OCC_CHECK=0 skips the check, to compare). */
+static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
+  const char *check = getenv("TILEC_OCC_CHECK");
+  if (!strstr(ptx, ".minnctapersm") || (check && !strcmp(check, "0")))
+    return ptx;
+  const char *ptxas = ptxas_find(a);
+  if (!ptxas || ptxas_spill_bytes(a, ptxas, ptx, arch) <= 0)
+    return ptx;
+  char *line;
+  while ((line = strstr(ptx, ".minnctapersm"))) {
+    while (line > ptx && line[-1] != '\n')
+      line--;
+    char *end = strchr(line, '\n');
+    end = end ? end + 1 : line + strlen(line);
+    memmove(line, end, strlen(end) + 1);
+  }
+  return ptx;
+}
+
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
   if (smem_bytes_out)
     *smem_bytes_out = 0;
@@ -3100,7 +3164,7 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
     int retry = 0;
     char *out = compile_once(f, o, d, smem_bytes_out, cap, &retry);
     if (!retry)
-      return out;
+      return out && !o->dump_llvm ? drop_spilling_hint(f->arena, out, o->arch) : out;
     cap = retry;
   }
 }

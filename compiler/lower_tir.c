@@ -294,6 +294,11 @@ static int lower_call(Lower *L, const AstExpr *e) {
     int x = lower_expr(L, e->args[0]);
     return x < 0 ? -1 : emit1(L, TIR_TRANS, e->ty, x, e->loc);
   }
+  case BI_SQUEEZE:
+  case BI_EXPAND_DIMS: {
+    int x = lower_expr(L, e->args[0]);
+    return x < 0 ? -1 : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
+  }
   case BI_FILL: {
     const AstExpr *v = e->args[1];
     if (e->args[0]->kind != AST_SLICE || !v->is_const)
@@ -501,8 +506,8 @@ static void lower_assign(Lower *L, const AstStmt *s) {
   in->args[1] = x;
 }
 
-static void lower_store(Lower *L, const AstStmt *s) {
-  const AstExpr *tg = s->target;
+/* A store or an atomic update (op) of tensor slice tg with value. */
+static void lower_write(Lower *L, TirOp op, const AstExpr *tg, const AstExpr *value, SrcLoc loc) {
   int starts[TILE_MAX_RANK];
   for (int i = 0; i < tg->nitems; i++) {
     const AstSliceItem *it = &tg->items[i];
@@ -511,10 +516,10 @@ static void lower_store(Lower *L, const AstStmt *s) {
     if (starts[i] < 0)
       return;
   }
-  int v = operand(L, s->value, with_elem(tg->ty, tg->ty.elem));
+  int v = operand(L, value, with_elem(tg->ty, tg->ty.elem));
   if (v < 0)
     return;
-  TirInst *in = tir_emit(L->f, TIR_STORE, s->loc);
+  TirInst *in = tir_emit(L->f, op, loc);
   in->arg_index = tg->decl->index;
   in->args[0] = v;
   for (int i = 0; i < tg->nitems; i++) {
@@ -572,16 +577,25 @@ static void lower_softmax_decl(Lower *L, const AstStmt *s) {
   in->dst = st->l, in->imm = 0;
 }
 
+/* An expression statement: an atomic update, or a value computed for its effect (st.update). */
+static void lower_expr_stmt(Lower *L, const AstExpr *e) {
+  if (e->kind == AST_CALL && (e->builtin == BI_ATOMIC_ADD || e->builtin == BI_ATOMIC_MAX))
+    lower_write(L, e->builtin == BI_ATOMIC_ADD ? TIR_ATOMIC_ADD : TIR_ATOMIC_MAX, e->args[0], e->args[1],
+                e->loc);
+  else
+    lower_expr(L, e);
+}
+
 static void lower_stmt(Lower *L, const AstStmt *s) {
   switch (s->kind) {
   case ST_BLOCK: lower_stmts(L, s->body); break;
   case ST_VAR: lower_var(L, s); break;
   case ST_ASSIGN: lower_assign(L, s); break;
-  case ST_STORE: lower_store(L, s); break;
+  case ST_STORE: lower_write(L, TIR_STORE, s->target, s->value, s->loc); break;
   case ST_FOR: lower_for(L, s); break;
   case ST_IF: lower_if(L, s); break;
   case ST_SOFTMAX: lower_softmax_decl(L, s); break;
-  case ST_EXPR: lower_expr(L, s->value); break;
+  case ST_EXPR: lower_expr_stmt(L, s->value); break;
   case ST_REQUIRE: break; /* launch-time, in TirFunc.requires */
   }
 }

@@ -66,6 +66,7 @@ typedef struct Sema {
   const AstExpr *shared_load; /* the value of the `shared` variable being checked: loaded
                                  straight into shared memory, never into registers */
   int depth;               /* statement nesting (require is top level only) */
+  const AstExpr *stmt_call; /* the call that is a whole expression statement (atomics) */
 } Sema;
 
 static void *grow(Arena *a, void *v, int n, int *cap, size_t elem) {
@@ -868,6 +869,52 @@ static bool check_reduce(Sema *S, AstExpr *e) {
   return true;
 }
 
+/* squeeze(x, axis) drops an axis of size 1; expand_dims(x, axis) inserts one before `axis`
+ * (0..rank). The elements and their order stay: only the shape is relabeled. */
+static bool check_reshape(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0], *ax = e->args[1];
+  bool squeeze = e->builtin == BI_SQUEEZE;
+  if (!ax->is_const || ax->ty.elem != TY_I32 || ax->ty.rank != 0) {
+    ERR(S, ax->loc, "the axis of '%s' must be a compile-time integer", e->name);
+    return false;
+  }
+  settle(x);
+  int rank = x->ty.rank, hi = squeeze ? rank - 1 : rank;
+  if (squeeze && rank == 0) {
+    ERR(S, x->loc, "'squeeze' removes an axis of a tile; its operand is a scalar (%s)", tstr(S, &x->ty));
+    return false;
+  }
+  int64_t axis = (int64_t)ax->cval;
+  if (axis < 0 || axis > hi) {
+    ERR(S, ax->loc, "'%s' axis %lld is out of range for %s (axis 0..%d)", e->name, (long long)axis,
+        tstr(S, &x->ty), hi);
+    return false;
+  }
+  if (squeeze && x->ty.dims[axis] != 1) {
+    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (reduce "
+        "it first, e.g. sum(x, %lld))", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
+        (long long)axis);
+    return false;
+  }
+  if (!squeeze && rank == TILE_MAX_RANK) {
+    ERR(S, x->loc, "'expand_dims' would give %s a fifth dimension (tiles have rank 4 at most)",
+        tstr(S, &x->ty));
+    return false;
+  }
+  e->axis = (int)axis;
+  e->ty = (TileType){.elem = x->ty.elem, .rank = squeeze ? rank - 1 : rank + 1};
+  for (int i = 0, j = 0; i < e->ty.rank; i++) {
+    if (!squeeze && i == axis) {
+      e->ty.dims[i] = 1;
+      continue;
+    }
+    if (squeeze && j == axis)
+      j++;
+    e->ty.dims[i] = x->ty.dims[j++];
+  }
+  return true;
+}
+
 static bool check_dot(Sema *S, AstExpr *e) {
   AstExpr *x = e->args[0], *y = e->args[1];
   if (x->ty.rank != 2 || y->ty.rank != 2) {
@@ -1018,6 +1065,43 @@ static bool check_fill(Sema *S, AstExpr *e) {
 }
 
 static bool resolve_elem(Sema *S, const char *name, SrcLoc loc, ElemType *out);
+static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what, const char *name);
+
+/* `atomic_add(T[...], v);` and `atomic_max(T[...], v);`: a store that combines with what is
+ * there, so only as a statement, to an `out` tensor, of a type the hardware updates in place. */
+static bool check_atomic(Sema *S, AstExpr *e) {
+  AstExpr *sl = e->args[0], *v = e->args[1];
+  /* Both operands first, so their names count as used whatever is wrong here. */
+  bool ok = sl->kind == AST_SLICE ? check_slice(S, sl, true) : check_expr(S, sl);
+  ok &= check_expr(S, v);
+  if (S->stmt_call != e) {
+    ERR(S, e->loc, "'%s' updates memory and has no value; use it as a statement: %s(T[...], "
+        "value);", e->name, e->name);
+    return false;
+  }
+  if (sl->kind != AST_SLICE) {
+    ERR(S, sl->loc, "the first argument of '%s' must be a tensor slice (%s(T[...], value))",
+        e->name, e->name);
+    return false;
+  }
+  if (!ok)
+    return false;
+  const AstArg *arg = &S->k->args[sl->decl->index];
+  if (!arg->is_out) {
+    ERR(S, sl->name_loc, "'%s' writes to '%s', which is not declared 'out'", e->name, sl->name);
+    NOTE(S, arg->loc, "declare it as '%s: out %s[...]'", sl->name, elem_name(arg->elem));
+    return false;
+  }
+  ElemType t = arg->elem;
+  bool is_add = e->builtin == BI_ATOMIC_ADD;
+  if (t == TY_BOOL || (!is_add && t != TY_I32 && t != TY_F32)) {
+    ERR(S, sl->name_loc, "'%s' takes %s tensors; '%s' holds %s", e->name,
+        is_add ? "f32, f16, bf16 or i32" : "f32 or i32", sl->name, elem_name(t));
+    return false;
+  }
+  e->ty = sl->ty;
+  return check_write(S, v, &sl->ty, "tensor", sl->name);
+}
 
 /* `to(T, x)`: T is an element type name or a type parameter. The node becomes the concrete cast
  * (to_f32, to_f16, to_bf16, to_i32) so nothing after sema sees a type name. */
@@ -1074,6 +1158,8 @@ static bool check_call(Sema *S, AstExpr *e) {
   }
   if (b == BI_FILL)
     return check_fill(S, e);
+  if (b == BI_ATOMIC_ADD || b == BI_ATOMIC_MAX)
+    return check_atomic(S, e);
   if (b == BI_TO) {
     if (!check_to(S, e))
       return false;
@@ -1105,6 +1191,9 @@ static bool check_call(Sema *S, AstExpr *e) {
     return check_reduce(S, e);
   case BI_DOT:
     return check_dot(S, e);
+  case BI_SQUEEZE:
+  case BI_EXPAND_DIMS:
+    return check_reshape(S, e);
   case BI_TRANS: {
     AstExpr *x = e->args[0];
     if (x->ty.rank != 2) {
@@ -1572,9 +1661,13 @@ static void check_stmt(Sema *S, AstStmt *s) {
   case ST_REQUIRE: check_require(S, s); return;
   case ST_SOFTMAX: check_softmax(S, s); return;
   case ST_EXPR:
+    S->stmt_call = s->value;
     if (!check_expr(S, s->value))
       return;
     settle(s->value);
+    if (s->value->kind == AST_CALL &&
+        (s->value->builtin == BI_ATOMIC_ADD || s->value->builtin == BI_ATOMIC_MAX))
+      return;
     if (!(s->value->kind == AST_METHOD && s->value->method == METHOD_UPDATE))
       WARN(S, s->value->loc, "expression result unused");
     return;

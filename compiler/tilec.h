@@ -189,6 +189,8 @@ enum {
   X(TIR_BCAST, "bcast", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
   X(TIR_CVT, "cvt", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                        \
   X(TIR_TRANS, "trans", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
+  /* same elements in the same order, size-1 dims inserted or removed */                \
+  X(TIR_RESHAPE, "reshape", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
@@ -227,6 +229,9 @@ enum {
   /* global memory */                                                                  \
   X(TIR_LOAD, "load", -1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                     \
   X(TIR_STORE, "store", -1, OPF_SIDEFX | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)      \
+  /* read-modify-write of each in-range element, addressed like STORE (args[0] the value) */ \
+  X(TIR_ATOMIC_ADD, "atomic_add", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
+  X(TIR_ATOMIC_MAX, "atomic_max", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
   /* structured control flow */                                                        \
   X(TIR_FOR, "for", 3, OPF_MARKER | OPF_SIDEFX)                                        \
   X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
@@ -243,6 +248,13 @@ typedef enum {
 #undef X
   TIR_OP_COUNT
 } TirOp;
+
+/* Ops that address a tensor argument with TirInst.index (LOAD, STORE, the atomics), and those
+ * of them that write it (the value is args[0]; no result register). */
+static inline bool tir_op_addresses(TirOp op) {
+  return op == TIR_LOAD || op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX;
+}
+static inline bool tir_op_writes_tensor(TirOp op) { return op != TIR_LOAD && tir_op_addresses(op); }
 
 typedef struct TirOpInfo {
   const char *name;
@@ -330,6 +342,7 @@ TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc);
 int tir_new_reg(TirFunc *f, TileType type, const char *name);
 TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initialised to -1 */
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
+bool tir_updates_atomically(const TirFunc *f, int arg); /* an ATOMIC_* writes argument arg */
 void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
 /* Checks every structural and typing rule; reports through d (with locations) and returns
  * false on the first broken rule. `stage` names the pass that ran before, for the message. */
@@ -451,6 +464,12 @@ void tir_print_schedule(FILE *out, const TirFunc *f);
 bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
 /* Pipelining on (TILEC_PIPELINE=0 turns it off, to compare). */
 bool tir_pipelining_enabled(void);
+
+/* common.c: ptxas where the user has it (TILEC_PTXAS, then PATH, then /usr/local/cuda/bin), or
+ * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (every entry point),
+ * or -1 when it cannot run or rejects the PTX. */
+const char *ptxas_find(Arena *a);
+long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch);
 
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */

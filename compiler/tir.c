@@ -29,10 +29,17 @@ bool tir_inst_reads(const TirInst *in, int r) {
   for (int i = 0; i < 3; i++)
     if (in->args[i] == r)
       return true;
-  if (in->op == TIR_LOAD || in->op == TIR_STORE)
+  if (tir_op_addresses(in->op))
     for (int d = 0; d < TILE_MAX_RANK; d++)
       if (in->index[d].start == r)
         return true;
+  return false;
+}
+
+bool tir_updates_atomically(const TirFunc *f, int arg) {
+  for (int i = 0; i < f->ninsts; i++)
+    if ((f->insts[i].op == TIR_ATOMIC_ADD || f->insts[i].op == TIR_ATOMIC_MAX) && f->insts[i].arg_index == arg)
+      return true;
   return false;
 }
 

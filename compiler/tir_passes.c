@@ -184,7 +184,7 @@ static void mark_used(const TirFunc *f, bool *used) {
     for (int a = 0; a < 3; a++)
       if (in->args[a] >= 0)
         used[in->args[a]] = true;
-    if (in->op == TIR_LOAD || in->op == TIR_STORE)
+    if (tir_op_addresses(in->op))
       for (int d = 0; d < TILE_MAX_RANK; d++)
         if (in->index[d].start >= 0)
           used[in->index[d].start] = true;

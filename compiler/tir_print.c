@@ -121,6 +121,8 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
     break;
   case TIR_STORE:
+  case TIR_ATOMIC_ADD:
+  case TIR_ATOMIC_MAX:
     fputc(' ', out);
     print_address(out, f, in);
     fputs(", ", out);

@@ -67,7 +67,7 @@ static bool check_regs(Verifier *v) {
 static bool check_operands(Verifier *v) {
   const TirInst *in = v->in;
   const TirOpInfo *info = &tir_op_info[in->op];
-  int n = in->op == TIR_STORE ? 1 : info->nargs < 0 ? 0 : info->nargs;
+  int n = tir_op_writes_tensor(in->op) ? 1 : info->nargs < 0 ? 0 : info->nargs;
   for (int i = 0; i < 3; i++) {
     int r = in->args[i];
     if (i >= n) {
@@ -81,7 +81,7 @@ static bool check_operands(Verifier *v) {
       return fail(v, "operand %d (register %d) is read before any write", i, r);
   }
   bool sync = in->op == TIR_PIPE_WAIT || in->op == TIR_PIPE_RELEASE;
-  bool wants_dst = in->op != TIR_STORE && !sync && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
+  bool wants_dst = !tir_op_writes_tensor(in->op) && !sync && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
   if (wants_dst && (in->dst < 0 || in->dst >= v->f->nregs))
     return fail(v, "result register %d out of range (%d registers)", in->dst, v->f->nregs);
   if (!wants_dst && in->dst != -1)
@@ -197,14 +197,37 @@ static bool check_trans(Verifier *v) {
   return true;
 }
 
+/* RESHAPE only inserts or removes dims of size 1: the other dims are the same, in order. */
+static bool check_reshape(Verifier *v) {
+  const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
+  int i = 0, j = 0;
+  for (;; i++, j++) {
+    while (i < s->rank && s->dims[i] == 1)
+      i++;
+    while (j < d->rank && d->dims[j] == 1)
+      j++;
+    if (i == s->rank || j == d->rank || s->dims[i] != d->dims[j])
+      break;
+  }
+  if (s->elem != d->elem || i != s->rank || j != d->rank) {
+    char s0[96], s1[96];
+    type_str(s, s0, sizeof s0), type_str(d, s1, sizeof s1);
+    return fail(v, "reshape %s to %s does more than insert or remove dims of size 1", s0, s1);
+  }
+  return true;
+}
+
 static bool check_memory(Verifier *v) {
   const TirInst *in = v->in;
   const TirFunc *f = v->f;
   if (in->arg_index < 0 || in->arg_index >= f->nargs || f->args[in->arg_index].kind != ARG_TENSOR)
     return fail(v, "argument %d is not a tensor argument", in->arg_index);
   const TirArg *a = &f->args[in->arg_index];
-  if (in->op == TIR_STORE && !a->is_out)
-    return fail(v, "store to %s, which is not an out tensor", a->name);
+  if (tir_op_writes_tensor(in->op) && !a->is_out)
+    return fail(v, "%s to %s, which is not an out tensor", tir_op_info[in->op].name, a->name);
+  if ((in->op == TIR_ATOMIC_ADD && a->elem == TY_BOOL) ||
+      (in->op == TIR_ATOMIC_MAX && a->elem != TY_I32 && a->elem != TY_F32))
+    return fail(v, "%s on %s elements", tir_op_info[in->op].name, elem_name(a->elem));
   TileType want = {.elem = a->elem};
   for (int d = 0; d < TILE_MAX_RANK; d++) {
     const TirIndex *ix = &in->index[d];
@@ -310,6 +333,8 @@ static bool check_types(Verifier *v) {
     return true;
   case TIR_TRANS:
     return check_trans(v);
+  case TIR_RESHAPE:
+    return check_reshape(v);
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:
@@ -323,6 +348,8 @@ static bool check_types(Verifier *v) {
     return true;
   case TIR_LOAD:
   case TIR_STORE:
+  case TIR_ATOMIC_ADD:
+  case TIR_ATOMIC_MAX:
     return check_memory(v);
   default:
     return check_leaf(v);

@@ -18,6 +18,10 @@ void ref_softmax(int64_t M, int64_t N, const double *x, double *y);
 /* y = x / sqrt(mean(x^2) + eps) * w; x, y: [M, N]; w: [N] */
 void ref_rmsnorm(int64_t M, int64_t N, const double *x, const double *w, double eps, double *y);
 
+/* The gradients of y = rmsnorm(x) * w given dy: dx: [M, N]; dw: [N] (summed over the rows) */
+void ref_rmsnorm_backward(int64_t M, int64_t N, const double *x, const double *w, const double *dy,
+                          double eps, double *dx, double *dw);
+
 /* h = x + r (the new residual, written to h); y = rmsnorm(h) * w */
 void ref_add_rmsnorm(int64_t M, int64_t N, const double *x, const double *r, const double *w,
                      double eps, double *h, double *y);

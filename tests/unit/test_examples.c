@@ -22,6 +22,7 @@
 #include "../ref/gemm.c"
 #include "../ref/layernorm.c"
 #include "../ref/rmsnorm.c"
+#include "../ref/rmsnorm_backward.c"
 #include "../ref/softmax.c"
 #include "../ref/vadd.c"
 
@@ -380,6 +381,33 @@ Test(examples, add_rmsnorm) {
   run_norm(NORM_ADD_RMS, 4, 1000, NULL);
   run_norm(NORM_ADD_RMS, 3, 1, NULL);
   run_norm(NORM_ADD_RMS, 5, 17, NULL);
+}
+
+/* dW is summed across blocks with atomic_add: it starts at 0 (not poisoned); dX is poisoned. */
+static void run_rmsnorm_backward(int64_t M, int64_t N, const char **defs) {
+  Kernel k = compile("rmsnorm_backward", defs);
+  ElemType et = k.f->args[0].elem;
+  double eps = 1e-5;
+  Buf x = buf_random(et, M * N, -2, 2), w = buf_random(et, N, 0.5, 1.5), dy = buf_random(et, M * N, -1, 1);
+  Buf dx = buf_poisoned(et, M * N), dw = buf_new(TY_F32, N);
+  Launch l = {.tensors = {&x, &w, &dy, &dx, &dw}, .shapes = {{M, N}, {N}, {M, N}, {M, N}, {N}},
+              .scalars = {eps}};
+  launch(&k, &l);
+  double *rdx = malloc(sizeof(double) * (size_t)(M * N)), *rdw = malloc(sizeof(double) * (size_t)N);
+  ref_rmsnorm_backward(M, N, x.val, w.val, dy.val, eps, rdx, rdw);
+  check_close("rmsnorm_backward dX", &dx, rdx);
+  check_close("rmsnorm_backward dW", &dw, rdw);
+  free(rdx), free(rdw), buf_free(&x), buf_free(&w), buf_free(&dy), buf_free(&dx), buf_free(&dw);
+  kernel_free(&k);
+}
+
+Test(examples, rmsnorm_backward) {
+  run_rmsnorm_backward(37, 1000, NULL); /* 3 blocks of 16 rows, the last one short */
+  run_rmsnorm_backward(1, 1, NULL);
+  const char *small[] = {"BLOCK=32", "ROWS=4", "CHUNK=2", "WARPS=1", NULL};
+  run_rmsnorm_backward(9, 17, small);
+  const char *bf[] = {"T=bf16", NULL};
+  run_rmsnorm_backward(5, 1000, bf);
 }
 
 Test(examples, layernorm) {
