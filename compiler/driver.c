@@ -87,12 +87,9 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
   return out_commit(&out, 1, ok, d) ? 0 : 1;
 }
 
+/* --emit=llvm|ptx: one module with every kernel of the file (each its own metadata block; the
+ * runtime picks one by name), or the one --kernel names. */
 static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
-  if (n != 1) {
-    diag_plain(d, DIAG_ERROR, "--emit=%s writes one kernel per file, and '%s' holds %d",
-               o->emit == EMIT_LLVM ? "llvm" : "ptx", o->input, n);
-    return 1;
-  }
   if (o->narchs > 1) {
     diag_plain(d, DIAG_ERROR, "--emit=%s takes one --arch (several are for --emit=c)",
                o->emit == EMIT_LLVM ? "llvm" : "ptx");
@@ -101,9 +98,12 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
   NvptxOptions no = {.arch = driver_arch(o), .opt_level = o->opt_level,
                      .dump_llvm = o->emit == EMIT_LLVM};
   int smem = 0;
-  char *text = nvptx_compile(funcs[0], &no, d, &smem);
-  if (!text || (o->emit == EMIT_PTX && !driver_check_meta(a, funcs[0], text, d)))
+  char *text = n == 1 ? nvptx_compile(funcs[0], &no, d, &smem) : nvptx_compile_module(funcs, n, &no, d);
+  if (!text)
     return 1;
+  for (int i = 0; i < n && o->emit == EMIT_PTX; i++)
+    if (!driver_check_meta(a, funcs[i], text, d))
+      return 1;
   const char *path = o->output ? o->output
                                : default_output(a, o->input, o->emit == EMIT_LLVM ? ".ll" : ".ptx");
   OutFile out;

@@ -3047,25 +3047,8 @@ static int build_kernel(Cg *g) {
   return g->failed ? -1 : smem;
 }
 
-/* One compilation with at most stage_cap pipeline stages per loop; *retry_cap > 0 afterwards
- * when the stages overflowed shared memory (nothing reported; compile again with that cap).
- * A schedule with warp specialization gives two entry points in one module: NAME (cp.async,
- * any view) and NAME__ws (TMA, picked by the runtime when the views allow it); when the latter
- * would not fit shared memory, only the first. */
-static char *compile_once(TirFunc *f0, const NvptxOptions *o, Diag *d, int *smem_bytes_out, int stage_cap,
-                          int *retry_cap) {
-  Cg cg = {.f = f0, .d = d, .o = o, .loc = f0->loc, .retry_cap = retry_cap};
-  Cg *g = &cg;
-  g->wgmma = o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f0);
-  if (!check_func(g) || !layout_assign_wgmma(f0, d, g->wgmma))
-    return NULL;
-  SchedOptions so = {.arch = o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap};
-  TirFunc *f = tir_schedule(f0, &so, d);
-  if (!f)
-    return NULL;
-  g->f = f;
-  g->sched = f->sched;
-  g->fn_name = f->name;
+/* The module's LLVM state in m (context, module, builders, types; every entry's Cg copies it). */
+static LLVMTargetMachineRef module_open(Cg *m, const NvptxOptions *o, Diag *d, const char *name) {
   targets_ready();
   LLVMTargetRef target;
   char *err = NULL;
@@ -3078,55 +3061,103 @@ static char *compile_once(TirFunc *f0, const NvptxOptions *o, Diag *d, int *smem
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, TRIPLE, arch_name(o->arch), "+ptx85",
                                                     LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                                     LLVMCodeModelDefault);
-  g->ctx = LLVMContextCreate();
-  g->mod = LLVMModuleCreateWithNameInContext(f->name, g->ctx);
-  LLVMSetTarget(g->mod, TRIPLE);
+  m->ctx = LLVMContextCreate();
+  m->mod = LLVMModuleCreateWithNameInContext(name, m->ctx);
+  LLVMSetTarget(m->mod, TRIPLE);
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  LLVMSetModuleDataLayout(g->mod, td);
+  LLVMSetModuleDataLayout(m->mod, td);
   LLVMDisposeTargetData(td);
-  g->b = LLVMCreateBuilderInContext(g->ctx);
-  g->eb = LLVMCreateBuilderInContext(g->ctx);
-  g->i1 = LLVMInt1TypeInContext(g->ctx);
-  g->i8 = LLVMInt8TypeInContext(g->ctx);
-  g->i16 = LLVMInt16TypeInContext(g->ctx);
-  g->i32 = LLVMInt32TypeInContext(g->ctx);
-  g->i64 = LLVMInt64TypeInContext(g->ctx);
-  g->f16 = LLVMHalfTypeInContext(g->ctx);
-  g->bf16 = LLVMBFloatTypeInContext(g->ctx);
-  g->f32 = LLVMFloatTypeInContext(g->ctx);
-  g->vd = LLVMVoidTypeInContext(g->ctx);
-  g->p0 = LLVMPointerTypeInContext(g->ctx, 0);
-  g->p1 = LLVMPointerTypeInContext(g->ctx, 1);
-  g->p3 = LLVMPointerTypeInContext(g->ctx, 3);
-  Cg ws = *g;
+  m->b = LLVMCreateBuilderInContext(m->ctx);
+  m->eb = LLVMCreateBuilderInContext(m->ctx);
+  m->i1 = LLVMInt1TypeInContext(m->ctx);
+  m->i8 = LLVMInt8TypeInContext(m->ctx);
+  m->i16 = LLVMInt16TypeInContext(m->ctx);
+  m->i32 = LLVMInt32TypeInContext(m->ctx);
+  m->i64 = LLVMInt64TypeInContext(m->ctx);
+  m->f16 = LLVMHalfTypeInContext(m->ctx);
+  m->bf16 = LLVMBFloatTypeInContext(m->ctx);
+  m->f32 = LLVMFloatTypeInContext(m->ctx);
+  m->vd = LLVMVoidTypeInContext(m->ctx);
+  m->p0 = LLVMPointerTypeInContext(m->ctx, 0);
+  m->p1 = LLVMPointerTypeInContext(m->ctx, 1);
+  m->p3 = LLVMPointerTypeInContext(m->ctx, 3);
+  return tm;
+}
+
+static void module_close(Cg *m, LLVMTargetMachineRef tm) {
+  LLVMDisposeBuilder(m->b);
+  LLVMDisposeBuilder(m->eb);
+  LLVMDisposeModule(m->mod);
+  LLVMContextDispose(m->ctx);
+  LLVMDisposeTargetMachine(tm);
+}
+
+/* Kernel f0's entry points in m's module: NAME (cp.async, any view) and, when the schedule has
+ * warp specialization, NAME__ws (TMA, picked by the runtime when the views allow it; left out when
+ * it would not fit shared memory). Appends their Cgs to gs and their metadata to *meta. False
+ * after an error, or with *retry_cap set (the stages overflowed shared memory: nothing reported). */
+static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, int *retry_cap, Cg **gs, int *ngs, const char **meta,
+                       int *smem_out) {
+  Cg *g = arena_alloc(f0->arena, sizeof *g);
+  *g = *m;
+  g->f = f0;
+  g->loc = f0->loc;
+  g->retry_cap = retry_cap;
+  g->wgmma = m->o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f0);
+  if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
+    return false;
+  SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap};
+  TirFunc *f = tir_schedule(f0, &so, g->d);
+  if (!f)
+    return false;
+  g->f = f;
+  g->sched = f->sched;
+  g->fn_name = f->name;
+  Cg *ws = arena_alloc(f0->arena, sizeof *ws);
+  *ws = *g;
   int smem = build_kernel(g), ws_smem = -1;
-  char *out = NULL;
-  if (smem >= 0 && f->sched->ws ) {
-    ws.ws = true;
-    ws.fn_name = arena_printf(f->arena, "%s__ws", f->name);
-    int ws_retry = 0;
-    ws.retry_cap = &ws_retry;
-    if (smem + 16 * f->sched->pipes[0].stages + 8 <= arch_smem_limit(o->arch))
-      ws_smem = build_kernel(&ws);
-    if (ws.failed && ws_retry) /* the mbarriers tipped it over after all */
+  if (smem >= 0 && f->sched->ws) {
+    ws->ws = true;
+    ws->fn_name = arena_printf(f->arena, "%s__ws", f->name);
+    int *ws_retry = arena_alloc(f->arena, sizeof *ws_retry);
+    ws->retry_cap = ws_retry;
+    if (smem + 16 * f->sched->pipes[0].stages + 8 <= arch_smem_limit(m->o->arch))
+      ws_smem = build_kernel(ws);
+    if (ws->failed && *ws_retry) /* the mbarriers tipped it over after all */
       cg_error(g, "internal error: the warp-specialized entry of %s does not fit shared memory", f->name);
-    if (ws.failed)
+    if (ws->failed)
       g->failed = true;
   }
-  if (!g->failed) {
-    Cg *gs[2] = {g, &ws};
-    const char *meta = meta_emit(f->arena, f, smem);
-    if (ws_smem >= 0)
-      meta = arena_printf(f->arena, "%s%s", meta, meta_emit_ws(f->arena, f, ws.fn_name, ws_smem));
-    out = emit(gs, ws_smem >= 0 ? 2 : 1, tm, meta);
-    if (out && smem_bytes_out)
-      *smem_bytes_out = smem;
+  if (g->failed)
+    return false;
+  gs[(*ngs)++] = g;
+  *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit(f->arena, f, smem));
+  if (ws_smem >= 0) {
+    gs[(*ngs)++] = ws;
+    *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit_ws(f->arena, f, ws->fn_name, ws_smem));
   }
-  LLVMDisposeBuilder(g->b);
-  LLVMDisposeBuilder(g->eb);
-  LLVMDisposeModule(g->mod);
-  LLVMContextDispose(g->ctx);
-  LLVMDisposeTargetMachine(tm);
+  if (smem_out)
+    *smem_out = smem;
+  return true;
+}
+
+/* One compilation of the n kernels into one module, kernel k with at most caps[k] pipeline
+ * stages per loop; *retry_cap > 0 afterwards when one's stages overflowed shared memory (nothing
+ * reported; compile that kernel again with that cap). */
+static char *compile_once(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
+                          int *retry_cap) {
+  Cg m = {.d = d, .o = o, .loc = fs[0]->loc};
+  LLVMTargetMachineRef tm = module_open(&m, o, d, fs[0]->name);
+  if (!tm)
+    return NULL;
+  Cg **gs = arena_alloc(fs[0]->arena, sizeof(Cg *) * (size_t)(2 * n + 1));
+  int ngs = 0;
+  const char *meta = "";
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++)
+    ok = module_add(&m, fs[k], caps[k], retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
+  char *out = ok ? emit(gs, ngs, tm, meta) : NULL;
+  module_close(&m, tm);
   return out;
 }
 
@@ -3162,9 +3193,36 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   int cap = 8; /* the language's largest pipeline depth */
   for (;;) {
     int retry = 0;
-    char *out = compile_once(f, o, d, smem_bytes_out, cap, &retry);
+    char *out = compile_once(&f, 1, &cap, o, d, smem_bytes_out, &retry);
     if (!retry)
       return out && !o->dump_llvm ? drop_spilling_hint(f->arena, out, o->arch) : out;
     cap = retry;
   }
+}
+
+char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) {
+  if (n < 1 || (unsigned)o->arch >= ARCH_COUNT) {
+    diag_plain(d, DIAG_ERROR, "internal error: a module of %d kernels for architecture %d", n, (int)o->arch);
+    return NULL;
+  }
+  /* Each kernel's stage count alone first (the retries of nvptx_compile), then the module. */
+  int *caps = arena_alloc(fs[0]->arena, sizeof(int) * (size_t)n);
+  for (int k = 0; k < n; k++) {
+    caps[k] = 8;
+    for (;;) {
+      int retry = 0;
+      if (!compile_once(&fs[k], 1, &caps[k], o, d, NULL, &retry) && !retry)
+        return NULL;
+      if (!retry)
+        break;
+      caps[k] = retry;
+    }
+  }
+  int retry = 0;
+  char *out = compile_once(fs, n, caps, o, d, NULL, &retry);
+  if (retry) {
+    diag_plain(d, DIAG_ERROR, "internal error: a kernel's shared memory changed in the module");
+    return NULL;
+  }
+  return out && !o->dump_llvm ? drop_spilling_hint(fs[0]->arena, out, o->arch) : out;
 }

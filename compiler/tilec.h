@@ -474,6 +474,9 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
+/* The n kernels of a file in one PTX module (one metadata block per kernel), each as
+ * nvptx_compile would make it. */
+char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d);
 
 /* ---------------------------------------------------------------- metadata
  *

@@ -73,5 +73,13 @@ done
 "$T" dsl/examples/gemm.tile --emit=schedule --arch=sm_80 -o "$W/s80" || bad "--emit=schedule --arch=sm_80 failed"
 grep -q "pipe_wait" "$W/s80" && ! grep -q "roles" "$W/s80" || bad "--emit=schedule (sm_80): $(tail -3 "$W/s80")"
 
+# a file of two kernels: one module with both (one metadata block each), or the one --kernel picks
+printf 'kernel add1(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (128)\n{\n  Y[block.x * 256 : +256] = X[block.x * 256 : +256] + 1.0;\n}\nkernel mul2(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (128)\n{\n  Y[block.x * 256 : +256] = X[block.x * 256 : +256] * 2.0;\n}\n' > "$W/two.tile"
+"$T" "$W/two.tile" -o "$W/two.ptx" || bad "--emit=ptx of two kernels failed"
+[ "$(grep -c '^// tilec: kernel ' "$W/two.ptx")" = 2 ] && [ "$(grep -c '^.visible .entry ' "$W/two.ptx")" = 2 ] ||
+  bad "two kernels: $(grep -E '^// tilec: kernel|^.visible .entry' "$W/two.ptx")"
+"$T" "$W/two.tile" --kernel mul2 -o "$W/one.ptx" && [ "$(grep -c '^.visible .entry ' "$W/one.ptx")" = 1 ] &&
+  grep -q '^.visible .entry mul2(' "$W/one.ptx" || bad "--kernel mul2 did not give mul2 alone"
+
 [ $fail = 0 ] && echo "check_cli: passed"
 exit $fail

@@ -366,3 +366,51 @@ Test(schedule, metadata_rejects_bad_ws_lines) {
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_assert_eq(k.ntmaps, 1);
 }
+
+/* Every kernel of a file in one module: each entry (with its warp-specialized twin) and its own
+ * metadata block, which the runtime finds by name. */
+Test(schedule, several_kernels_in_one_module) {
+  static const char src[] =
+      "kernel mm<BM = 128, BN = 256, BK = 64, WARPS = 8, STAGES = 4>(A: f16[M, K], B: f16[K, N], C: out f16[M, N])\n"
+      "  grid (cdiv(N, BN), cdiv(M, BM)) threads (WARPS * 32)\n"
+      "{\n"
+      "  let m0 = block.y * BM;\n"
+      "  let n0 = block.x * BN;\n"
+      "  reg acc: f32[BM, BN] = 0;\n"
+      "  for k0 in 0 .. K step BK pipeline STAGES {\n"
+      "    shared a = A[m0 : +BM, k0 : +BK];\n"
+      "    shared b = B[k0 : +BK, n0 : +BN];\n"
+      "    acc += dot(a, b);\n"
+      "  }\n"
+      "  C[m0 : +BM, n0 : +BN] = to_f16(acc);\n"
+      "}\n"
+      "kernel scale<BLOCK = 1024>(X: f16[N], Y: out f16[N], s: f32)\n"
+      "  grid (cdiv(N, BLOCK)) threads (128)\n"
+      "{\n"
+      "  let i0 = block.x * BLOCK;\n"
+      "  Y[i0 : +BLOCK] = to_f16(to_f32(X[i0 : +BLOCK]) * s);\n"
+      "}\n";
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int i = 0; i < 2; i++) {
+    Arena *a = arena_new();
+    Diag d;
+    TirFunc *fs[2];
+    fs[0] = source_tir(a, "two.tile", src, NULL, arches[i], &d);
+    fs[1] = source_tir_kernel(a, "two.tile", src, NULL, arches[i], 1, &d);
+    NvptxOptions o = {.arch = arches[i], .opt_level = 3};
+    char *ptx = nvptx_compile_module(fs, 2, &o, &d);
+    cr_assert(ptx);
+    cr_assert(ptx_entry(a, ptx, "mm") && ptx_entry(a, ptx, "scale"));
+    cr_assert_eq(ptx_entry(a, ptx, "mm__ws") != NULL, arches[i] == ARCH_SM90A);
+    tilert_kernel_info *k = arena_alloc(a, sizeof *k);
+    tilert_status st = tilert_parse_kernel_info_named(ptx, "scale", k);
+    cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+    cr_assert_eq(k->nargs, 3);
+    cr_assert_str_eq(k->ws_name, "", "scale has no ring");
+    st = tilert_parse_kernel_info_named(ptx, "mm", k);
+    cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+    cr_assert_str_eq(k->ws_name, arches[i] == ARCH_SM90A ? "mm__ws" : "");
+    ptxas_assert_clean(ptx, arches[i]);
+    arena_free(a);
+  }
+}

@@ -58,6 +58,11 @@ char *ptx_without_ws(Arena *a, const char *ptx) {
 }
 
 TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, Diag *d) {
+  return source_tir_kernel(a, path, text, defs, arch, 0, d);
+}
+
+TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, int index,
+                           Diag *d) {
   size_t len = strlen(text);
   SourceFile *src = arena_alloc(a, sizeof *src);
   *src = (SourceFile){path, arena_strndup(a, text, len), len};
@@ -70,7 +75,11 @@ TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **d
   }
   AstProgram *prog = parse_program(a, src, d);
   cr_assert(prog && sema_check(a, prog, dv, nd, arch, d));
-  TirFunc *f = lower_tir(a, prog->kernels, d);
+  AstKernel *k = prog->kernels;
+  for (int i = 0; i < index && k; i++)
+    k = k->next;
+  cr_assert(k, "%s has no kernel #%d", path, index);
+  TirFunc *f = lower_tir(a, k, d);
   cr_assert(f && tir_fold_constants(f, d) && tir_eliminate_dead(f, d));
   return f;
 }

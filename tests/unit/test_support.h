@@ -13,6 +13,9 @@ void ptxas_assert_clean(const char *ptx, GpuArch arch);
 /* Source text -> checked, folded TIR of its first kernel with -D defs ("NAME=VALUE", NULL-ended)
  * for arch; d reports to stderr. A Criterion assertion fails on any error. */
 TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, Diag *d);
+/* The same for the index-th kernel of the file (from 0). */
+TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, int index,
+                           Diag *d);
 /* The text of dsl/examples/NAME.tile (tests run from the repository root). */
 char *example_text(Arena *a, const char *name);
 
