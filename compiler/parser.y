@@ -31,6 +31,7 @@ typedef struct ParseCtx {
   SrcLoc last_loc;         /* the most recent token (the lookahead at an error) */
   SrcLoc last_end;         /* just past the most recent token */
   SrcLoc prev_end;         /* just past the token before it */
+  int last_tok, prev_tok;  /* the kinds of those two tokens (the lexer's numbering) */
   char last_text[48];      /* text of the most recent token (cut) */
   bool lex_eof_error;      /* the input ended early: inside a comment, or the scanner stopped
                               at too deep a nesting (already reported) */
@@ -619,6 +620,17 @@ static bool has_char_tok(const yysymbol_kind_t *v, int n, const char *name) {
 
 /* Messages: "expected ';' before X" (placed just after the previous token), "expected
  * expression before X", "expected A, B or C before X", or "unexpected X". */
+/* Python-style slices, the usual slip of a new user: `X[a : a + BN]` (an end, not a length) and
+ * `X[r, :HD]` (a prefix): a note with the form the language has. */
+static void slice_hint(ParseCtx *c, const yysymbol_kind_t *exp, int n, SrcLoc loc) {
+  if (n == 1 && has_char_tok(exp, n, "'+'"))
+    diag_report(c->diag, DIAG_NOTE, loc, "a range is written 'start : +size', with its length "
+                "(e.g. 'X[i0 : +BLOCK]'), not 'start : end'");
+  else if (c->prev_tok == ':' && has_char_tok(exp, n, "']'"))
+    diag_report(c->diag, DIAG_NOTE, loc, "':' alone takes the whole dimension; the first n "
+                "elements are '0 : +n'");
+}
+
 static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner) {
   ParseCtx *c = CTX;
   c->nerrors++;
@@ -655,6 +667,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner) {
         break;
     }
     diag_report(c->diag, DIAG_ERROR, loc, "expected %s before %s", list, found);
+    slice_hint(c, exp, n, loc);
   } else {
     diag_report(c->diag, DIAG_ERROR, loc, "unexpected %s", found);
   }
