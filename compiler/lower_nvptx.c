@@ -403,14 +403,13 @@ static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) 
   return (c & reach) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
 }
 
-static int vec_chunk(const Layout *l, ElemType e) { return layout_vec_chunk(l, e); }
 
 /* Writes a thread's register values into a buffer (row pitch in elements), vectorized per run. */
 static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch,
                       LLVMValueRef *vals) {
   LLVMValueRef lw = layout_lw(g, l);
   LLVMBasicBlockRef join = begin_if(g, layout_writer(g, l));
-  int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
+  int n = layout_nregs(l), ch = layout_vec_chunk(l, e), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
   for (int r = 0; r < n; r += ch) {
     LLVMValueRef idx = buf_index(g, l, lw, r, pitch);
@@ -430,7 +429,7 @@ static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int
 
 static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, LLVMValueRef *vals) {
   LLVMValueRef lw = layout_lw(g, l);
-  int n = layout_nregs(l), ch = vec_chunk(l, e), eb = elem_bytes(e);
+  int n = layout_nregs(l), ch = layout_vec_chunk(l, e), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
   for (int r = 0; r < n; r += ch) {
     LLVMValueRef idx = buf_index(g, l, lw, r, pitch);
@@ -1179,7 +1178,7 @@ static LLVMValueRef gaddr(Cg *g, int arg, ElemType e, LLVMValueRef off) {
 static int global_chunk(const TirInst *in, const TirArg *a, const Layout *L, ElemType e) {
   if (!in->index[a->rank - 1].is_range || e == TY_BOOL)
     return 1;
-  return vec_chunk(L, e);
+  return layout_vec_chunk(L, e);
 }
 
 
@@ -1528,12 +1527,18 @@ static void rotate_slot(Cg *g, LLVMValueRef slot, int stages) {
 }
 
 /* At the ENDFOR, before the counter steps. */
+/* A ring position one further: the stage, and the mbarrier parity, which flips each time the
+ * stage wraps to 0 (i32 allocas). */
+static void ring_advance(Cg *g, LLVMValueRef slot, LLVMValueRef phase, int stages) {
+  rotate_slot(g, slot, stages);
+  LLVMValueRef wrapped = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLoad2(g->b, g->i32, slot, ""), ci32(g, 0), "");
+  LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
+  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrapped, g->i32, ""), ""), phase);
+}
+
 static void pipe_advance(Cg *g, const Pipe *p) {
-  if (g->ws) { /* the parity flips each time the read stage wraps to 0 */
-    rotate_slot(g, p->rslot, p->tp->stages);
-    LLVMValueRef wrapped = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLoad2(g->b, g->i32, p->rslot, ""), ci32(g, 0), "");
-    LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, p->phase, "");
-    LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrapped, g->i32, ""), ""), p->phase);
+  if (g->ws) {
+    ring_advance(g, p->rslot, p->phase, p->tp->stages);
     LLVMValueRef it = LLVMBuildLoad2(g->b, g->i32, p->iter, "");
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, it, ci32(g, 1), ""), p->iter);
     return;
@@ -1589,6 +1594,23 @@ static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
 
 static LLVMValueRef elected(Cg *g) { return LLVMBuildICmp(g->b, LLVMIntEQ, g->lane, ci32(g, 0), ""); }
 
+/* One arrival per warp on mbarrier bar (a shared-window address), when go, after all the warp's
+ * lanes got here; with a cluster, on the peer block's barrier at the same address too. */
+static void warp_arrive(Cg *g, LLVMValueRef bar, LLVMValueRef go, bool peer) {
+  LLVMValueRef all = ci32(g, -1);
+  call_intrin(g, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+  LLVMBasicBlockRef join = begin_if(g, go);
+  asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
+  if (peer) {
+    LLVMValueRef a[2] = {bar, LLVMBuildXor(g->b, g->crank, ci32(g, 1), "")};
+    asm_call_void(g,
+                  "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $1;\n"
+                  "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}",
+                  "r,r,~{memory}", a, 2);
+  }
+  end_if(g, join);
+}
+
 /* Consumers, PIPE_WAIT: this iteration's stage has landed. */
 static void ws_wait(Cg *g, const Pipe *p) {
   LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "");
@@ -1608,19 +1630,8 @@ static void ws_release(Cg *g, const Pipe *p, int lag) {
     LLVMValueRef started = LLVMBuildICmp(g->b, LLVMIntSGT, LLVMBuildLoad2(g->b, g->i32, p->iter, ""), ci32(g, 0), "");
     go = LLVMBuildAnd(g->b, go, started, "");
   }
-  LLVMValueRef all = ci32(g, -1);
-  call_intrin(g, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
-  LLVMBasicBlockRef join = begin_if(g, go);
-  LLVMValueRef bar = mbar_addr(g, 1, slot);
-  asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
-  if (g->cluster) { /* the peer's stage took our multicast half: free it there too */
-    LLVMValueRef a[2] = {bar, LLVMBuildXor(g->b, g->crank, ci32(g, 1), "")};
-    asm_call_void(g,
-                  "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $1;\n"
-                  "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}",
-                  "r,r,~{memory}", a, 2);
-  }
-  end_if(g, join);
+  /* with a cluster, the peer's stage took our multicast half: free it there too */
+  warp_arrive(g, mbar_addr(g, 1, slot), go, g->cluster);
 }
 
 static void lower_pipe_sync(Cg *g, const TirInst *in) {
@@ -1808,10 +1819,7 @@ static void emit_producer(Cg *g) {
     lower_inst(g, &f->insts[p->chain[c]]);
   for (int t = 0; t < s->ntmaps; t++)
     tma_load(g, t, sl, full);
-  LLVMValueRef next = LLVMBuildAdd(g->b, sl, ci32(g, 1), "");
-  LLVMValueRef wrap = LLVMBuildICmp(g->b, LLVMIntEQ, next, ci32(g, p->stages), "");
-  LLVMBuildStore(g->b, LLVMBuildSelect(g->b, wrap, ci32(g, 0), next, ""), slot);
-  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, LLVMBuildZExt(g->b, wrap, g->i32, ""), ""), phase);
+  ring_advance(g, slot, phase, p->stages);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
   LLVMPositionBuilderAtEnd(g->b, walked);
@@ -1821,12 +1829,8 @@ static void emit_producer(Cg *g) {
     /* The tail: every stage released by both blocks' consumers before this block may exit (the
      * peer's consumers arrive on our empty barriers; our multicast halves sit in its stages). */
     for (int k = 0; k < p->stages; k++) {
-      LLVMValueRef sl2 = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph2 = LLVMBuildLoad2(g->b, g->i32, phase, "");
-      mbar_wait(g, mbar_addr(g, 1, sl2), ph2);
-      LLVMValueRef nx = LLVMBuildAdd(g->b, sl2, ci32(g, 1), "");
-      LLVMValueRef wr = LLVMBuildICmp(g->b, LLVMIntEQ, nx, ci32(g, p->stages), "");
-      LLVMBuildStore(g->b, LLVMBuildSelect(g->b, wr, ci32(g, 0), nx, ""), slot);
-      LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph2, LLVMBuildZExt(g->b, wr, g->i32, ""), ""), phase);
+      mbar_wait(g, mbar_addr(g, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""));
+      ring_advance(g, slot, phase, p->stages);
     }
   }
   LLVMBuildBr(g->b, done);
@@ -1965,8 +1969,6 @@ static bool async_shared_enabled(void) {
 }
 
 static bool async_shared_load(Cg *g, const TirInst *in) {
-  const TileType *tt = rtype(g, in->dst);
-  (void)tt;
   return g->depth == 0 && async_shared_enabled() && tir_pipelining_enabled() && tir_load_moves_16_bytes(g->f, in);
 }
 
@@ -2090,18 +2092,27 @@ static void store_scalars(Cg *g, const TirInst *in, const Access *ac, const Tile
   }
 }
 
+/* What a STORE and an atomic share: the value's registers, its target's addressing, and the
+ * guard through which only the thread holding each element writes it (layout_writer). */
+static LLVMBasicBlockRef write_begin(Cg *g, const TirInst *in, LLVMValueRef **v, Access *ac, LLVMValueRef *lw) {
+  int src = in->args[0];
+  const Layout *L = g->tiles[src].lay;
+  *v = vals_new(g, g->tiles[src].n);
+  get_tile(g, src, *v);
+  access_init(g, in, ac);
+  *lw = layout_lw(g, L);
+  return begin_if(g, layout_writer(g, L));
+}
+
 static void lower_store(Cg *g, const TirInst *in) {
   int src = in->args[0];
   const TileType *tt = rtype(g, src);
   const Layout *L = g->tiles[src].lay;
   ElemType e = tt->elem;
   int n = g->tiles[src].n, ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
-  LLVMValueRef *v = vals_new(g, n);
-  get_tile(g, src, v);
+  LLVMValueRef *v, lw;
   Access ac;
-  access_init(g, in, &ac);
-  LLVMValueRef lw = layout_lw(g, L);
-  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
   if (ch == 1) {
     store_scalars(g, in, &ac, tt, L, lw, 0, n, v);
   } else {
@@ -2141,12 +2152,9 @@ static void lower_atomic(Cg *g, const TirInst *in) {
   uint32_t replica = layout_zero_mask(L, LAY_REG);
   LLVMAtomicRMWBinOp op = in->op == TIR_ATOMIC_ADD ? (e == TY_I32 ? LLVMAtomicRMWBinOpAdd : LLVMAtomicRMWBinOpFAdd)
                                                    : (e == TY_I32 ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpFMax);
-  LLVMValueRef *v = vals_new(g, n);
-  get_tile(g, src, v);
+  LLVMValueRef *v, lw;
   Access ac;
-  access_init(g, in, &ac);
-  LLVMValueRef lw = layout_lw(g, L);
-  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
   for (int r = 0; r < n; r++) {
     if ((uint32_t)r & replica)
       continue;
@@ -2226,14 +2234,8 @@ static void lower_marker(Cg *g, const TirInst *in) {
       if (g->ws) /* the last iteration's stage: its group retired with the drain */
         ws_release(g, ns->pipe, 1);
     }
-    if (ns->pipe && g->groups == 2) { /* the other group's turn (one arrival per warp) */
-      LLVMValueRef all = ci32(g, -1);
-      call_intrin(g, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
-      LLVMBasicBlockRef join = begin_if(g, elected(g));
-      LLVMValueRef bar = turn_addr(g, LLVMBuildXor(g->b, g->group, ci32(g, 1), ""));
-      asm_call_void(g, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1);
-      end_if(g, join);
-    }
+    if (ns->pipe && g->groups == 2) /* the other group's turn */
+      warp_arrive(g, turn_addr(g, LLVMBuildXor(g->b, g->group, ci32(g, 1), "")), elected(g), false);
     return;
   }
   case TIR_IF: {

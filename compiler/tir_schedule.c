@@ -344,31 +344,6 @@ static bool need_reg(const TirFunc *f, const TirPipe *p, int r, bool *mark) {
   return producer_body_reg(f, p, r) || slice_reg(f, p->first, r, mark, 0);
 }
 
-/* Whether register r's slice value is computed without a block index (transitively). */
-static bool block_free(const TirFunc *f, int r, const bool *slice, int depth) {
-  for (int k = 0; k < f->ninsts; k++) {
-    const TirInst *in = &f->insts[k];
-    if (!slice[k] || in->dst != r)
-      continue;
-    if (in->op == TIR_BLOCK_ID || depth > 32)
-      return false;
-    for (int a = 0; a < 3; a++)
-      if (in->args[a] >= 0 && !block_free(f, in->args[a], slice, depth + 1))
-        return false;
-  }
-  return true;
-}
-
-/* A persistent block walks its tiles in a fixed order, so every tile should cost the same: the
- * loop's bounds and step do not depend on the block index (a causal attention's key loop ends
- * at the diagonal: its tiles are left to the hardware's dynamic block scheduler). */
-static bool uniform_trips(const TirFunc *f, const TirPipe *p, const bool *slice) {
-  for (int a = 0; a < 3; a++)
-    if (!block_free(f, f->insts[p->first].args[a], slice, 0))
-      return false;
-  return true;
-}
-
 /* Whether register r (computed by the slice, the chain or the loop) depends on block axis ax. */
 static bool uses_block_axis(const TirFunc *f, int r, int ax, int depth) {
   if (depth > 32)
@@ -391,10 +366,33 @@ static bool uses_block_axis(const TirFunc *f, int r, int ax, int depth) {
   return false;
 }
 
+/* A persistent block walks its tiles in a fixed order, so every tile should cost the same: the
+ * loop's bounds and step do not depend on the block index (a causal attention's key loop ends
+ * at the diagonal: its tiles are left to the hardware's dynamic block scheduler). */
+static bool uniform_trips(const TirFunc *f, const TirPipe *p) {
+  for (int a = 0; a < 3; a++)
+    for (int ax = 0; ax < 3; ax++)
+      if (uses_block_axis(f, f->insts[p->first].args[a], ax, 0))
+        return false;
+  return true;
+}
+
 /* A cluster of 2 along the grid axis whose neighbours share the most ring bytes (a GEMM's
  * blocks along M share B; an attention's query blocks share K and V), multicasting those loads.
  * Only persistent kernels (both blocks of a pair must run the same iterations) whose multicast
  * tiles split into two halves of whole swizzle patterns (rows a multiple of 16). */
+/* Ring tile m is the same for two blocks adjacent along grid axis ax (no coordinate depends on
+ * it) and splits into two halves of whole swizzle patterns. */
+static bool multicastable(const TirFunc *f, const TirTmap *m, int ax) {
+  const TirInst *in = &f->insts[m->load];
+  if (m->rows % 16)
+    return false;
+  for (int d = 0; d < f->args[m->arg].rank; d++)
+    if (uses_block_axis(f, in->index[d].start, ax, 0))
+      return false;
+  return true;
+}
+
 static void plan_cluster(const TirFunc *f, TirSchedule *s) {
   const char *on = getenv("TILEC_CLUSTER"); /* opt-in: measured slower so far (docs/performance.md) */
   if (!s->persistent || !on || strcmp(on, "1") != 0)
@@ -404,11 +402,7 @@ static void plan_cluster(const TirFunc *f, TirSchedule *s) {
     int bytes = 0;
     for (int t = 0; t < s->ntmaps; t++) {
       const TirTmap *m = &s->tmaps[t];
-      const TirInst *in = &f->insts[m->load];
-      bool shared = m->rows % 16 == 0;
-      for (int d = 0; d < f->args[m->arg].rank && shared; d++)
-        shared = !uses_block_axis(f, in->index[d].start, ax, 0);
-      bytes += shared ? m->rows * m->row_bytes * m->chunks : 0;
+      bytes += multicastable(f, m, ax) ? m->rows * m->row_bytes * m->chunks : 0;
     }
     if (bytes > best_bytes)
       best = ax, best_bytes = bytes;
@@ -419,11 +413,7 @@ static void plan_cluster(const TirFunc *f, TirSchedule *s) {
   s->cluster_axis = best;
   for (int t = 0; t < s->ntmaps; t++) {
     TirTmap *m = &s->tmaps[t];
-    const TirInst *in = &f->insts[m->load];
-    bool shared = m->rows % 16 == 0;
-    for (int d = 0; d < f->args[m->arg].rank && shared; d++)
-      shared = !uses_block_axis(f, in->index[d].start, best, 0);
-    if (shared) {
+    if (multicastable(f, m, best)) {
       m->multicast = true;
       m->box[m->outer] = m->rows / 2;
     }
@@ -479,7 +469,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   for (int l = 0; l < p->nloads; l++)
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
-  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p, mark);
+  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p);
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->producer_regs = PRODUCER_REGS;

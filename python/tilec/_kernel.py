@@ -26,6 +26,17 @@ stats = {"compiles": 0, "cpu_builds": 0, "cache_hits": 0, "memo_hits": 0}
 _MISSING = object()
 
 
+
+def _made_once(cache, lock, key, make):
+    """cache[key], made by make() the first time (under lock; a hit takes no lock)."""
+    v = cache.get(key)
+    if v is None:
+        with lock:
+            v = cache.get(key)
+            if v is None:
+                v = cache[key] = make()
+    return v
+
 class Contract:
     """A kernel's contract, parsed by the runtime from its "// tilec:" lines."""
 
@@ -68,16 +79,12 @@ class _Devices:
         self.streams = {}
 
     def get(self, ordinal):
-        h = self.handles.get(ordinal)
-        if h is None:
-            with self.lock:
-                h = self.handles.get(ordinal)
-                if h is None:
-                    h = c_void_p()
-                    backend = _lib.BACKEND_CPU if ordinal == _args.CPU else _lib.BACKEND_GPU
-                    check(_lib.runtime().device_open(backend, max(ordinal, 0), byref(h)))
-                    self.handles[ordinal] = h
-        return h
+        def open_device():
+            h = c_void_p()
+            backend = _lib.BACKEND_CPU if ordinal == _args.CPU else _lib.BACKEND_GPU
+            check(_lib.runtime().device_open(backend, max(ordinal, 0), byref(h)))
+            return h
+        return _made_once(self.handles, self.lock, ordinal, open_device)
 
     def stream(self, ordinal, handle):
         key = (ordinal, handle)
@@ -319,14 +326,8 @@ class Kernel:
     # -------------------------------------------------------------- backends
 
     def _kernel_for(self, device):
-        k = self._kernels.get(device)
-        if k is None:
-            with self._lock:
-                k = self._kernels.get(device)
-                if k is None:
-                    k = self._cpu_kernel() if device == _args.CPU else self._gpu_kernel(device)
-                    self._kernels[device] = k
-        return k
+        return _made_once(self._kernels, self._lock, device,
+                          lambda: self._cpu_kernel() if device == _args.CPU else self._gpu_kernel(device))
 
     def _gpu_kernel(self, ordinal):
         if self.ptx is None:
