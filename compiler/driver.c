@@ -32,6 +32,8 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   TirFunc *f = lower_tir(a, k, d);
   if (!f || !tir_verify(f, d, "lower_tir"))
     return NULL;
+  if (!tir_guard_masks(f, d) || !tir_verify(f, d, "guard_masks"))
+    return NULL;
   if (!tir_fold_constants(f, d) || !tir_verify(f, d, "fold_constants"))
     return NULL;
   if (!tir_eliminate_dead(f, d) || !tir_verify(f, d, "eliminate_dead"))

@@ -1018,6 +1018,18 @@ static bool lower_dot_mma(Cg *g, const TirInst *in) {
 }
 
 /* wgmma (lower_nvptx_wgmma.c) in a kernel whose DOTs all qualify (layout_kernel_uses_wgmma). */
+/* Register r holds zeros: its only write is a CONST 0. */
+static bool is_zero_tile(const TirFunc *f, int r) {
+  int def = -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].dst == r) {
+      if (def >= 0)
+        return false;
+      def = i;
+    }
+  return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;
+}
+
 static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   int wgm, wgn;
   if (!g->wgmma)
@@ -1035,7 +1047,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   }
   NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
-                   .wgm = wgm, .wgn = wgn};
+                   .wgm = wgm, .wgn = wgn, .zero_acc = is_zero_tile(g->f, in->args[2])};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   if (a->shared) {
@@ -2767,6 +2779,28 @@ static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m) {
   return true;
 }
 
+/* A packed conversion (lower_nvptx_wgmma.c pack2) of values that were rounded to the same narrow
+ * type through f32 (fpext of fptrunc, how register tiles of f16/bf16 hold their values): it
+ * rounds the unrounded value itself, so the two scalar conversions per element go. */
+static void peep_cvt_pack(LLVMValueRef call) {
+  LLVMValueRef fn = LLVMGetCalledValue(call);
+  size_t len = 0;
+  const char *text = fn && LLVMIsAInlineAsm(fn) ? LLVMGetInlineAsmAsmString(fn, &len) : NULL;
+  bool bf = text && !strncmp(text, "cvt.rn.bf16x2.f32", 17);
+  if (!text || (strncmp(text, "cvt.rn.f16x2.f32", 16) != 0 && !bf))
+    return;
+  for (unsigned i = 0; i < 2; i++) {
+    LLVMValueRef ext = LLVMGetOperand(call, i);
+    if (!LLVMIsAInstruction(ext) || LLVMGetInstructionOpcode(ext) != LLVMFPExt)
+      continue;
+    LLVMValueRef tr = LLVMGetOperand(ext, 0);
+    LLVMTypeKind k = LLVMGetTypeKind(LLVMTypeOf(tr));
+    if (LLVMIsAInstruction(tr) && LLVMGetInstructionOpcode(tr) == LLVMFPTrunc &&
+        k == (bf ? LLVMBFloatTypeKind : LLVMHalfTypeKind))
+      LLVMSetOperand(call, i, LLVMGetOperand(tr, 0));
+  }
+}
+
 /* TILEC_PEEP=0 turns these off, to compare. */
 static void arith_peepholes(Cg *g) {
   const char *env = getenv("TILEC_PEEP");
@@ -2780,8 +2814,8 @@ static void arith_peepholes(Cg *g) {
       LLVMOpcode op = LLVMGetInstructionOpcode(in);
       if (op == LLVMFDiv && peep_div(g, in, &m))
         LLVMInstructionEraseFromParent(in);
-      else if (op == LLVMCall)
-        peep_exp(g, in, &m);
+      else if (op == LLVMCall && !peep_exp(g, in, &m))
+        peep_cvt_pack(in);
     }
   }
 }

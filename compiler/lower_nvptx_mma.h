@@ -54,6 +54,7 @@ typedef struct NvWgmmaDot {
   int wgm, wgn;          /* layout_wgmma_warpgroups */
   NvWgmmaOperand a, bop;
   LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
+  bool zero_acc;         /* c is all zeros: not read (the first k step's scale-d is 0) */
   int in_flight;         /* 0: wait_group 0, the result is ready. 1: wait_group 1: this dot's group
                             stays in flight (the previous one retires); c are the asm's outputs, to be
                             read only after nvwgmma_drain (the caller proved nothing else touches

@@ -47,12 +47,14 @@ static LLVMValueRef pin(Wg *w, LLVMValueRef v) {
   return asm_call(w, t, &t, 1, "", "=f,0", &v);
 }
 
+/* Two f32 values as one register of f16 (bf16) pairs, lo in the low half: one cvt.rn.f16x2.f32
+ * instead of two conversions and a move (peep_cvt_pack drops the rounding the values went
+ * through as elements of an f16 tile). */
 static LLVMValueRef pack2(Wg *w, LLVMValueRef lo, LLVMValueRef hi) {
-  LLVMTypeRef et = w->d->bf16 ? w->bfl : w->half, vt = w->d->bf16 ? w->bf2 : w->h2;
-  LLVMValueRef v = LLVMGetUndef(vt);
-  v = LLVMBuildInsertElement(w->b, v, LLVMBuildFPTrunc(w->b, lo, et, ""), ci(w, 0), "");
-  v = LLVMBuildInsertElement(w->b, v, LLVMBuildFPTrunc(w->b, hi, et, ""), ci(w, 1), "");
-  return LLVMBuildBitCast(w->b, v, w->i32, "");
+  LLVMValueRef in[2] = {hi, lo}; /* cvt's first source goes to the upper half */
+  LLVMTypeRef ps[2] = {w->f32, w->f32};
+  return asm_call(w, w->i32, ps, 2, w->d->bf16 ? "cvt.rn.bf16x2.f32 $0, $1, $2;" : "cvt.rn.f16x2.f32 $0, $1, $2;",
+                  "=r,f,f", in);
 }
 
 /* XOR over the set bits of idx (an i32 below 1 << nbits) of off[bit]. */
@@ -102,7 +104,7 @@ static int put(char *buf, size_t cap, size_t *k, const char *fmt, int v) {
 
 /* One wgmma over acc[0 .. N/wgn/2) (in place). a_regs: 4 i32 values, or NULL with da. */
 static const char *wgmma(Wg *w, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef *a_regs, LLVMValueRef db,
-                         bool trans_a, bool trans_b) {
+                         bool trans_a, bool trans_b, int scale_d) {
   int nacc = w->d->N / w->d->wgn / 2, nin = a_regs ? 4 : 1;
   const char *ty = w->d->bf16 ? "bf16" : "f16";
   char text[4096], cons[4096];
@@ -146,7 +148,7 @@ static const char *wgmma(Wg *w, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef
   params[np] = w->i64;
   args[np++] = db;
   params[np] = w->i32;
-  args[np++] = ci(w, 1); /* scale-d: D += A B */
+  args[np++] = ci(w, scale_d); /* 1: D += A B; 0: D = A B */
   for (int i = 0; i < nacc; i++) {
     params[np] = w->f32;
     args[np++] = acc[i];
@@ -197,15 +199,17 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
         LLVMValueRef *v = &d->a.regs[8 * (kt + KTpad * mt)];
         a4[4 * (kt + KT * mt) + q] = pack2(w, v[2 * q], v[2 * q + 1]);
       }
+  /* A zero accumulator: the first k step writes D = A B (scale-d 0) over undefined registers
+   * instead of zeroing nacc registers with moves first. */
   for (int i = 0; i < nacc * MT; i++)
-    d->c[i] = pin(w, d->c[i]);
+    d->c[i] = d->zero_acc ? LLVMGetUndef(w->f32) : pin(w, d->c[i]);
   asm0(w, "wgmma.fence.sync.aligned;");
   for (int kt = 0; kt < KT; kt++) {
     LLVMValueRef db = desc(w, &sb, 0, 16 * kt);
     for (int mt = 0; mt < MT; mt++) {
       LLVMValueRef da = d->a.regs ? NULL : desc(w, &sa, 64 * mt, 16 * kt);
       const char *err = wgmma(w, &d->c[nacc * mt], da, d->a.regs ? &a4[4 * (kt + KT * mt)] : NULL, db,
-                              d->a.regs ? false : !d->a.k_major, !d->bop.k_major);
+                              d->a.regs ? false : !d->a.k_major, !d->bop.k_major, d->zero_acc && kt == 0 ? 0 : 1);
       if (err)
         return err;
     }

@@ -351,6 +351,9 @@ bool tir_verify(const TirFunc *f, Diag *d, const char *stage);
 /* Passes: each returns false after reporting an error. */
 bool tir_fold_constants(TirFunc *f, Diag *d);
 bool tir_eliminate_dead(TirFunc *f, Diag *d);
+/* Puts loop-body selects whose index masks provably keep every element under a scalar guard
+ * (tir_guard.c); TILEC_MASK_GUARD=0 turns it off. */
+bool tir_guard_masks(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter
  *

@@ -1,0 +1,312 @@
+/* tir_guard.c — masks skipped where they cannot mask anything.
+ *
+ * A kernel masks the ragged edge of a tile with `where(index < N, x, fill)` and a causal
+ * attention masks the diagonal with `where(row >= col, s, -inf)`. Written once in the loop
+ * body, the mask costs an index computation, a compare and a select per element in every
+ * iteration, although only the last (or the diagonal) iteration can have an element it changes.
+ * This pass puts each such select, with the index tree only it reads, under
+ *
+ *     if (not all_true) { tree; x = select c, x, y }
+ *
+ * where all_true is a handful of scalar instructions bounding the index tree by intervals:
+ * iota along an axis of n lies in [0, n - 1], a broadcast scalar s in [s, s], sums and
+ * differences add the bounds. So `col_index(n0, BN) < N` holds everywhere when
+ * n0 + BN - 1 < N, and `row_index(m0, BM) >= col_index(n0, BN)` when m0 >= n0 + BN - 1.
+ * The interpreter runs the guarded IR too, so CI checks the bounds against every example.
+ *
+ * Bounds are "register + constant" (at most one scalar register per side); the guard also
+ * checks that adding the constant does not overflow i32, so a wrapped index can never pass
+ * for an in-range one. The tree moves into the IF only when it is its own (every register
+ * written once, read by nothing else) and no scalar it reads is written between its use and
+ * the select (so moved, it computes the same values). */
+#include "tilec.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Bound {
+  int reg;        /* a scalar i32 register, or -1 */
+  int64_t lo, hi; /* the values lie in [reg + lo, reg + hi] (reg counted as 0 when -1) */
+} Bound;
+
+/* One endpoint pair to compare: lhs.reg + lhs_c OP rhs.reg + rhs_c. */
+typedef struct Check {
+  int lreg, rreg;
+  int64_t lc, rc;
+  TirOp op; /* LT or LE */
+} Check;
+
+enum { GUARD_MAX_CHECKS = 8, GUARD_MAX_TREE = 64 };
+
+typedef struct Guard {
+  TirFunc *f;
+  int *writes;   /* writes per register (whole function) */
+  int sel;       /* the select */
+  int tree[GUARD_MAX_TREE], ntree; /* instructions of the index tree */
+  Check checks[GUARD_MAX_CHECKS];
+  int nchecks;
+} Guard;
+
+static int def_of(const TirFunc *f, int r, int before) {
+  for (int i = before - 1; i >= 0; i--)
+    if (f->insts[i].dst == r)
+      return i;
+  return -1;
+}
+
+static bool scalar_i32(const TirFunc *f, int r) {
+  return f->regs[r].type.rank == 0 && f->regs[r].type.elem == TY_I32;
+}
+
+/* A tree register: written once, by an instruction before the select at the same level. */
+static int tree_def(Guard *g, int r) {
+  if (g->writes[r] != 1 || g->ntree == GUARD_MAX_TREE)
+    return -1;
+  int d = def_of(g->f, r, g->sel);
+  if (d < 0)
+    return -1;
+  for (int i = d + 1; i < g->sel; i++)
+    if (tir_op_info[g->f->insts[i].op].flags & OPF_MARKER)
+      return -1;
+  for (int t = 0; t < g->ntree; t++)
+    if (g->tree[t] == d)
+      return d; /* a shared subtree moves once */
+  g->tree[g->ntree++] = d;
+  return d;
+}
+
+static bool bound_of(Guard *g, int r, Bound *b) {
+  const TirFunc *f = g->f;
+  if (scalar_i32(f, r)) {
+    *b = (Bound){r, 0, 0};
+    return true;
+  }
+  if (f->regs[r].type.elem != TY_I32)
+    return false;
+  int d = tree_def(g, r);
+  if (d < 0)
+    return false;
+  const TirInst *in = &f->insts[d];
+  Bound x, y;
+  switch (in->op) {
+  case TIR_IOTA:
+    *b = (Bound){-1, 0, f->regs[r].type.dims[in->axis] - 1};
+    return true;
+  case TIR_CONST:
+    *b = (Bound){-1, (int64_t)in->imm, (int64_t)in->imm};
+    return true;
+  case TIR_BCAST:
+    return bound_of(g, in->args[0], b);
+  case TIR_ADD:
+    if (!bound_of(g, in->args[0], &x) || !bound_of(g, in->args[1], &y) || (x.reg >= 0 && y.reg >= 0))
+      return false;
+    *b = (Bound){x.reg >= 0 ? x.reg : y.reg, x.lo + y.lo, x.hi + y.hi};
+    return true;
+  case TIR_SUB:
+    if (!bound_of(g, in->args[0], &x) || !bound_of(g, in->args[1], &y) || y.reg >= 0)
+      return false;
+    *b = (Bound){x.reg, x.lo - y.hi, x.hi - y.lo};
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Every element of a < b (le: a <= b): a's largest below b's smallest. */
+static bool add_check(Guard *g, int a, int b, TirOp op) {
+  Bound x, y;
+  if (g->nchecks == GUARD_MAX_CHECKS || !bound_of(g, a, &x) || !bound_of(g, b, &y))
+    return false;
+  g->checks[g->nchecks++] = (Check){x.reg, y.reg, x.hi, y.lo, op};
+  return true;
+}
+
+/* Whether every element of bool register c is `want`, as checks on its bounds. */
+static bool all_are(Guard *g, int c, bool want) {
+  int d = tree_def(g, c);
+  if (d < 0)
+    return false;
+  const TirInst *in = &g->f->insts[d];
+  int a = in->args[0], b = in->args[1];
+  switch (in->op) {
+  case TIR_BCAST:
+    return all_are(g, a, want);
+  case TIR_NOT:
+    return all_are(g, a, !want);
+  case TIR_AND:
+  case TIR_OR:
+    if ((in->op == TIR_AND) != want)
+      return false; /* some false / some true: either operand could say it */
+    return all_are(g, a, want) && all_are(g, b, want);
+  case TIR_LT: /* a < b everywhere, or b <= a everywhere */
+    return want ? add_check(g, a, b, TIR_LT) : add_check(g, b, a, TIR_LE);
+  case TIR_LE:
+    return want ? add_check(g, a, b, TIR_LE) : add_check(g, b, a, TIR_LT);
+  case TIR_GT:
+    return want ? add_check(g, b, a, TIR_LT) : add_check(g, a, b, TIR_LE);
+  case TIR_GE:
+    return want ? add_check(g, b, a, TIR_LE) : add_check(g, a, b, TIR_LT);
+  default:
+    return false;
+  }
+}
+
+/* No tree register is read outside the tree and the select, and no scalar a tree instruction
+ * reads is rewritten before the select. */
+static bool tree_is_own(const Guard *g) {
+  const TirFunc *f = g->f;
+  for (int t = 0; t < g->ntree; t++) {
+    const TirInst *ti = &f->insts[g->tree[t]];
+    for (int i = 0; i < f->ninsts; i++) {
+      bool inside = i == g->sel;
+      for (int u = 0; u < g->ntree; u++)
+        inside |= g->tree[u] == i;
+      if (!inside && tir_inst_reads(&f->insts[i], ti->dst))
+        return false;
+    }
+    for (int a = 0; a < 3; a++)
+      for (int i = g->tree[t] + 1; ti->args[a] >= 0 && i < g->sel; i++)
+        if (f->insts[i].dst == ti->args[a])
+          return false;
+  }
+  return true;
+}
+
+/* ---------------------------------------------- rewriting */
+
+typedef struct Out {
+  TirFunc *f;
+  TirInst *insts;
+  int n;
+  SrcLoc loc;
+} Out;
+
+static TirInst *out_inst(Out *o, TirOp op, int dst, int a0, int a1) {
+  TirInst *in = &o->insts[o->n++];
+  *in = (TirInst){.op = op, .dst = dst, .args = {a0, a1, -1}, .arg_index = -1, .pipeline = 1, .loc = o->loc};
+  return in;
+}
+
+static int out_const(Out *o, ElemType e, int64_t v) {
+  int r = tir_new_reg(o->f, (TileType){.elem = e}, NULL);
+  out_inst(o, TIR_CONST, r, -1, -1)->imm = (double)v;
+  return r;
+}
+
+static int out_op(Out *o, TirOp op, ElemType e, int a0, int a1) {
+  int r = tir_new_reg(o->f, (TileType){.elem = e}, NULL);
+  out_inst(o, op, r, a0, a1);
+  return r;
+}
+
+/* reg + c as an i32 scalar, and (in *ok, ANDed) that it does not overflow. */
+static int out_side(Out *o, int reg, int64_t c, int *ok) {
+  if (reg < 0)
+    return out_const(o, TY_I32, c);
+  if (c == 0)
+    return reg;
+  int limit = out_const(o, TY_I32, c > 0 ? INT_MAX - c : INT_MIN - c);
+  int fits = out_op(o, c > 0 ? TIR_LE : TIR_GE, TY_BOOL, reg, limit);
+  *ok = *ok < 0 ? fits : out_op(o, TIR_AND, TY_BOOL, *ok, fits);
+  return out_op(o, TIR_ADD, TY_I32, reg, out_const(o, TY_I32, c));
+}
+
+/* The guard's condition: some element may be masked (NOT of all checks and no overflow). */
+static int out_condition(Out *o, const Guard *g) {
+  int all = -1;
+  for (int k = 0; k < g->nchecks; k++) {
+    const Check *c = &g->checks[k];
+    if (c->lc < INT_MIN || c->lc > INT_MAX || c->rc < INT_MIN || c->rc > INT_MAX)
+      return -1;
+    int l = out_side(o, c->lreg, c->lc, &all), r = out_side(o, c->rreg, c->rc, &all);
+    int holds = out_op(o, c->op, TY_BOOL, l, r);
+    all = all < 0 ? holds : out_op(o, TIR_AND, TY_BOOL, all, holds);
+  }
+  return out_op(o, TIR_NOT, TY_BOOL, all, -1);
+}
+
+/* The select at g->sel, guarded; the instructions before it that are not the tree copied. */
+static bool guard_select(Guard *g) {
+  TirFunc *f = g->f;
+  const TirInst *sel = &f->insts[g->sel];
+  bool keeps_x = sel->dst == sel->args[1]; /* all true: dst stays x */
+  bool keeps_y = sel->dst == sel->args[2];
+  bool want = true;
+  if (!keeps_x && keeps_y)
+    want = false;
+  g->ntree = g->nchecks = 0;
+  if (!all_are(g, sel->args[0], want) || !tree_is_own(g))
+    return false;
+  Out o = {f, NULL, 0, sel->loc};
+  size_t extra = (size_t)(8 * g->nchecks + 8);
+  o.insts = arena_alloc(f->arena, sizeof(TirInst) * ((size_t)f->ninsts + extra));
+  bool *in_tree = calloc((size_t)f->ninsts + 1, sizeof *in_tree);
+  if (!in_tree)
+    return false;
+  for (int t = 0; t < g->ntree; t++)
+    in_tree[g->tree[t]] = true;
+  for (int i = 0; i < g->sel; i++)
+    if (!in_tree[i])
+      o.insts[o.n++] = f->insts[i];
+  TirInst s = *sel;
+  if (!keeps_x && !keeps_y) /* guard passes: the select would have produced its kept operand */
+    out_inst(&o, TIR_COPY, s.dst, s.args[want ? 1 : 2], -1);
+  int cond = out_condition(&o, g);
+  if (cond < 0) {
+    free(in_tree);
+    return false;
+  }
+  out_inst(&o, TIR_IF, -1, cond, -1);
+  for (int i = 0; i < g->sel; i++)
+    if (in_tree[i])
+      o.insts[o.n++] = f->insts[i];
+  o.insts[o.n++] = s;
+  out_inst(&o, TIR_ENDIF, -1, -1, -1);
+  for (int i = g->sel + 1; i < f->ninsts; i++)
+    o.insts[o.n++] = f->insts[i];
+  free(in_tree);
+  f->insts = o.insts;
+  f->ninsts = f->cap_insts = o.n;
+  return true;
+}
+
+/* Whether the select at i is inside a loop (a mask outside one runs once: not worth a branch). */
+static bool in_loop(const TirFunc *f, int i) {
+  int depth = 0;
+  for (int j = i - 1; j >= 0; j--) {
+    TirOp op = f->insts[j].op;
+    if (op == TIR_ENDFOR || op == TIR_ENDIF)
+      depth++;
+    else if (op == TIR_IF && depth > 0)
+      depth--;
+    else if (op == TIR_FOR) {
+      if (depth == 0)
+        return true;
+      depth--;
+    }
+  }
+  return false;
+}
+
+bool tir_guard_masks(TirFunc *f, Diag *d) {
+  (void)d;
+  if (getenv("TILEC_MASK_GUARD") && !strcmp(getenv("TILEC_MASK_GUARD"), "0"))
+    return true;
+  for (int i = 0; i < f->ninsts; i++) {
+    if (f->insts[i].op != TIR_SELECT || !in_loop(f, i) || f->regs[f->insts[i].dst].type.rank == 0)
+      continue;
+    int *writes = calloc((size_t)f->nregs + 1, sizeof *writes);
+    if (!writes)
+      return true; /* an optimization: skipping it is correct */
+    for (int k = 0; k < f->ninsts; k++)
+      if (f->insts[k].dst >= 0)
+        writes[f->insts[k].dst]++;
+    Guard g = {.f = f, .writes = writes, .sel = i};
+    int before = f->ninsts;
+    if (guard_select(&g))
+      i += f->ninsts - before; /* past the moved tree, the guard and the ENDIF */
+    free(writes);
+  }
+  return true;
+}
