@@ -559,6 +559,7 @@ static bool block_exec(Machine *m) {
     case TIR_ENDIF:
     case TIR_PIPE_WAIT: /* a scheduled function runs as its unscheduled self: loads are synchronous */
     case TIR_PIPE_RELEASE:
+    case TIR_DOT_WAIT:
       pc++;
       continue;
     default:

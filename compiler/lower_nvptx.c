@@ -105,6 +105,8 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
+  int stage_ahead;                   /* ring tiles are read from the stage this many iterations
+                                        ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
   bool copies_in_flight;             /* some tile's cp.async copies not yet waited for */
   int red_next;                      /* the RED slot the next cross-warp reduction uses */
@@ -362,9 +364,18 @@ static LLVMValueRef stage_base(Cg *g, const Tile *t, LLVMValueRef slot) {
   return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
 }
 
+/* The ring stage `ahead` (0 or 1) iterations after the current one. */
+static LLVMValueRef ring_slot(Cg *g, const Pipe *p, int ahead) {
+  LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "stage");
+  if (!ahead)
+    return slot;
+  LLVMValueRef next = LLVMBuildAdd(g->b, slot, ci32(g, 1), "");
+  return LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, next, ci32(g, p->tp->stages), ""), ci32(g, 0), next, "");
+}
+
 static LLVMValueRef tile_base(Cg *g, const Tile *t) {
   if (t->pipe >= 0)
-    return stage_base(g, t, LLVMBuildLoad2(g->b, g->i32, g->pipes[t->pipe].rslot, "stage"));
+    return stage_base(g, t, ring_slot(g, &g->pipes[t->pipe], g->stage_ahead));
   LLVMValueRef off = ci32(g, t->smem_off);
   return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
 }
@@ -1050,6 +1061,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
                    .wgm = wgm, .wgn = wgn, .zero_acc = is_zero_tile(g->f, in->args[2])};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
+  g->stage_ahead = in->stage;
   if (a->shared) {
     wd.a = (NvWgmmaOperand){tile_base(g, a), a->swz, true, NULL};
   } else {
@@ -1058,10 +1070,13 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
     get_tile_as(g, in->args[0], &la, wd.a.regs);
   }
   wd.bop = (NvWgmmaOperand){tile_base(g, bs), bs->swz, b->view_of >= 0, NULL};
+  g->stage_ahead = 0;
   /* The overlapped DOT of the innermost loop (plan_overlap): its group stays in flight; the
    * loop's exit drains it (lower_marker, ENDFOR). */
   const Nest *ns = g->depth > 0 ? &g->nest[g->depth - 1] : NULL;
-  if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->tp->overlap_dot == (int)(in - g->f->insts))
+  if (in->imm == 1) /* async (a rotated loop): a DOT_WAIT retires it */
+    wd.in_flight = 2;
+  else if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->tp->overlap_dot == (int)(in - g->f->insts))
     wd.in_flight = 1;
   const char *err = nvwgmma_emit_dot(&wd);
   if (err) {
@@ -1071,6 +1086,15 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   g->dirty = true;
   put_tile(g, in->dst, wd.c);
   return true;
+}
+
+/* wgmma.wait_group imm; the register's values (an async DOT's result) pinned after it. */
+static void lower_dot_wait(Cg *g, const TirInst *in) {
+  int r = in->args[0];
+  LLVMValueRef *v = vals_new(g, g->tiles[r].n);
+  get_tile(g, r, v);
+  nvwgmma_wait(g->ctx, g->b, (int)in->imm, v, g->tiles[r].n);
+  store_regs(g, r, v);
 }
 
 static void lower_dot(Cg *g, const TirInst *in) {
@@ -1623,10 +1647,14 @@ static void warp_arrive(Cg *g, LLVMValueRef bar, LLVMValueRef go, bool peer) {
   end_if(g, join);
 }
 
-/* Consumers, PIPE_WAIT: this iteration's stage has landed. */
-static void ws_wait(Cg *g, const Pipe *p) {
-  LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "");
-  mbar_wait(g, mbar_addr(g, 0, slot), LLVMBuildLoad2(g->b, g->i32, p->phase, ""));
+/* Consumers, PIPE_WAIT: this iteration's stage has landed (ahead 1: the next iteration's, whose
+ * parity flips when its stage wraps to 0). */
+static void ws_wait(Cg *g, const Pipe *p, int ahead) {
+  LLVMValueRef slot = ring_slot(g, p, ahead);
+  LLVMValueRef phase = LLVMBuildLoad2(g->b, g->i32, p->phase, "");
+  if (ahead)
+    phase = LLVMBuildXor(g->b, phase, LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, slot, ci32(g, 0), ""), g->i32, ""), "");
+  mbar_wait(g, mbar_addr(g, 0, slot), phase);
 }
 
 /* Consumers, PIPE_RELEASE: one arrival per warp on empty, after all its lanes' reads (lag 1: the
@@ -1651,7 +1679,7 @@ static void lower_pipe_sync(Cg *g, const TirInst *in) {
   const Nest *ns = &g->nest[g->depth - 1];
   if (in->op == TIR_PIPE_WAIT) {
     if (g->ws)
-      ws_wait(g, p);
+      ws_wait(g, p, in->stage);
     else
       pipe_top(g, p, LLVMBuildLoad2(g->b, g->i64, ns->counter, ""), ns->hi, ns->step);
   } else if (g->ws) {
@@ -2241,7 +2269,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
       int acc = g->f->insts[ns->pipe->tp->overlap_dot].dst;
       LLVMValueRef *v = vals_new(g, g->tiles[acc].n);
       get_tile(g, acc, v);
-      nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
+      nvwgmma_wait(g->ctx, g->b, 0, v, g->tiles[acc].n);
       store_regs(g, acc, v);
       if (g->ws) /* the last iteration's stage: its group retired with the drain */
         ws_release(g, ns->pipe, 1);
@@ -2310,6 +2338,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_ATOMIC_MAX: lower_atomic(g, in); break;
     case TIR_PIPE_WAIT:
     case TIR_PIPE_RELEASE: lower_pipe_sync(g, in); break;
+    case TIR_DOT_WAIT: lower_dot_wait(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }
@@ -2335,8 +2364,10 @@ static bool trans_view_ok(const TirFunc *f, int t) {
       last = i;
     }
   }
+  /* No loop boundary in between (a back edge could bring a rewritten src to a later read); IFs
+   * are fine (a rotated loop reads the view in two of them). */
   for (int i = t + 1; i < last; i++)
-    if ((tir_op_info[f->insts[i].op].flags & OPF_MARKER) || is_written(&f->insts[i], src))
+    if (f->insts[i].op == TIR_FOR || f->insts[i].op == TIR_ENDFOR || is_written(&f->insts[i], src))
       return false;
   return true;
 }
@@ -3132,8 +3163,8 @@ static void module_close(Cg *m, LLVMTargetMachineRef tm) {
  * warp specialization, NAME__ws (TMA, picked by the runtime when the views allow it; left out when
  * it would not fit shared memory). Appends their Cgs to gs and their metadata to *meta. False
  * after an error, or with *retry_cap set (the stages overflowed shared memory: nothing reported). */
-static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, int *retry_cap, Cg **gs, int *ngs, const char **meta,
-                       int *smem_out) {
+static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, bool *rotate, int *retry_cap, Cg **gs, int *ngs,
+                       const char **meta, int *smem_out) {
   Cg *g = arena_alloc(f0->arena, sizeof *g);
   *g = *m;
   g->f = f0;
@@ -3151,6 +3182,15 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, int *retry_cap, 
   g->fn_name = f->name;
   Cg *ws = arena_alloc(f0->arena, sizeof *ws);
   *ws = *g;
+  if (f->sched->ws && *rotate) { /* its own copy: rotated loops (the cp.async entry keeps the plain ring) */
+    so.rotate = true;
+    TirFunc *fw = tir_schedule(f0, &so, g->d);
+    if (!fw)
+      return false;
+    ws->f = fw;
+    ws->sched = fw->sched;
+    rotate[1] |= fw->sched->pipes[0].rotated;
+  }
   int smem = build_kernel(g), ws_smem = -1;
   if (smem >= 0 && f->sched->ws) {
     ws->ws = true;
@@ -3180,8 +3220,9 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, int *retry_cap, 
 /* One compilation of the n kernels into one module, kernel k with at most caps[k] pipeline
  * stages per loop; *retry_cap > 0 afterwards when one's stages overflowed shared memory (nothing
  * reported; compile that kernel again with that cap). */
-static char *compile_once(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
-                          int *retry_cap) {
+/* rotate[0]: rotate loops where legal; rotate[1] set when some loop was. */
+static char *compile_once(TirFunc **fs, int n, const int *caps, bool *rotate, const NvptxOptions *o, Diag *d,
+                          int *smem_bytes_out, int *retry_cap) {
   Cg m = {.d = d, .o = o, .loc = fs[0]->loc};
   LLVMTargetMachineRef tm = module_open(&m, o, d, fs[0]->name);
   if (!tm)
@@ -3191,7 +3232,7 @@ static char *compile_once(TirFunc **fs, int n, const int *caps, const NvptxOptio
   const char *meta = "";
   bool ok = true;
   for (int k = 0; k < n && ok; k++)
-    ok = module_add(&m, fs[k], caps[k], retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
+    ok = module_add(&m, fs[k], caps[k], rotate, retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
   char *out = ok ? emit(gs, ngs, tm, meta) : NULL;
   module_close(&m, tm);
   return out;
@@ -3219,6 +3260,24 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   return ptx;
 }
 
+/* A rotated loop (tir_schedule.c) keeps the next iteration's scores, this one's P and the output
+ * accumulator in registers at once; where ptxas at hand says the warp-specialized entry then
+ * spills, the module is compiled again without rotation (TILEC_ROTATE=0 skips the first try). */
+static bool rotation_spills(Arena *a, const char *ptx, GpuArch arch) {
+  const char *ptxas = ptxas_find(a);
+  return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch) > 0;
+}
+
+static char *compile_rotated(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
+                             int *retry_cap) {
+  bool rotate[2] = {true, false};
+  char *out = compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
+  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || !rotation_spills(fs[0]->arena, out, o->arch))
+    return out;
+  rotate[0] = false;
+  return compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
+}
+
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
   if (smem_bytes_out)
     *smem_bytes_out = 0;
@@ -3229,7 +3288,7 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   int cap = 8; /* the language's largest pipeline depth */
   for (;;) {
     int retry = 0;
-    char *out = compile_once(&f, 1, &cap, o, d, smem_bytes_out, &retry);
+    char *out = compile_rotated(&f, 1, &cap, o, d, smem_bytes_out, &retry);
     if (!retry)
       return out && !o->dump_llvm ? drop_spilling_hint(f->arena, out, o->arch) : out;
     cap = retry;
@@ -3247,7 +3306,8 @@ char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) 
     caps[k] = 8;
     for (;;) {
       int retry = 0;
-      if (!compile_once(&fs[k], 1, &caps[k], o, d, NULL, &retry) && !retry)
+      bool rotate[2] = {true, false};
+      if (!compile_once(&fs[k], 1, &caps[k], rotate, o, d, NULL, &retry) && !retry)
         return NULL;
       if (!retry)
         break;
@@ -3255,7 +3315,7 @@ char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) 
     }
   }
   int retry = 0;
-  char *out = compile_once(fs, n, caps, o, d, NULL, &retry);
+  char *out = compile_rotated(fs, n, caps, o, d, NULL, &retry);
   if (retry) {
     diag_plain(d, DIAG_ERROR, "internal error: a kernel's shared memory changed in the module");
     return NULL;

@@ -55,9 +55,10 @@ typedef struct NvWgmmaDot {
   NvWgmmaOperand a, bop;
   LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
   bool zero_acc;         /* c is all zeros: not read (the first k step's scale-d is 0) */
-  int in_flight;         /* 0: wait_group 0, the result is ready. 1: wait_group 1: this dot's group
+  int in_flight;         /* 0: wait_group 0, the result is ready. 2: no wait (async; the caller
+                            retires it with nvwgmma_wait). 1: wait_group 1: this dot's group
                             stays in flight (the previous one retires); c are the asm's outputs, to be
-                            read only after nvwgmma_drain (the caller proved nothing else touches
+                            read only after nvwgmma_wait (the caller proved nothing else touches
                             them or the dot's shared operands until then, see plan_overlap) */
 } NvWgmmaDot;
 
@@ -65,8 +66,8 @@ typedef struct NvWgmmaDot {
  * intrinsic), commit_group, wait_group d->in_flight. Returns NULL or an internal error message. */
 const char *nvwgmma_emit_dot(NvWgmmaDot *d);
 
-/* wgmma.wait_group 0, then each of vals[0 .. n) (f32) through an empty asm statement ordered
- * after it: the accumulators of dots left in flight, read only from here on. */
-void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n);
+/* wgmma.wait_group pending (0 or 1), then each of vals[0 .. n) (f32) through an empty asm
+ * statement ordered after it: the accumulators of dots left in flight, read only from here on. */
+void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRef *vals, int n);
 
 #endif

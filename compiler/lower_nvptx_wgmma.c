@@ -15,7 +15,7 @@
  * so this dot's group runs on while the loop goes round (barrier, cp.async issue, the next
  * iteration's fence and wgmmas, which accumulate into the same registers: the ISA orders
  * wgmmas of one shape on the same accumulator without a wait). The wait retires the previous
- * iteration's group; the caller drains the last one (nvwgmma_drain) at the loop exit.
+ * iteration's group; the caller drains the last one (nvwgmma_wait) at the loop exit.
  */
 #include "lower_nvptx_mma.h"
 
@@ -217,11 +217,13 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   asm0(w, "wgmma.commit_group.sync.aligned;");
   if (d->in_flight == 1) {
     /* No pin: the values are the asm's outputs, still being written by the tensor cores; the
-     * only instructions that see them before nvwgmma_drain are the next iteration's pins (empty)
+     * only instructions that see them before nvwgmma_wait are the next iteration's pins (empty)
      * and wgmmas on the same registers. */
     asm0(w, "wgmma.wait_group.sync.aligned 1;");
     return NULL;
   }
+  if (d->in_flight == 2) /* async: a later nvwgmma_wait retires it and pins the values */
+    return NULL;
   if (d->in_flight != 0)
     return "wgmma groups in flight";
   asm0(w, "wgmma.wait_group.sync.aligned 0;");
@@ -230,9 +232,9 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   return NULL;
 }
 
-void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n) {
+void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRef *vals, int n) {
   Wg w = {.b = b, .f32 = LLVMFloatTypeInContext(ctx), .vd = LLVMVoidTypeInContext(ctx)};
-  asm0(&w, "wgmma.wait_group.sync.aligned 0;");
+  asm0(&w, pending ? "wgmma.wait_group.sync.aligned 1;" : "wgmma.wait_group.sync.aligned 0;");
   for (int i = 0; i < n; i++)
     vals[i] = pin(&w, vals[i]);
 }

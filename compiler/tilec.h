@@ -240,7 +240,10 @@ enum {
   X(TIR_ENDIF, "endif", 0, OPF_MARKER | OPF_SIDEFX)                                   \
   /* schedule (tir_schedule.c inserts them; lower_tir never does): axis = pipe number */ \
   X(TIR_PIPE_WAIT, "pipe_wait", 0, OPF_SIDEFX)    /* this iteration's stage landed */  \
-  X(TIR_PIPE_RELEASE, "pipe_release", 0, OPF_SIDEFX) /* stage of iteration i-imm free */
+  X(TIR_PIPE_RELEASE, "pipe_release", 0, OPF_SIDEFX) /* stage of iteration i-imm free */ \
+  /* rotated loops: wgmma groups issued by async DOTs (imm 1) retire, at most imm left in \
+     flight; args[0]'s values are read only from here on */                            \
+  X(TIR_DOT_WAIT, "dot_wait", 1, OPF_SIDEFX)
 
 typedef enum {
 #define X(e, name, nargs, flags) e,
@@ -279,6 +282,8 @@ typedef struct TirInst {
   int arg_index;           /* PARAM, LOAD, STORE: kernel argument number; DIM: dim number */
   TirIndex index[TILE_MAX_RANK]; /* LOAD/STORE: one per tensor dimension */
   int pipeline;            /* FOR: requested pipelining depth (1 = none) */
+  int stage;               /* scheduled DOT, PIPE_WAIT: the ring stage of the iteration this many
+                              ahead (a rotated loop's next-iteration dot: 1); else 0 */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
@@ -409,6 +414,12 @@ typedef struct TirPipe {
   int *loads, nloads;      /* the LOADs filling the ring, in order (each tile's only write) */
   int *chain, nchain;      /* pure scalar body instructions their index starts need, in order */
   int wait, release;       /* its PIPE_WAIT and PIPE_RELEASE instructions */
+  /* Rotated (warp-specialized entry): the zero-accumulator DOT that starts the body (S = Q K^T)
+   * is issued for iteration i+1 at the end of iteration i, before the overlapped DOT (O += P V)
+   * of iteration i, so the next iteration's softmax runs while P V is on the tensor cores. */
+  bool rotated;
+  int acc_wait;            /* rotated: the DOT_WAIT 0 before the body's first read of the
+                              overlapped DOT's accumulator (the release follows it) */
 } TirPipe;
 
 /* One TMA tensor map (a kernel parameter): a LOAD of a ring as `chunks` boxes per stage. */
@@ -453,6 +464,7 @@ typedef struct TirSchedule {
 
 typedef struct SchedOptions {
   GpuArch arch;
+  bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
   bool wgmma;              /* DOTs on wgmma (layout_kernel_uses_wgmma) */
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
 } SchedOptions;

@@ -137,7 +137,11 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
       fprintf(out, " pipeline %d", in->pipeline);
     break;
   case TIR_PIPE_WAIT:
-    fprintf(out, " pipe %d", in->axis);
+    fprintf(out, " pipe %d%s", in->axis, in->stage == 1 ? ", next stage" : "");
+    break;
+  case TIR_DOT_WAIT:
+    fprintf(out, " %d in flight, ", (int)in->imm);
+    print_reg(out, f, in->args[0]);
     break;
   case TIR_PIPE_RELEASE:
     fprintf(out, " pipe %d%s", in->axis, in->imm == 1 ? ", previous stage" : "");
@@ -145,6 +149,8 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
   default: {
     int n = tir_op_info[in->op].nargs;
     print_args(out, f, in, n < 0 ? 0 : n);
+    if (in->op == TIR_DOT && (in->imm == 1 || in->stage))
+      fprintf(out, "%s%s", in->imm == 1 ? " async" : "", in->stage == 1 ? " next stage" : "");
     break;
   }
   }

@@ -525,6 +525,182 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirPipe *pipes, int npipes
   }
 }
 
+
+/* ---------------------------------------------- rotation (warp-specialized entry)
+ *
+ * FlashAttention-3's intra-warpgroup overlap, derived from the loop: a body
+ *
+ *     wait; s = dot(a, b, 0); <softmax of s; acc *= alpha; p = ...>; acc = dot(p, c, acc); release
+ *
+ * becomes (i: this iteration, first: a flag set before the loop)
+ *
+ *     wait
+ *     if first { s = dot(a, b, 0); first = 0 }           the first iteration's s, synchronously
+ *     <the body up to the first read of acc>             runs while P V of i-1 is in flight
+ *     dot_wait 0 acc; release (previous stage)           P V of i-1 done, its stage free
+ *     <the rest of the body>
+ *     if i + step < hi { wait (next stage); s = dot(a, b, 0) async, next stage }
+ *     acc = dot(p, c, acc) async                         issued after S of i+1
+ *     dot_wait 1 s                                       S of i+1 done, P V of i in flight
+ *
+ * and the loop exit drains acc and releases the last stage (the overlapped-DOT path). Legal
+ * when: both DOTs are at the top level of the body and the only ones; the first has a zero
+ * accumulator and a result nothing reads after the second DOT or outside the loop; its operands
+ * are ring tiles of the pipe or shared tiles the loop never writes (views through a TRANS
+ * included); the second accumulates into acc in place, acc is untouched before the first DOT
+ * and first read at the top level; nothing follows the second DOT but the release. */
+
+typedef struct Rotation {
+  int d1, d2, acc_read; /* the two DOTs and the body's first read of acc (scheduled numbering) */
+} Rotation;
+
+static bool zero_tile(const TirFunc *f, int r) {
+  int def = -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (is_written(&f->insts[i], r)) {
+      if (def >= 0)
+        return false;
+      def = i;
+    }
+  return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;
+}
+
+static bool loop_invariant_operand(const TirFunc *f, const TirPipe *p, int r) {
+  int t = operand_tile(f, r);
+  return t >= 0 && (in_ring(p, f, t) || count_writes(f, t, p->first, p->last + 1) == 0);
+}
+
+static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
+  R->d1 = R->d2 = R->acc_read = -1;
+  for (int j = p->first + 1; j < p->last; j++)
+    if (g->insts[j].op == TIR_DOT) {
+      if (R->d2 >= 0 || !top_level(g, p->first, j))
+        return false;
+      *(R->d1 < 0 ? &R->d1 : &R->d2) = j;
+    }
+  if (R->d2 < 0 || p->overlap_dot >= 0 || p->release != R->d2 + 1 || p->release + 1 != p->last)
+    return false;
+  const TirInst *a = &g->insts[R->d1], *b = &g->insts[R->d2];
+  int s = a->dst, acc = b->dst;
+  if (!zero_tile(g, a->args[2]) || count_writes(g, s, 0, g->ninsts) != 1 || b->args[2] != acc ||
+      g->regs[acc].type.place == PLACE_SHARED || g->regs[s].type.place == PLACE_SHARED)
+    return false;
+  for (int o = 0; o < 2; o++)
+    if (!loop_invariant_operand(g, p, a->args[o]))
+      return false;
+  if (!loop_invariant_operand(g, p, b->args[1]))
+    return false;
+  for (int j = 0; j < g->ninsts; j++) {
+    bool reads_s = tir_inst_reads(&g->insts[j], s) && j != R->d1;
+    if (reads_s && (j <= R->d1 || j >= R->d2))
+      return false; /* s lives from the first DOT to the second */
+    bool touches_acc = j != R->d2 && (tir_inst_reads(&g->insts[j], acc) || is_written(&g->insts[j], acc));
+    if (touches_acc && j > p->first && j < p->last) {
+      if (j < R->d1)
+        return false;
+      if (R->acc_read < 0)
+        R->acc_read = j;
+    }
+  }
+  return R->acc_read > R->d1 && top_level(g, p->first, R->acc_read);
+}
+
+typedef struct Emit {
+  TirFunc *g;
+  TirInst *out;
+  int n;
+} Emit;
+
+static TirInst *put_inst(Emit *e, TirInst in) {
+  e->out[e->n] = in;
+  return &e->out[e->n++];
+}
+
+static TirInst op_inst(TirOp op, int dst, int a0, int a1, SrcLoc loc) {
+  return (TirInst){.op = op, .dst = dst, .args = {a0, a1, -1}, .arg_index = -1, .pipeline = 1, .loc = loc};
+}
+
+static int scalar_reg(TirFunc *g, ElemType e, int like) {
+  return tir_new_reg(g, (TileType){.elem = e, .layout = g->regs[like].type.layout}, NULL);
+}
+
+/* Rewrites g's only pipe as described above; false (g untouched) when it is not legal. */
+static bool rotate(TirFunc *g, TirPipe *p) {
+  Rotation R;
+  if (env_off("TILEC_ROTATE") || !plan_rotation(g, p, &R))
+    return false;
+  Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 24)), 0};
+  const TirInst *fr = &g->insts[p->first];
+  SrcLoc loc = g->insts[R.d1].loc;
+  int iv = fr->dst, hi = fr->args[1], step = fr->args[2];
+  int first = scalar_reg(g, TY_BOOL, iv), span = scalar_reg(g, TY_I32, iv), has = scalar_reg(g, TY_BOOL, iv);
+  int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
+  TirInst s_dot = g->insts[R.d1], wait = g->insts[p->wait];
+  for (int i = 0; i < g->ninsts; i++) {
+    const TirInst *in = &g->insts[i];
+    if (i == p->release)
+      continue; /* moved after the accumulator's wait (map set there) */
+    if (i == p->first)
+      put_inst(&e, op_inst(TIR_CONST, first, -1, -1, loc))->imm = 1;
+    map[i] = e.n;
+    if (i == R.d1) {
+      put_inst(&e, op_inst(TIR_IF, -1, first, -1, loc));
+      map[i] = e.n;
+      put_inst(&e, s_dot);
+      put_inst(&e, op_inst(TIR_CONST, first, -1, -1, loc))->imm = 0;
+      put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
+      continue;
+    }
+    if (i == R.acc_read) {
+      p->acc_wait = e.n;
+      put_inst(&e, op_inst(TIR_DOT_WAIT, -1, g->insts[R.d2].dst, -1, in->loc))->imm = 0;
+      TirInst rel = g->insts[p->release];
+      rel.imm = 1;
+      map[p->release] = e.n;
+      put_inst(&e, rel);
+      map[i] = e.n;
+    }
+    if (i == R.d2) {
+      put_inst(&e, op_inst(TIR_SUB, span, hi, iv, loc));
+      put_inst(&e, op_inst(TIR_LT, has, step, span, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, has, -1, loc));
+      TirInst w = wait;
+      w.stage = 1;
+      put_inst(&e, w);
+      TirInst d = s_dot;
+      d.stage = 1;
+      d.imm = 1;
+      put_inst(&e, d);
+      /* the last iteration defines s too, so that the old s is not live across the body into a
+       * merge with the new one (64 registers of a 128 x 128 tile per thread) */
+      put_inst(&e, op_inst(TIR_ELSE, -1, -1, -1, loc));
+      put_inst(&e, op_inst(TIR_CONST, s_dot.dst, -1, -1, loc))->imm = 0;
+      put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
+      map[i] = e.n;
+      TirInst pv = *in;
+      pv.imm = 1;
+      put_inst(&e, pv);
+      put_inst(&e, op_inst(TIR_DOT_WAIT, -1, s_dot.dst, -1, in->loc))->imm = 1;
+      continue;
+    }
+    put_inst(&e, *in);
+  }
+  map[g->ninsts] = e.n;
+  p->first = map[p->first];
+  p->last = map[p->last];
+  p->wait = map[p->wait];
+  p->release = map[p->release];
+  p->overlap_dot = map[R.d2];
+  for (int l = 0; l < p->nloads; l++)
+    p->loads[l] = map[p->loads[l]];
+  for (int c = 0; c < p->nchain; c++)
+    p->chain[c] = map[p->chain[c]];
+  p->rotated = true;
+  g->insts = e.out;
+  g->ninsts = g->cap_insts = e.n;
+  return true;
+}
+
 TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   Arena *a = f->arena;
   TirFunc *g = arena_alloc(a, sizeof *g);
@@ -538,6 +714,8 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   if (s->npipes == 1)
     plan_ws(&S, &pipes[0]);
   insert_sync(g, f, pipes, s->npipes);
+  if (o->rotate && s->ws)
+    rotate(g, &pipes[0]);
   for (int t = 0; t < s->ntmaps; t++)
     s->tmaps[t].load = pipes[0].loads[t];
   if (!tir_verify(g, d, "schedule") || !tir_verify_schedule(g, d))
@@ -563,6 +741,39 @@ __attribute__((format(printf, 3, 4))) static bool sfail(const SchedVerifier *v, 
   return false;
 }
 
+
+/* A rotated loop: the previous stage is released right after the accumulator's dot_wait 0,
+ * which precedes every other touch of the accumulator in the body; a next-stage dot sits in an
+ * IF right after a next-stage wait, is async, and its result is read only after a dot_wait 1
+ * that follows the overlapped dot (so only that dot may still be in flight). */
+static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
+  const TirFunc *f = v->f;
+  int acc = f->insts[p->overlap_dot].dst;
+  if (p->acc_wait <= p->first || f->insts[p->acc_wait].op != TIR_DOT_WAIT || f->insts[p->acc_wait].imm != 0 ||
+      f->insts[p->acc_wait].args[0] != acc || p->release != p->acc_wait + 1 || !top_level(f, p->first, p->acc_wait))
+    return sfail(v, p->acc_wait, "rotated pipe: no dot_wait 0 of the accumulator before the release");
+  const TirInst *ov = &f->insts[p->overlap_dot];
+  if (ov->imm != 1 || p->overlap_dot + 1 >= p->last || f->insts[p->overlap_dot + 1].op != TIR_DOT_WAIT ||
+      f->insts[p->overlap_dot + 1].imm != 1)
+    return sfail(v, p->overlap_dot, "rotated pipe: the overlapped dot is not async and followed by dot_wait 1");
+  for (int j = p->first + 1; j < p->acc_wait; j++)
+    if (j != p->wait && (tir_inst_reads(&f->insts[j], acc) || is_written(&f->insts[j], acc)))
+      return sfail(v, j, "rotated pipe: touches the accumulator before its dot_wait");
+  for (int j = p->first + 1; j < p->last; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op != TIR_DOT || in->stage == 0)
+      continue;
+    const TirInst *w = &f->insts[j - 1];
+    if (in->imm != 1 || w->op != TIR_PIPE_WAIT || w->stage != 1 || f->insts[j - 2].op != TIR_IF ||
+        f->insts[j + 1].op != TIR_ELSE || f->insts[j + 3].op != TIR_ENDIF || j + 4 != p->overlap_dot)
+      return sfail(v, j, "rotated pipe: a next-stage dot without its wait, or not right before the overlapped dot");
+    int wait1 = p->overlap_dot + 1;
+    if (f->insts[wait1].args[0] != in->dst)
+      return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
+  }
+  return true;
+}
+
 static bool verify_pipe(const SchedVerifier *v, int k) {
   const TirFunc *f = v->f;
   const TirPipe *p = &f->sched->pipes[k];
@@ -577,8 +788,10 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
       return sfail(v, j, "pipe %d has no %s at the top level of its loop", k, tir_op_info[op].name);
   }
   bool lagged = f->insts[p->release].imm == 1;
-  if (lagged && p->release != p->overlap_dot + 1)
+  if (lagged && !p->rotated && p->release != p->overlap_dot + 1)
     return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
+  if (p->rotated && !verify_rotation(v, p))
+    return false;
   for (int l = 0; l < p->nloads; l++) {
     int j = p->loads[l], t = f->insts[j].dst;
     if (j <= p->first || j >= p->last || f->insts[j].op != TIR_LOAD || !top_level(f, p->first, j) ||
@@ -690,6 +903,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, ", wait @%d, release @%d", p->wait, p->release);
     if (p->overlap_dot >= 0)
       fprintf(out, ", overlapped dot @%d", p->overlap_dot);
+    if (p->rotated)
+      fprintf(out, ", rotated (accumulator wait @%d)", p->acc_wait);
     fputc('\n', out);
   }
   if (!s->ws)
