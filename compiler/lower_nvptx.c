@@ -3262,7 +3262,8 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
 
 /* A rotated loop (tir_schedule.c) keeps the next iteration's scores, this one's P and the output
  * accumulator in registers at once; where ptxas at hand says the warp-specialized entry then
- * spills, the module is compiled again without rotation (TILEC_ROTATE=0 skips the first try). */
+ * spills, the module is compiled again without rotation (TILEC_ROTATE=0 skips the first try;
+ * TILEC_ROTATE=1 keeps the rotation, spills and all, to compare). */
 static bool rotation_spills(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch) > 0;
@@ -3272,7 +3273,9 @@ static char *compile_rotated(TirFunc **fs, int n, const int *caps, const NvptxOp
                              int *retry_cap) {
   bool rotate[2] = {true, false};
   char *out = compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
-  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || !rotation_spills(fs[0]->arena, out, o->arch))
+  const char *keep = getenv("TILEC_ROTATE"); /* 1: keep rotated loops even where ptxas spills */
+  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || (keep && !strcmp(keep, "1")) ||
+      !rotation_spills(fs[0]->arena, out, o->arch))
     return out;
   rotate[0] = false;
   return compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
