@@ -247,7 +247,9 @@ static void print_stmt(FILE *o, const AstStmt *s, int depth) {
     fprintf(o, "online_softmax %s rows=%d", s->name, s->rows_value);
     for (int i = 0; i < s->nrescale; i++)
       fprintf(o, "%s%s", i ? ", " : " rescale=", s->rescale_names[i]);
-    fputc('\n', o);
+    fputs(s->softmax_scale ? " scale\n" : "\n", o);
+    if (s->softmax_scale)
+      print_expr(o, s->softmax_scale, depth + 1);
     return;
   case ST_EXPR:
     fputs("expr\n", o);

@@ -252,6 +252,7 @@ typedef struct AstStmt {
   SrcLoc *rescale_locs;
   AstDecl **rescale;       /* sema: the accumulators (reg f32 [R, ...]) */
   int nrescale;
+  AstExpr *softmax_scale;  /* `scale = c` or NULL: update(s) works on c * s (c a float scalar) */
 } AstStmt;
 
 /* ------------------------------------------------------------------ kernels */

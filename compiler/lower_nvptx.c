@@ -2716,6 +2716,14 @@ static LLVMValueRef peep_find(const PeepMap *m, LLVMValueRef k, LLVMValueRef k2)
   return NULL;
 }
 
+/* A value cached for (k, k2) computed in block bb, or NULL. */
+static LLVMValueRef peep_in_block(const PeepMap *m, LLVMValueRef k, LLVMValueRef k2, LLVMBasicBlockRef bb) {
+  for (int i = 0; i < m->n; i++)
+    if (m->key[i] == k && m->key2[i] == k2 && LLVMGetInstructionParent(m->val[i]) == bb)
+      return m->val[i];
+  return NULL;
+}
+
 /* The scalar that vector v repeats (the SLP vectorizer's splat: a shufflevector with an all-zero
  * mask of an insertelement at 0), or NULL. */
 static LLVMValueRef splat_of(LLVMValueRef v) {
@@ -2769,7 +2777,38 @@ static bool peep_div(Cg *g, LLVMValueRef in, PeepMap *m) {
  * per element, ex2(fma(a, log2 e, -(b log2 e))), with -(b log2 e) computed once per b. The
  * exponent loses up to half an ulp of b log2 e (relative error 4e-8 |b| in the result; ex2.approx
  * itself is 2 ulp), and the subtraction's instruction goes. */
-static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m) {
+/* A value the same for every element of a block: an argument, a constant, or an instruction
+ * of another block (hoisted out of the loop). */
+static bool uniform_value(LLVMValueRef v, LLVMBasicBlockRef bb) {
+  return LLVMIsAArgument(v) || LLVMIsAConstant(v) || (LLVMIsAInstruction(v) && LLVMGetInstructionParent(v) != bb);
+}
+
+/* exp's fma(x * u, c, nb) with u uniform (online_softmax's `scale`): fma(x, u * c, nb), u * c
+ * computed once per block (cached in prod), so the scaled scores are never materialized.
+ * Rounding: one product less (u * c rounds once instead of x * u). */
+static void fold_uniform_factor(Cg *g, PeepMap *prod, LLVMValueRef *x, LLVMValueRef *c, LLVMBasicBlockRef bb,
+                                LLVMValueRef before) {
+  LLVMValueRef a = *x;
+  if (!LLVMIsAInstruction(a) || LLVMGetInstructionOpcode(a) != LLVMFMul || !single_use(a) ||
+      LLVMGetInstructionParent(a) != bb)
+    return;
+  int ui = uniform_value(LLVMGetOperand(a, 1), bb) ? 1 : uniform_value(LLVMGetOperand(a, 0), bb) ? 0 : -1;
+  if (ui < 0)
+    return;
+  LLVMValueRef u = LLVMGetOperand(a, (unsigned)ui);
+  LLVMValueRef uc = peep_in_block(prod, u, *c, bb);
+  if (!uc) {
+    if (prod->n == 64)
+      return;
+    LLVMPositionBuilderBefore(g->b, before);
+    uc = LLVMBuildFMul(g->b, u, *c, "");
+    prod->key[prod->n] = u, prod->key2[prod->n] = *c, prod->val[prod->n++] = uc;
+  }
+  *x = LLVMGetOperand(a, (unsigned)(1 - ui));
+  *c = uc;
+}
+
+static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m, PeepMap *prod) {
   LLVMValueRef fn = LLVMGetCalledValue(call);
   size_t len = 0;
   const char *name = fn ? LLVMGetValueName2(fn, &len) : "";
@@ -2791,22 +2830,23 @@ static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m) {
   if (LLVMGetInstructionParent(mul) != bb)
     return false;
   LLVMPositionBuilderBefore(g->b, s);
-  LLVMValueRef nb = NULL;
-  for (int i = 0; i < m->n && !nb; i++) /* keyed by b, c and the block */
-    if (m->key[i] == b && m->key2[i] == c && LLVMGetInstructionParent(m->val[i]) == bb)
-      nb = m->val[i];
+  LLVMValueRef nb = peep_in_block(m, b, c, bb);
   if (!nb) {
     if (m->n == 64 || uses_as(b, LLVMFSub, 1, bb) < 2)
       return false;
     nb = LLVMBuildFNeg(g->b, LLVMBuildFMul(g->b, b, c, ""), "");
     m->key[m->n] = b, m->key2[m->n] = c, m->val[m->n++] = nb;
   }
+  LLVMValueRef x = a, cx = c;
+  fold_uniform_factor(g, prod, &x, &cx, bb, s);
   LLVMPositionBuilderBefore(g->b, mul);
-  LLVMValueRef args[3] = {a, c, nb};
+  LLVMValueRef args[3] = {x, cx, nb};
   LLVMTypeRef t = g->f32;
   LLVMReplaceAllUsesWith(mul, call_intrin(g, "llvm.fma", &t, 1, args, 3));
   LLVMInstructionEraseFromParent(mul);
   LLVMInstructionEraseFromParent(s);
+  if (x != a)
+    LLVMInstructionEraseFromParent(a);
   return true;
 }
 
@@ -2837,7 +2877,7 @@ static void arith_peepholes(Cg *g) {
   const char *env = getenv("TILEC_PEEP");
   if (env && !strcmp(env, "0"))
     return;
-  PeepMap m = {.n = 0};
+  PeepMap m = {.n = 0}, prod = {.n = 0};
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
     LLVMValueRef next;
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
@@ -2845,7 +2885,7 @@ static void arith_peepholes(Cg *g) {
       LLVMOpcode op = LLVMGetInstructionOpcode(in);
       if (op == LLVMFDiv && peep_div(g, in, &m))
         LLVMInstructionEraseFromParent(in);
-      else if (op == LLVMCall && !peep_exp(g, in, &m))
+      else if (op == LLVMCall && !peep_exp(g, in, &m, &prod))
         peep_cvt_pack(in);
     }
   }

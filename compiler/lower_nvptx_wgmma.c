@@ -72,26 +72,46 @@ static LLVMValueRef lin_bits(Wg *w, LLVMValueRef idx, int nbits, const uint32_t 
 typedef struct SmemOperand {
   const NvWgmmaOperand *op;
   LLVMValueRef addr;
+  LLVMValueRef d0;    /* the descriptor of element (0, 0), computed once per DOT */
+  uint32_t start0;    /* its start offset */
 } SmemOperand;
 
-/* wg_idx walks operand dim mn (rows of A, columns of B) by `step` per warpgroup. */
+static LLVMValueRef full_desc(Wg *w, const SmemOperand *s, const WgmmaDesc *dd) {
+  LLVMValueRef a = LLVMBuildAdd(w->b, s->addr, ci(w, dd->start), "");
+  LLVMValueRef lo = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, a, ci(w, 4), ""), ci(w, 0x3fff), "");
+  uint64_t hi = layout_wgmma_desc_bits(dd, 0);
+  return LLVMBuildOr(w->b, LLVMBuildZExt(w->b, lo, w->i64, ""), LLVMConstInt(w->i64, hi, 0), "");
+}
+
+/* wg_idx walks operand dim mn (rows of A, columns of B) by `step` per warpgroup. The descriptor
+ * of (0, 0) goes through an asm statement, so that LLVM derives every other one from it inside
+ * the DOT instead of hoisting a dozen 64-bit loop-invariant descriptors out of the loop
+ * (registers a rotated attention loop needs for its tiles). */
 static SmemOperand smem_operand(Wg *w, const NvWgmmaOperand *op, LLVMValueRef wg_idx, int nwg, int32_t step) {
-  SmemOperand s = {op, NULL};
+  SmemOperand s = {op, NULL, NULL, 0};
   uint32_t off[8] = {0};
   int nb = 0;
   for (int v = 1; v < nwg && nb < 8; v *= 2)
     off[nb++] = layout_wgmma_desc(op->smem, op->k_major, step * v, 0).start;
   LLVMValueRef base = LLVMBuildPtrToInt(w->b, op->base, w->i32, "");
   s.addr = LLVMBuildAdd(w->b, base, lin_bits(w, wg_idx, nb, off), "");
+  WgmmaDesc d0 = layout_wgmma_desc(op->smem, op->k_major, 0, 0);
+  s.start0 = d0.start;
+  LLVMValueRef v = full_desc(w, &s, &d0);
+  s.d0 = asm_call(w, w->i64, &w->i64, 1, "mov.b64 $0, $1;", "=l,l", &v);
   return s;
 }
 
+/* Shared-memory addresses stay below 2^18, so a descriptor's 14-bit address field never
+ * carries: the descriptor of (mn0, k0) is d0 plus the 16-byte units between the two starts,
+ * when the other fields agree. */
 static LLVMValueRef desc(Wg *w, const SmemOperand *s, int32_t mn0, int32_t k0) {
   WgmmaDesc dd = layout_wgmma_desc(s->op->smem, s->op->k_major, mn0, k0);
-  LLVMValueRef a = LLVMBuildAdd(w->b, s->addr, ci(w, dd.start), "");
-  LLVMValueRef lo = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, a, ci(w, 4), ""), ci(w, 0x3fff), "");
-  uint64_t hi = layout_wgmma_desc_bits(&dd, 0);
-  return LLVMBuildOr(w->b, LLVMBuildZExt(w->b, lo, w->i64, ""), LLVMConstInt(w->i64, hi, 0), "");
+  WgmmaDesc d0 = layout_wgmma_desc(s->op->smem, s->op->k_major, 0, 0);
+  if (layout_wgmma_desc_bits(&dd, 0) != layout_wgmma_desc_bits(&d0, 0) || dd.start < s->start0 ||
+      (dd.start - s->start0) % 16)
+    return full_desc(w, s, &dd);
+  return LLVMBuildAdd(w->b, s->d0, LLVMConstInt(w->i64, (dd.start - s->start0) / 16, 0), "");
 }
 
 static int put(char *buf, size_t cap, size_t *k, const char *fmt, int v) {

@@ -14,6 +14,7 @@
 /* online_softmax state: its two registers and the accumulators to rescale. */
 typedef struct SoftmaxRegs {
   int m, l;
+  int scale;              /* f32 scalar register of `scale = c`, or -1 */
   int rows;
   const AstStmt *st;
 } SoftmaxRegs;
@@ -313,7 +314,9 @@ static int lower_call(Lower *L, const AstExpr *e) {
 /* online_softmax update (docs/language.md):
  *   m_new = max(m, reduce_max(s)); base = select(m_new == -inf, 0, m_new);
  *   alpha = exp(m - base); p = exp(s - base); l = l * alpha + reduce_sum(p);
- *   acc *= alpha (each rescaled accumulator, broadcast); m = m_new; result p. */
+ *   acc *= alpha (each rescaled accumulator, broadcast); m = m_new; result p.
+ * With `scale = c`: reduce_max(s) * c for the max and exp(s * c - base) for p, so the scaled
+ * scores never exist as a tile (the backend folds c into the exponent's FMA). */
 static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, SrcLoc loc) {
   int s = lower_expr(L, arg);
   if (s < 0)
@@ -322,6 +325,8 @@ static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, S
   TileType stype = *reg_type(L, s);
   int rmax = emit1(L, TIR_REDUCE_MAX, rt, s, loc);
   L->f->insts[L->f->ninsts - 1].axis = 1;
+  if (st->scale >= 0)
+    rmax = emit2(L, TIR_MUL, rt, rmax, emit1(L, TIR_BCAST, rt, st->scale, loc), loc);
   int m_new = emit2(L, TIR_MAX, rt, st->m, rmax, loc);
   int ninf = emit_const(L, rt, -INFINITY, loc);
   int is_ninf = emit2(L, TIR_EQ, with_elem(rt, TY_BOOL), m_new, ninf, loc);
@@ -329,6 +334,8 @@ static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, S
   int base = emit3(L, TIR_SELECT, rt, is_ninf, zero, m_new, loc);
   int alpha = emit1(L, TIR_EXP, rt, emit2(L, TIR_SUB, rt, st->m, base, loc), loc);
   int base_s = emit1(L, TIR_BCAST, stype, base, loc);
+  if (st->scale >= 0)
+    s = emit2(L, TIR_MUL, stype, s, emit1(L, TIR_BCAST, stype, st->scale, loc), loc);
   int p = emit1(L, TIR_EXP, stype, emit2(L, TIR_SUB, stype, s, base_s, loc), loc);
   int psum = emit1(L, TIR_REDUCE_SUM, rt, p, loc);
   L->f->insts[L->f->ninsts - 1].axis = 1;
@@ -569,6 +576,7 @@ static void lower_softmax_decl(Lower *L, const AstStmt *s) {
   SoftmaxRegs *st = &L->softmax[d->id];
   st->rows = s->rows_value;
   st->st = s;
+  st->scale = s->softmax_scale ? operand(L, s->softmax_scale, (TileType){.elem = TY_F32}) : -1;
   st->m = tir_new_reg(L->f, rt, arena_printf(L->a, "%s.max", d->name));
   st->l = tir_new_reg(L->f, rt, arena_printf(L->a, "%s.sum", d->name));
   TirInst *in = tir_emit(L->f, TIR_CONST, s->loc);

@@ -539,6 +539,9 @@ static AstStmt *mk_softmax(Arena *a, yyscan_t scanner, const char *name, SrcLoc 
     if (it->key && !strcmp(it->key, "rows") && !s->rows) {
       s->rows = it->value;
       in_rescale = false;
+    } else if (it->key && !strcmp(it->key, "scale") && !s->softmax_scale) {
+      s->softmax_scale = it->value;
+      in_rescale = false;
     } else if (it->key && !strcmp(it->key, "rescale") && it->value->kind == AST_NAME) {
       s->rescale_names[s->nrescale] = it->value->name;
       s->rescale_locs[s->nrescale++] = it->value->loc;
@@ -549,13 +552,13 @@ static AstStmt *mk_softmax(Arena *a, yyscan_t scanner, const char *name, SrcLoc 
     } else if (it->key && !strcmp(it->key, "rescale")) {
       c->nerrors++;
       diag_report(c->diag, DIAG_ERROR, it->value->loc, "'rescale' takes names of reg accumulators");
-    } else if (it->key && !strcmp(it->key, "rows")) {
+    } else if (it->key && (!strcmp(it->key, "rows") || !strcmp(it->key, "scale"))) {
       c->nerrors++;
-      diag_report(c->diag, DIAG_ERROR, it->loc, "'rows' given twice");
+      diag_report(c->diag, DIAG_ERROR, it->loc, "'%s' given twice", it->key);
     } else if (it->key) {
       c->nerrors++;
       diag_report(c->diag, DIAG_ERROR, it->loc,
-                  "unknown online_softmax option '%s' (expected 'rows' or 'rescale')", it->key);
+                  "unknown online_softmax option '%s' (expected 'rows', 'rescale' or 'scale')", it->key);
     } else {
       c->nerrors++;
       diag_report(c->diag, DIAG_ERROR, it->loc,

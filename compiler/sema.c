@@ -1586,6 +1586,11 @@ static void check_softmax(Sema *S, AstStmt *s) {
       NOTE(S, acc->loc, "'%s' is declared here", acc->name);
     }
   }
+  AstExpr *c = s->softmax_scale;
+  if (c && check_expr(S, c) && (c->ty.rank != 0 || !elem_is_float(c->ty.elem))) {
+    ERR(S, c->loc, "online_softmax 'scale' must be a float scalar, found %s", tstr(S, &c->ty));
+    ok = false;
+  }
   TileType ty = {.elem = TY_F32, .rank = 2, .dims = {(int32_t)(rows > 0 ? rows : 1), 1}};
   AstDecl *d = declare(S, DECL_SOFTMAX, s->name, s->name_loc, ty);
   d->stmt = s;

@@ -82,14 +82,14 @@ static const Case cases[] = {
     {"attn_ws_cluster", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=20,N=1000", SUITE_GPU, 0},
     {"attn_ws_d64_causal", "attention", "-D D=64 -D CAUSAL=1 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3",
      "B=1,H=3,N=1030", SUITE_GPU, 0},
-    /* Rotated loops (sm_90a ws entry): S of the next iteration issued before P V of this one */
-    {"attn_rot_d128", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8", "B=2,H=3,N=1000", SUITE_GPU, 0},
-    {"attn_rot_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D CAUSAL=1", "B=1,H=3,N=1030",
-     SUITE_GPU, 0},
-    {"attn_rot_d64_persist", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=40,N=1000", SUITE_GPU, 0},
+    /* Rotated loops (sm_90a ws entry, 3+ stages): S of the next iteration issued before P V of this one */
+    {"attn_rot_d128", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=2,H=3,N=1000", SUITE_GPU, 0},
+    {"attn_rot_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=4 -D CAUSAL=1",
+     "B=1,H=3,N=1030", SUITE_GPU, 0},
+    {"attn_rot_d64_persist", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=1,H=40,N=1000", SUITE_GPU, 0},
     {"attn_rot_bf16_s3", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=2,N=300",
      SUITE_GPU, 0},
-    {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8", "B=1,H=1,N=64", SUITE_GPU, 0},
+    {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0},
     /* dW across blocks with atomic_add: 37 rows are 3 blocks of CHUNK = 16, the last one short */
     {"rmsnorm_bwd_1000", "rmsnorm_backward", "", "M=37,N=1000", SUITE_ALL, 0},
     {"rmsnorm_bwd_17", "rmsnorm_backward", "-D BLOCK=32 -D ROWS=4 -D CHUNK=2 -D WARPS=1", "M=9,N=17",

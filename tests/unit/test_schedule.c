@@ -18,15 +18,19 @@ static int count(const char *s, const char *needle) {
 static const SourceFile *g_src; /* of the last scheduled(): diagnostics quote it */
 
 /* The scheduled TIR of an example (layouts assigned as the GPU backend does). */
-static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuArch arch, Diag *d) {
+static TirFunc *scheduled_as(Arena *a, const char *example, const char **defs, GpuArch arch, bool rotate, Diag *d) {
   TirFunc *f = source_tir(a, example, example_text(a, example), defs, arch, d);
   bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(f);
   cr_assert(layout_assign_wgmma(f, d, wgmma));
-  SchedOptions o = {.arch = arch, .wgmma = wgmma, .stage_cap = 8};
+  SchedOptions o = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = rotate};
   TirFunc *g = tir_schedule(f, &o, d);
   cr_assert(g, "%s: tir_schedule failed", example);
   g_src = d->file;
   return g;
+}
+
+static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuArch arch, Diag *d) {
+  return scheduled_as(a, example, defs, arch, false, d);
 }
 
 static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArch arch);
@@ -231,6 +235,83 @@ Test(schedule, verifier_rejects_a_read_after_the_release) {
 
 Test(schedule, verifier_rejects_a_lagged_release_away_from_the_overlapped_dot) {
   check_early_release("gemm", GEMM_BIG, "away from its overlapped dot");
+}
+
+static const char *ATTN_ROT[] = {"D=64", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
+
+/* The index of the first instruction at or after `from` with op `op`, or -1. */
+static int find_op(const TirFunc *f, int from, TirOp op) {
+  for (int j = from; j < f->ninsts; j++)
+    if (f->insts[j].op == op)
+      return j;
+  return -1;
+}
+
+/* The warp-specialized copy of attention with 3 stages: S of the next iteration is issued
+ * before P V of this one (FlashAttention-3's intra-warpgroup overlap), in this order. */
+Test(schedule, attention_loop_is_rotated) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  const TirPipe *p = &f->sched->pipes[0];
+  cr_assert(p->rotated);
+  int first_if = find_op(f, p->wait, TIR_IF), d1 = find_op(f, p->wait, TIR_DOT);
+  cr_assert_eq(d1, first_if + 1, "the first iteration's S sits in an IF of its own");
+  cr_assert_eq(f->insts[d1].stage, 0);
+  cr_assert_eq(f->insts[d1].imm, 0, "synchronous");
+  cr_assert_eq(f->insts[p->acc_wait].op, TIR_DOT_WAIT);
+  cr_assert_eq(f->insts[p->acc_wait].imm, 0);
+  cr_assert_eq(p->release, p->acc_wait + 1, "the previous stage is free once P V retired");
+  cr_assert_eq(f->insts[p->release].imm, 1);
+  int next = find_op(f, d1 + 1, TIR_DOT);
+  cr_assert_eq(f->insts[next - 1].op, TIR_PIPE_WAIT);
+  cr_assert_eq(f->insts[next - 1].stage, 1, "the next stage's wait");
+  cr_assert_eq(f->insts[next].stage, 1);
+  cr_assert_eq(f->insts[next].imm, 1, "async");
+  cr_assert_eq(f->insts[next + 1].op, TIR_ELSE);
+  cr_assert_eq(p->overlap_dot, next + 4, "P V right after the IF");
+  cr_assert_eq(f->insts[p->overlap_dot].imm, 1);
+  cr_assert_eq(f->insts[p->overlap_dot + 1].op, TIR_DOT_WAIT);
+  cr_assert_eq(f->insts[p->overlap_dot + 1].imm, 1, "S of the next iteration done, P V in flight");
+  cr_assert_eq(f->insts[p->overlap_dot + 1].args[0], f->insts[next].dst);
+  cr_assert_gt(p->acc_wait, d1);
+  cr_assert_lt(p->acc_wait, next);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  arena_free(a);
+  /* 2 stages: no rotation (the refill would wait for the release of the stage in use) */
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
+  cr_assert_not(f->sched->pipes[0].rotated);
+  arena_free(a);
+}
+
+Test(schedule, verifier_rejects_broken_rotations) {
+  Arena *a = arena_new();
+  Diag d;
+  /* the accumulator's wait after its first use */
+  TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  swap_insts(f, p->acc_wait, p->acc_wait + 2); /* past the release and the rescale */
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "rotated pipe"), "%s", msg);
+  arena_free(a);
+  /* the next-stage dot without its next-stage wait */
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  int next = find_op(f, find_op(f, p->wait, TIR_DOT) + 1, TIR_DOT);
+  f->insts[next - 1].stage = 0;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "next-stage dot without its wait"), "%s", msg);
+  arena_free(a);
+  /* the final dot_wait retiring the wrong register */
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  f->insts[p->overlap_dot + 1].args[0] = f->insts[p->overlap_dot].dst;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "does not retire the next-stage dot"), "%s", msg);
+  arena_free(a);
 }
 
 Test(schedule, verifier_checks_roles_and_budgets) {
