@@ -167,7 +167,7 @@ static void print_expr(FILE *o, const AstExpr *e, int depth) {
   case AST_CALL:
     fprintf(o, "call %s", e->name);
     if (has_axis(e))
-      fprintf(o, " axis=%d", e->axis);
+      fprintf(o, " axis=%d%s", e->axis, e->keep ? " keep" : "");
     break;
   case AST_SLICE:
     fprintf(o, "slice %s", e->name);

@@ -66,8 +66,9 @@
  * types equal). The call's ty is the slice's; it has no value.
  *
  * Builtins. AST_CALL has `builtin` (AstBuiltin) and args; for reductions, squeeze and
- * expand_dims `axis` holds the folded axis (args[1] is its constant expression). AST_MEMBER is `st.max` / `st.sum` (member) on a
- * DECL_SOFTMAX; AST_METHOD is `st.update(x)` / `st.finish(acc)` with one argument.
+ * expand_dims `axis` holds the folded axis (args[1] is its constant expression). A reduction's
+ * ty lacks the reduced axis unless `keep` (written `sum(x, 1, keep)`; sema drops the third
+ * argument, so nargs is 2). AST_MEMBER is `st.max` / `st.sum` (member) on a DECL_SOFTMAX; AST_METHOD is `st.update(x)` / `st.finish(acc)` with one argument.
  * AST_BLOCK_ID is block.x/y/z (axis 0/1/2), an i32 scalar.
  */
 #ifndef TILEC_AST_H
@@ -106,6 +107,7 @@ typedef struct AstDecl {
   double cval;
   struct AstStmt *stmt;    /* DECL_VAR/DECL_LOOP/DECL_SOFTMAX: the declaring statement */
   int nuses;               /* reads (for the unused warnings) */
+  const struct AstExpr *row_reduce; /* DECL_VAR: as AstExpr.row_reduce of its value */
   bool error;              /* its declaration had an error: uses stay silent */
 } AstDecl;
 
@@ -146,7 +148,7 @@ typedef enum {
   X(BI_TO, "to", 2, 2)                                                              \
   X(BI_CDIV, "cdiv", 2, 2)                                                          \
   X(BI_ROW_INDEX, "row_index", 2, 2) X(BI_COL_INDEX, "col_index", 2, 2)             \
-  X(BI_SUM, "sum", 2, 2) X(BI_MAX, "max", 2, 2) X(BI_MIN, "min", 2, 2)              \
+  X(BI_SUM, "sum", 2, 3) X(BI_MAX, "max", 2, 3) X(BI_MIN, "min", 2, 3)              \
   X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)       \
   X(BI_ATOMIC_ADD, "atomic_add", 2, 2) X(BI_ATOMIC_MAX, "atomic_max", 2, 2)       \
   X(BI_SQUEEZE, "squeeze", 2, 2) X(BI_EXPAND_DIMS, "expand_dims", 2, 2)
@@ -189,6 +191,11 @@ typedef struct AstExpr {
   AstDecl *decl;           /* NAME, MEMBER, METHOD, SLICE (the tensor) */
   AstOp op;                /* UNARY, BINARY */
   int axis;                /* BLOCK_ID; reductions (folded) */
+  bool keep;               /* reductions: `sum(x, 1, keep)` keeps the axis with size 1 */
+  /* sema: the reduction along an axis > 0 that dropped it, when this value has its shape (the
+   * reduction itself, an element-wise op of it, a name bound to it): numpy broadcasting would
+   * line it up with the wrong axis of a larger tile, so sema refuses that. */
+  const struct AstExpr *row_reduce;
   AstBuiltin builtin;      /* CALL */
   AstMember member;        /* MEMBER */
   AstMethod method;        /* METHOD */

@@ -214,13 +214,16 @@ static int lower_index_tile(Lower *L, const AstExpr *e, int axis) {
   return s < 0 ? -1 : emit2(L, TIR_ADD, e->ty, iota, s, e->loc);
 }
 
+/* TIR reductions keep the axis; a reduction that drops it is one followed by a RESHAPE. */
 static int lower_reduce(Lower *L, const AstExpr *e, TirOp op) {
   int x = lower_expr(L, e->args[0]);
   if (x < 0)
     return -1;
-  int dst = emit1(L, op, e->ty, x, e->loc);
+  TileType kept = *reg_type(L, x);
+  kept.dims[e->axis] = 1;
+  int dst = emit1(L, op, with_elem(kept, e->ty.elem), x, e->loc);
   L->f->insts[L->f->ninsts - 1].axis = e->axis;
-  return dst;
+  return e->keep ? dst : emit1(L, TIR_RESHAPE, e->ty, dst, e->loc);
 }
 
 static int lower_dot(Lower *L, const AstExpr *e, int acc) {

@@ -490,13 +490,62 @@ static bool unify_elems(Sema *S, AstExpr *e, AstExpr *x, AstExpr *y, const char 
   return true;
 }
 
+/* After a failed broadcast of a lower-rank v against t: when v's dims are t's leading ones, v
+ * was most likely meant per row (a dropped reduction axis, a slice of a rank-1 tensor), and numpy
+ * rules line it up with t's trailing axes instead. */
+static void note_rows(Sema *S, SrcLoc loc, const TileType *v, const TileType *t) {
+  if (v->rank == 0 || v->rank >= t->rank)
+    return;
+  for (int i = 0; i < v->rank; i++)
+    if (v->dims[i] != t->dims[i])
+      return;
+  NOTE(S, loc, "%s lines up with the last %s of %s (broadcasting aligns trailing axes); to use it "
+       "per row, add the axis: expand_dims(v, %d), or keep a reduction's axis: sum(x, %d, keep)",
+       tstr(S, v), v->rank == 1 ? "axis" : "axes", tstr(S, t), v->rank, v->rank);
+}
+
 static bool bcast_pair(Sema *S, AstExpr *e, const TileType *x, const TileType *y, TileType *out,
                        const char *what) {
   if (!broadcast(x, y, out)) {
     ERR(S, e->loc, "shapes of %s do not broadcast: %s and %s", what, tstr(S, x), tstr(S, y));
+    note_rows(S, e->loc, x, y);
+    note_rows(S, e->loc, y, x);
     return false;
   }
   return true;
+}
+
+/* A value that a reduction along axis a > 0 made by dropping that axis, broadcast to a larger
+ * rank, would line up with the wrong axes (numpy aligns trailing ones): per-row statistics
+ * become per-column ones, silently when the sizes happen to agree. */
+static bool check_row_bcast(Sema *S, const AstExpr *v, int to_rank) {
+  const AstExpr *r = v->row_reduce;
+  if (!r || v->ty.rank >= to_rank)
+    return true;
+  ERR(S, v->loc, "%s comes from '%s' along axis %d, which drops that axis: broadcast to rank %d it "
+      "would line up with the wrong axes; keep the axis, %s(x, %d, keep), or add it back, "
+      "expand_dims(v, %d)", tstr(S, &v->ty), r->name, r->axis, to_rank, r->name, r->axis, r->axis);
+  if (r != v)
+    NOTE(S, r->loc, "the reduction is here");
+  return false;
+}
+
+/* Before operands broadcast together: check_row_bcast of each against the largest rank. */
+static bool check_rows(Sema *S, AstExpr *const *ops, int n) {
+  int rank = 0;
+  for (int i = 0; i < n; i++)
+    rank = ops[i]->ty.rank > rank ? ops[i]->ty.rank : rank;
+  for (int i = 0; i < n; i++)
+    if (!check_row_bcast(S, ops[i], rank))
+      return false;
+  return true;
+}
+
+/* e stays per row when an operand of its shape is. */
+static void inherit_rows(AstExpr *e, AstExpr *const *ops, int n) {
+  for (int i = 0; i < n; i++)
+    if (ops[i]->row_reduce && tile_same_shape(&ops[i]->ty, &e->ty))
+      e->row_reduce = ops[i]->row_reduce;
 }
 
 static void mark_const(AstExpr *e, double v, bool untyped) {
@@ -535,10 +584,11 @@ static bool check_binary(Sema *S, AstExpr *e) {
     }
   }
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+  if (!check_rows(S, e->args, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
     return false;
   e->opnd_ty = shape;
   e->ty = shape;
+  inherit_rows(e, e->args, 2);
   if (is_cmp(op) || op == OP_AND || op == OP_OR)
     e->ty.elem = TY_BOOL;
   if ((op == OP_DIV || op == OP_REM) && !check_divisor(S, e, x, y))
@@ -570,6 +620,7 @@ static bool check_unary(Sema *S, AstExpr *e) {
     return false;
   }
   e->ty = x->ty;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = e->op == OP_NOT ? !(x->cval != 0) : -x->cval;
     if (!check_int_fold(S, e, v))
@@ -602,9 +653,10 @@ static bool check_ternary(Sema *S, AstExpr *e) {
   if (!unify_elems(S, e, x, y, "'?:'"))
     return false;
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'?:'"))
+  if (!check_rows(S, e->args + 1, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, "'?:'"))
     return false;
   e->ty = e->opnd_ty = shape;
+  inherit_rows(e, e->args + 1, 2);
   if (c->is_const && x->is_const && y->is_const)
     mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
   return true;
@@ -645,6 +697,7 @@ static bool check_name(Sema *S, AstExpr *e) {
     return false;
   }
   e->ty = d->ty;
+  e->row_reduce = d->row_reduce;
   if (d->is_const)
     mark_const(e, d->cval, d->untyped);
   return true;
@@ -818,6 +871,7 @@ static bool check_math1(Sema *S, AstExpr *e, AstExpr *x) {
     return false;
   }
   e->ty = x->ty;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = x->cval, r = v;
     switch (e->builtin) {
@@ -866,7 +920,28 @@ static bool check_reduce(Sema *S, AstExpr *e) {
   e->axis = (int)axis;
   e->ty = x->ty;
   e->ty.dims[axis] = 1;
+  if (e->keep)
+    return true;
+  for (int i = (int)axis; i + 1 < x->ty.rank; i++)
+    e->ty.dims[i] = x->ty.dims[i + 1];
+  e->ty.dims[--e->ty.rank] = 0;
+  e->row_reduce = axis > 0 ? e : NULL;
   return true;
+}
+
+/* `sum(x, 1, keep)`: the third argument is the word `keep`, not a name to look up. */
+static bool take_keep(Sema *S, AstExpr *e) {
+  if (e->nargs < 3)
+    return true;
+  AstExpr *k = e->args[2];
+  e->nargs = 2;
+  if (k->kind == AST_NAME && !strcmp(k->name, "keep")) {
+    e->keep = true;
+    return true;
+  }
+  ERR(S, k->loc, "the third argument of '%s' can only be 'keep' (%s(x, axis, keep) keeps the "
+      "reduced axis with size 1)", e->name, e->name);
+  return false;
 }
 
 /* squeeze(x, axis) drops an axis of size 1; expand_dims(x, axis) inserts one before `axis`
@@ -964,6 +1039,7 @@ static bool check_cvt(Sema *S, AstExpr *e, AstExpr *x) {
   settle(x);
   e->ty = x->ty;
   e->ty.elem = to;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = x->cval;
     if (to == TY_I32) {
@@ -994,9 +1070,10 @@ static bool check_elem2(Sema *S, AstExpr *e) {
     return false;
   }
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+  if (!check_rows(S, e->args, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
     return false;
   e->ty = e->opnd_ty = shape;
+  inherit_rows(e, e->args, 2);
   if (e->builtin == BI_CDIV && !check_divisor(S, e, x, y))
     return false;
   if (x->is_const && y->is_const) {
@@ -1030,12 +1107,13 @@ static bool check_where(Sema *S, AstExpr *e) {
   if (!unify_elems(S, e, x, y, "'where'"))
     return false;
   TileType shape = {.elem = x->ty.elem}, shape2 = shape;
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'where'"))
+  if (!check_rows(S, e->args, 3) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, "'where'"))
     return false;
   if (!bcast_pair(S, e, &c->ty, &shape, &shape2, "'where'"))
     return false;
   shape2.elem = x->ty.elem;
   e->ty = e->opnd_ty = shape2;
+  inherit_rows(e, e->args + 1, 2);
   if (c->is_const && x->is_const && y->is_const)
     mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
   return true;
@@ -1147,8 +1225,12 @@ static bool check_call(Sema *S, AstExpr *e) {
 #undef X
   };
   if (e->nargs < arity[b].lo || e->nargs > arity[b].hi) {
-    ERR(S, e->loc, "'%s' takes %d argument%s, found %d", e->name, arity[b].lo,
-        arity[b].lo == 1 ? "" : "s", e->nargs);
+    if (arity[b].lo != arity[b].hi)
+      ERR(S, e->loc, "'%s' takes %d or %d arguments, found %d", e->name, arity[b].lo, arity[b].hi,
+          e->nargs);
+    else
+      ERR(S, e->loc, "'%s' takes %d argument%s, found %d", e->name, arity[b].lo,
+          arity[b].lo == 1 ? "" : "s", e->nargs);
     return false;
   }
   if (S->launch_ctx && b != BI_CDIV && b != BI_MAXIMUM && b != BI_MINIMUM) {
@@ -1165,6 +1247,8 @@ static bool check_call(Sema *S, AstExpr *e) {
       return false;
     b = e->builtin;
   }
+  if ((b == BI_SUM || b == BI_MAX || b == BI_MIN) && !take_keep(S, e))
+    return false;
   bool ok = true;
   for (int i = 0; i < e->nargs; i++)
     ok &= check_expr(S, e->args[i]);
@@ -1428,9 +1512,12 @@ static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what
         elem_name(t->elem), tstr(S, &v->ty), t->elem == TY_BOOL ? "i32" : elem_name(t->elem));
     return false;
   }
+  if (!check_row_bcast(S, v, t->rank))
+    return false;
   if (!broadcasts_to(&v->ty, t)) {
     ERR(S, v->loc, "cannot broadcast %s to %s (the shape of %s '%s')", tstr(S, &v->ty), tstr(S, t),
         what, name);
+    note_rows(S, v->loc, &v->ty, t);
     return false;
   }
   return true;
@@ -1465,6 +1552,8 @@ static void check_var(Sema *S, AstStmt *s) {
     d->error = true;
     return;
   }
+  if (tile_same_shape(&ty, &s->value->ty))
+    d->row_reduce = s->value->row_reduce;
   if (s->place == VAR_LET && s->value->is_const) {
     d->is_const = true;
     d->cval = s->value->cval;

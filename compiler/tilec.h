@@ -134,7 +134,8 @@ void elem_store(void *base, int64_t i, ElemType t, double v);
  *
  * Operands of element-wise ops have identical shapes and element types: lower_tir inserts BCAST
  * and CVT explicitly, so no backend ever reasons about implicit broadcasting or promotion.
- * Reductions keep the reduced axis with size 1 (keepdims), matching the language.
+ * Reductions keep the reduced axis with size 1 (keepdims); the language's default form, which
+ * drops it, is lowered to a reduction and a RESHAPE.
  *
  * Global memory is reached only through LOAD and STORE on tensor arguments, with per-dimension
  * addressing (a scalar index drops the dimension; a range [start, start + size) keeps it). Elements
