@@ -59,6 +59,8 @@
  * (`start : +size`, size folded into `size`, keeps the dim), SLICE_FULL (`:` on a pinned dim,
  * size = the pinned value, start is NULL meaning 0). ty = the tile read (elem = the tensor's).
  * fill (for `fill(T[...], v)`: BI_FILL call whose args[0] is the slice) is in the call node.
+ * The base may also be a `reg`/`let` tile (DECL_VAR of rank >= 1): then every start is a constant
+ * (is_const, cval) and the box lies inside the tile; SLICE_FULL is the whole axis.
  *
  * Atomics. `atomic_add(T[...], v);` / `atomic_max(...)` exist only as the whole of an ST_EXPR:
  * an AST_CALL whose args[0] is the AST_SLICE written (an `out` tensor) and args[1] the value,
@@ -148,6 +150,7 @@ typedef enum {
   X(BI_TO, "to", 2, 2)                                                              \
   X(BI_CDIV, "cdiv", 2, 2)                                                          \
   X(BI_ROW_INDEX, "row_index", 2, 2) X(BI_COL_INDEX, "col_index", 2, 2)             \
+  X(BI_INDEX, "index", 2, 2)                                                        \
   X(BI_SUM, "sum", 2, 3) X(BI_MAX, "max", 2, 3) X(BI_MIN, "min", 2, 3)              \
   X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)       \
   X(BI_ATOMIC_ADD, "atomic_add", 2, 2) X(BI_ATOMIC_MAX, "atomic_max", 2, 2)       \

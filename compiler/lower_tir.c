@@ -165,8 +165,32 @@ static int lower_ternary(Lower *L, const AstExpr *e) {
   return lower_branches(L, c, e->args[1], e->args[2], e->ty, e->loc);
 }
 
+/* x[a : +S, i, :] of a register tile: EXTRACT of the box (constant starts), then a RESHAPE that
+ * drops the axes of the scalar indices. */
+static int lower_reg_slice(Lower *L, const AstExpr *e) {
+  int x = L->decl_reg[e->decl->id];
+  if (x < 0)
+    return lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+  TileType box = *reg_type(L, x);
+  int32_t offs[TILE_MAX_RANK] = {0};
+  bool whole = true;
+  for (int i = 0; i < e->nitems; i++) {
+    const AstSliceItem *it = &e->items[i];
+    offs[i] = it->start ? (int32_t)it->start->cval : 0;
+    whole &= offs[i] == 0 && it->size == box.dims[i];
+    box.dims[i] = it->size;
+  }
+  if (!whole) {
+    x = emit1(L, TIR_EXTRACT, with_elem(box, box.elem), x, e->loc);
+    memcpy(L->f->insts[L->f->ninsts - 1].offs, offs, sizeof offs);
+  }
+  return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
+}
+
 static int lower_slice(Lower *L, const AstExpr *e, double fill) {
   const AstDecl *t = e->decl;
+  if (t->kind == DECL_VAR)
+    return lower_reg_slice(L, e);
   int starts[TILE_MAX_RANK];
   for (int i = 0; i < e->nitems; i++) {
     const AstSliceItem *it = &e->items[i];
@@ -202,7 +226,8 @@ static TirOp unary_builtin(AstBuiltin b) {
   }
 }
 
-/* row_index(start, R): i32[R, 1]; col_index(start, C): i32[1, C]; start + iota. */
+/* row_index(start, R): i32[R, 1]; col_index(start, C): i32[1, C]; index(start, n): i32[n];
+ * start + iota. */
 static int lower_index_tile(Lower *L, const AstExpr *e, int axis) {
   TirInst *in = tir_emit(L->f, TIR_IOTA, e->loc);
   int iota = in->dst = new_reg(L, with_elem(e->ty, TY_I32));
@@ -285,6 +310,8 @@ static int lower_call(Lower *L, const AstExpr *e) {
     return lower_index_tile(L, e, 0);
   case BI_COL_INDEX:
     return lower_index_tile(L, e, 1);
+  case BI_INDEX:
+    return lower_index_tile(L, e, 0);
   case BI_SUM:
     return lower_reduce(L, e, TIR_REDUCE_SUM);
   case BI_MAX:

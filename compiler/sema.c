@@ -732,6 +732,69 @@ static bool check_index(Sema *S, AstExpr *x, const char *what) {
   return true;
 }
 
+/* The folded S of a range `a : +S`, 1 .. 2^24. */
+static bool slice_size(Sema *S, AstSliceItem *it) {
+  int64_t sz;
+  if (!check_expr(S, it->size_expr) || !const_int(S, it->size_expr, "a slice size", &sz))
+    return false;
+  if (sz <= 0 || sz > (1 << 24)) {
+    ERR(S, it->size_expr->loc, "a slice size must be between 1 and 16777216, found %lld",
+        (long long)sz);
+    return false;
+  }
+  it->size = (int32_t)sz;
+  return true;
+}
+
+/* One item of a register tile's slice along an axis of size dim: a constant start (or ':'), and
+ * a box inside the tile. */
+static bool check_reg_slice_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim) {
+  if (it->kind == SLICE_FULL) {
+    it->size = dim;
+    return true;
+  }
+  if (!check_index(S, it->start, "a slice index"))
+    return false;
+  if (!it->start->is_const) {
+    ERR(S, it->start->loc, "a slice of register tile '%s' needs a compile-time start (register "
+        "tiles are sliced by constant ranges: 16 : +16, not i : +16)", e->name);
+    return false;
+  }
+  it->size = 1;
+  if (it->kind == SLICE_RANGE && !slice_size(S, it))
+    return false;
+  int64_t a = (int64_t)it->start->cval;
+  if (a < 0 || a + it->size > dim) {
+    ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
+        (int)it->size, axis, e->name, (int)dim);
+    return false;
+  }
+  return true;
+}
+
+/* x[items] of a `reg` or `let` tile: one item per axis, each ':', a constant index (drops the
+ * axis) or a constant range; the result is the box, a register tile. */
+static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
+  const TileType *xt = &d->ty;
+  if (e->nitems != xt->rank) {
+    ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, xt),
+        xt->rank, e->nitems, e->nitems == 1 ? "index" : "indices");
+    NOTE(S, d->loc, "'%s' is declared here", e->name);
+    return false;
+  }
+  TileType t = {.elem = xt->elem};
+  bool ok = true;
+  for (int i = 0; i < e->nitems; i++) {
+    AstSliceItem *it = &e->items[i];
+    if (!check_reg_slice_item(S, e, it, i, xt->dims[i]))
+      ok = false;
+    else if (it->kind != SLICE_INDEX)
+      t.dims[t.rank++] = it->size;
+  }
+  e->ty = t;
+  return ok;
+}
+
 /* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
 static bool check_slice(Sema *S, AstExpr *e, bool store) {
   if (S->launch_ctx) {
@@ -749,8 +812,18 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
   e->decl = d;
   if (d->error)
     return false;
+  bool reg_tile = d->kind == DECL_VAR && d->place != VAR_SHARED && d->ty.rank > 0;
+  if (reg_tile && store) {
+    ERR(S, e->name_loc, "cannot store into a slice of register tile '%s'; assign the whole tile "
+        "(e.g. %s = where(row_index(0, R) < 16, v, %s))", e->name, e->name, e->name);
+    return false;
+  }
+  if (reg_tile)
+    return check_reg_slice(S, e, d);
   if (d->kind != DECL_TENSOR_ARG) {
-    ERR(S, e->name_loc, "'%s' is a %s; only tensor arguments can be sliced", e->name, decl_what(d));
+    ERR(S, e->name_loc, "'%s' is a %s%s; only tensor arguments and register tiles ('reg', 'let') "
+        "can be sliced", e->name, d->kind == DECL_VAR && d->ty.rank == 0 ? "scalar " : "",
+        decl_what(d));
     return false;
   }
   const AstArg *arg = &S->k->args[d->index];
@@ -784,18 +857,10 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
       it->size = 1;
       continue;
     }
-    int64_t sz;
-    if (!check_expr(S, it->size_expr) || !const_int(S, it->size_expr, "a slice size", &sz)) {
+    if (!slice_size(S, it)) {
       ok = false;
       continue;
     }
-    if (sz <= 0 || sz > (1 << 24)) {
-      ERR(S, it->size_expr->loc, "a slice size must be between 1 and 16777216, found %lld",
-          (long long)sz);
-      ok = false;
-      continue;
-    }
-    it->size = (int32_t)sz;
     t.dims[t.rank++] = it->size;
   }
   if (!ok)
@@ -1026,7 +1091,9 @@ static bool check_index_tile(Sema *S, AstExpr *e) {
         (long long)n);
     return false;
   }
-  if (e->builtin == BI_ROW_INDEX)
+  if (e->builtin == BI_INDEX)
+    e->ty = (TileType){.elem = TY_I32, .rank = 1, .dims = {(int32_t)n}};
+  else if (e->builtin == BI_ROW_INDEX)
     e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {(int32_t)n, 1}};
   else
     e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {1, (int32_t)n}};
@@ -1268,6 +1335,7 @@ static bool check_call(Sema *S, AstExpr *e) {
     return check_cvt(S, e, e->args[0]);
   case BI_ROW_INDEX:
   case BI_COL_INDEX:
+  case BI_INDEX:
     return check_index_tile(S, e);
   case BI_SUM:
   case BI_MAX:

@@ -192,6 +192,8 @@ enum {
   X(TIR_TRANS, "trans", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
   /* same elements in the same order, size-1 dims inserted or removed */                \
   X(TIR_RESHAPE, "reshape", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
+  /* dst = args[0][offs[d] : +dst.dims[d], ...]: a constant box of a register tile */     \
+  X(TIR_EXTRACT, "extract", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
@@ -280,6 +282,7 @@ typedef struct TirInst {
   int arg_index;           /* PARAM, LOAD, STORE: kernel argument number; DIM: dim number */
   TirIndex index[TILE_MAX_RANK]; /* LOAD/STORE: one per tensor dimension */
   int pipeline;            /* FOR: requested pipelining depth (1 = none) */
+  int32_t offs[TILE_MAX_RANK]; /* EXTRACT: the first element taken along each dimension */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
