@@ -298,6 +298,11 @@ typedef struct AstDim {
   bool pinned;
   int64_t value;           /* when pinned */
   AstDecl *decl;
+  /* A dimension written as an expression (X: f32[N, D / 2]): a hidden run-time dim named
+   * "X$1" (tensor, axis; '$' keeps it apart from source names) bound from the tensor like any
+   * other, with a requirement "X$1 == D / 2" in launch_requires; derive is the expression's RPN
+   * (NULL for a dim written as a name). A constant expression gives a pinned dim instead. */
+  const char *derive;
 } AstDim;
 
 typedef struct AstKernel {

@@ -648,7 +648,7 @@ static void lower_header(Lower *L) {
   f->ndims = k->ndims;
   f->dims = arena_alloc(L->a, sizeof *f->dims * (size_t)(k->ndims + 1));
   for (int i = 0; i < k->ndims; i++)
-    f->dims[i] = (TirDim){k->dims[i].name, k->dims[i].pinned, k->dims[i].value};
+    f->dims[i] = (TirDim){k->dims[i].name, k->dims[i].pinned, k->dims[i].value, k->dims[i].derive};
   f->nargs = k->nargs;
   f->args = arena_alloc(L->a, sizeof *f->args * (size_t)(k->nargs + 1));
   for (int i = 0; i < k->nargs; i++) {

@@ -1753,6 +1753,21 @@ static void check_softmax(Sema *S, AstStmt *s) {
   }
 }
 
+/* A launch requirement: a `require` statement s, or (s NULL) one a dimension expression implies. */
+static void append_require(Sema *S, AstStmt *s, TirExpr rpn) {
+  AstKernel *k = S->k;
+  AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
+  TirExpr *x = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *x);
+  if (k->nrequires) {
+    memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
+    memcpy(x, k->launch_requires, (size_t)k->nrequires * sizeof *x);
+  }
+  v[k->nrequires] = s;
+  x[k->nrequires++] = rpn;
+  k->requires = v;
+  k->launch_requires = x;
+}
+
 static void check_require(Sema *S, AstStmt *s) {
   if (S->depth > 0) {
     ERR(S, s->loc, "'require' is only allowed at the top level of a kernel body");
@@ -1783,16 +1798,7 @@ static void check_require(Sema *S, AstStmt *s) {
         TILERT_MAX_EXPR - 1);
     return;
   }
-  AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
-  TirExpr *x = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *x);
-  if (k->nrequires) {
-    memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
-    memcpy(x, k->launch_requires, (size_t)k->nrequires * sizeof *x);
-  }
-  v[k->nrequires] = s;
-  x[k->nrequires++] = rpn;
-  k->requires = v;
-  k->launch_requires = x;
+  append_require(S, s, rpn);
 }
 
 static void check_stmt(Sema *S, AstStmt *s) {
@@ -1979,12 +1985,9 @@ static void check_params(Sema *S) {
   }
 }
 
-/* Finds or creates the dim `name` (first appearance at loc); pins it from a parameter or -D. */
-static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
+/* Appends the dim `name` (not yet a declaration). */
+static AstDim *new_dim(Sema *S, const char *name, SrcLoc loc) {
   AstKernel *k = S->k;
-  for (int i = 0; i < k->ndims; i++)
-    if (!strcmp(k->dims[i].name, name))
-      return i;
   AstDim *dims = arena_alloc(S->a, (size_t)(k->ndims + 1) * sizeof *dims);
   if (k->ndims)
     memcpy(dims, k->dims, (size_t)k->ndims * sizeof *dims);
@@ -1992,6 +1995,29 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
   AstDim *dim = &dims[k->ndims];
   dim->name = name;
   dim->loc = loc;
+  return dim;
+}
+
+/* The declaration of a run-time dim, within the runtime's count. */
+static AstDecl *declare_dim(Sema *S, AstDim *dim) {
+  AstKernel *k = S->k;
+  if (k->ndims == TILERT_MAX_DIMS)
+    ERR(S, dim->loc, "kernel '%s' has more than %d shape dimensions, the runtime's limit", k->name,
+        TILERT_MAX_DIMS);
+  AstDecl *d = declare(S, DECL_DIM, dim->name, dim->loc, scalar_ty(TY_I32));
+  d->index = k->ndims;
+  d->nuses = 1;
+  dim->decl = d;
+  return d;
+}
+
+/* Finds or creates the dim `name` (first appearance at loc); pins it from a parameter or -D. */
+static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
+  AstKernel *k = S->k;
+  for (int i = 0; i < k->ndims; i++)
+    if (!strcmp(k->dims[i].name, name))
+      return i;
+  AstDim *dim = new_dim(S, name, loc);
   AstDecl *prev = lookup(S, name);
   if (prev && prev->kind == DECL_PARAM) { /* `D` in attention: a pinned dim */
     const AstParam *p = &k->params[prev->index];
@@ -2009,13 +2035,7 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
     NOTE(S, prev->loc, "'%s' is declared here", name);
   }
   check_name_length(S, "dimension", name, loc, TILERT_MAX_NAME);
-  if (k->ndims == TILERT_MAX_DIMS)
-    ERR(S, loc, "kernel '%s' has more than %d shape dimensions, the runtime's limit", k->name,
-        TILERT_MAX_DIMS);
-  AstDecl *d = declare(S, DECL_DIM, name, loc, scalar_ty(TY_I32));
-  d->index = k->ndims;
-  d->nuses = 1;
-  dim->decl = d;
+  AstDecl *d = declare_dim(S, dim);
   const Define *def = find_define(S, name);
   if (def) {
     double v;
@@ -2034,6 +2054,89 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
       d->cval = v;
     }
   }
+  return k->ndims++;
+}
+
+/* Every name in a dimension expression must be known before it is checked: a parameter, a dim
+ * written alone somewhere (interned already), or a dim pinned by -D. A dim that appears only
+ * inside expressions cannot be solved from the shapes. */
+static bool resolve_dim_names(Sema *S, const AstExpr *e) {
+  if (e->kind == AST_NAME && !lookup(S, e->name)) {
+    bool pinned = false;
+    for (int i = 0; i < S->ndefs && !pinned; i++)
+      pinned = !strcmp(S->defs[i].name, e->name);
+    if (pinned) {
+      intern_dim(S, e->name, e->loc);
+      return true;
+    }
+    ERR(S, e->loc, "dimension '%s' appears only inside dimension expressions, so the shapes at "
+        "launch cannot give its value; write it alone as some tensor's dimension (e.g. X: "
+        "f32[%s]) or pin it (-D %s=VALUE)", e->name, e->name, e->name);
+    return false;
+  }
+  bool ok = true;
+  for (int i = 0; i < e->nargs; i++)
+    ok &= resolve_dim_names(S, e->args[i]);
+  return ok;
+}
+
+/* The launch requirement that a derived dim `dim` has the value of its expression. */
+static bool require_derived(Sema *S, const AstDim *dim, const TirExpr *rpn, int axis,
+                            const AstArg *a) {
+  AstKernel *k = S->k;
+  if (k->nrequires == TILERT_MAX_REQUIRES) {
+    ERR(S, rpn->loc, "kernel '%s' has more than %d requirements, the runtime's limit, counting "
+        "one per dimension expression", k->name, TILERT_MAX_REQUIRES);
+    return false;
+  }
+  TirExpr req = {.rpn = arena_printf(S->a, "%s %s ==", dim->name, rpn->rpn),
+                 .text = arena_printf(S->a, "axis %d of %s == %s", axis, a->name, rpn->text),
+                 .loc = rpn->loc};
+  append_require(S, NULL, req);
+  return true;
+}
+
+/* `X: f32[N, D / 2]`: axis j of a is an expression over dims and parameters. A constant gives a
+ * pinned dim; else a hidden run-time dim (shared by equal expressions) that the launch checks
+ * against the expression (docs/language.md 5.3). */
+static int derived_dim(Sema *S, const AstArg *a, int axis, AstExpr *de) {
+  if (!resolve_dim_names(S, de))
+    return -1;
+  S->launch_ctx = "dimension";
+  bool ok = check_expr(S, de);
+  S->launch_ctx = NULL;
+  if (!ok || !adapt(S, de, TY_I32, de->loc))
+    return -1;
+  if (de->ty.elem != TY_I32 || de->ty.rank != 0) {
+    ERR(S, de->loc, "a tensor dimension must be a scalar i32, found %s", tstr(S, &de->ty));
+    return -1;
+  }
+  AstKernel *k = S->k;
+  const char *name = arena_printf(S->a, "%s$%d", a->name, axis);
+  if (de->is_const) {
+    if (de->cval < 1) {
+      ERR(S, de->loc, "this dimension is %g; a dimension must be a positive integer", de->cval);
+      return -1;
+    }
+    AstDim *dim = new_dim(S, name, de->loc);
+    dim->pinned = true;
+    dim->value = (int64_t)de->cval;
+    AstDecl *d = declare_dim(S, dim);
+    d->is_const = true;
+    d->cval = de->cval;
+    return k->ndims++;
+  }
+  TirExpr rpn;
+  if (!launch_rpn(S, de, "dimension", &rpn))
+    return -1;
+  for (int i = 0; i < k->ndims; i++)
+    if (k->dims[i].derive && !strcmp(k->dims[i].derive, rpn.rpn))
+      return i;
+  AstDim *dim = new_dim(S, name, de->loc);
+  dim->derive = rpn.rpn;
+  declare_dim(S, dim);
+  if (!require_derived(S, dim, &rpn, axis, a))
+    return -1;
   return k->ndims++;
 }
 
@@ -2080,15 +2183,16 @@ static void check_args(Sema *S) {
       continue;
     }
     a->rank = ts->ndims;
-    for (int j = 0; j < ts->ndims; j++) {
-      AstExpr *de = ts->dims[j];
-      if (de->kind != AST_NAME) {
-        ERR(S, de->loc, "a tensor dimension must be a name (a symbolic size such as N)");
-        d->error = true; /* its slices stay silent: the dim has no entry */
-        continue;
-      }
-      a->dims[j] = intern_dim(S, de->name, de->loc);
-    }
+    for (int j = 0; j < ts->ndims; j++)
+      if (ts->dims[j]->kind == AST_NAME)
+        a->dims[j] = intern_dim(S, ts->dims[j]->name, ts->dims[j]->loc);
+  }
+  /* Expressions after every name written alone is a dim: `A: f32[D / 2], B: f32[D]`. */
+  for (int i = 0; i < k->nargs && !diag_too_many(S->d); i++) {
+    AstArg *a = &k->args[i];
+    for (int j = 0; a->is_tensor && j < a->rank; j++)
+      if (a->type->dims[j]->kind != AST_NAME && (a->dims[j] = derived_dim(S, a, j, a->type->dims[j])) < 0)
+        a->decl->error = true; /* its slices stay silent: the dim has no entry */
   }
 }
 

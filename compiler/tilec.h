@@ -310,6 +310,8 @@ typedef struct TirDim {
   const char *name;
   bool pinned;
   int64_t value;           /* when pinned */
+  const char *derive;      /* a dim written as an expression: its RPN over the other dims (the
+                              launch checks it with a requirement; `tilec run` computes it) */
 } TirDim;
 
 /* An integer expression over dims, in reverse Polish notation, evaluated at launch
