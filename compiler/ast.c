@@ -279,6 +279,8 @@ static void print_kernel(FILE *o, const AstKernel *k) {
     fprintf(o, "  dim %s", k->dims[i].name);
     if (k->dims[i].pinned)
       fprintf(o, " = %lld (pinned)", (long long)k->dims[i].value);
+    if (k->dims[i].derive)
+      fprintf(o, " = %s (RPN, checked at launch)", k->dims[i].derive);
     fputc('\n', o);
   }
   for (int i = 0; i < k->nargs; i++) {

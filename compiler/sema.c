@@ -1664,7 +1664,9 @@ static void check_assign(Sema *S, AstStmt *s) {
     ERR(S, s->loc, "compound assignment does not take bool tiles");
     return;
   }
-  check_write(S, s->value, &d->ty, "variable", s->name);
+  if (check_write(S, s->value, &d->ty, "variable", s->name) && s->value->row_reduce &&
+      tile_same_shape(&d->ty, &s->value->ty))
+    d->row_reduce = s->value->row_reduce; /* reg m: f32[R] = -inf; m = max(x, 1); */
 }
 
 static void check_store(Sema *S, AstStmt *s) {

@@ -213,6 +213,19 @@ Test(sema, reductions) {
   cr_assert_eq(m->ty.dims[1], 128);
   done(&c);
   expect_error(K("  let a = X[0 : +B];\n  let m = sum(a, 1);\n"), "reduction axis 1 is out of range");
+  /* A reduction drops its axis; along axis 0 the rest lines up as numpy has it, along another it
+   * would not, so that broadcast is refused (also through lets, element-wise ops, assignments). */
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = a - sum(a, 0);\n"));
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = a - sum(a, 1, keep);\n"));
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Y[0 : +4] = exp(sum(a, 1)) * 2;\n"));
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = exp(max(a, 1)) + 1;\n"
+                 "  Z[0 : +4, 0 : +B] = a - m;\n"), "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  reg m: f32[4] = 0;\n  m = max(a, 1);\n"
+                 "  Z[0 : +4, 0 : +B] = where(a > m, a, 0.0);\n"), "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = sum(a, 1);\n"),
+               "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = sum(a, 1, kep);\n"),
+               "can only be 'keep'");
   expect_error(K("  let a = X[0 : +B];\n  let m = max(a, a);\n"), "use maximum(a, b)");
   expect_error(K("  let m = sum(s, 0);\n"), "its operand is a scalar");
 }
