@@ -1031,8 +1031,8 @@ static bool check_reshape(Sema *S, AstExpr *e) {
     return false;
   }
   if (squeeze && x->ty.dims[axis] != 1) {
-    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (reduce "
-        "it first, e.g. sum(x, %lld))", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
+    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (to reduce "
+        "it, sum(x, %lld) drops the axis by itself)", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
         (long long)axis);
     return false;
   }
