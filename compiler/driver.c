@@ -382,6 +382,12 @@ static bool run_derive_dims(Arena *a, const TirFunc *f, RunBindings *b, Diag *d)
     if (f->dims[i].derive && !b->dim_set[i]) {
       st = tilert_eval_expr(info, f->dims[i].derive, b->dims, &b->dims[i]);
       b->dim_set[i] = true;
+      if (st.code == TILERT_OK && b->dims[i] < 0) {
+        diag_plain(d, DIAG_ERROR, "run '%s': dim %s ('%s' in RPN) is %lld with these shapes; a "
+                   "dimension cannot be negative", f->name, f->dims[i].name, f->dims[i].derive,
+                   (long long)b->dims[i]);
+        return false;
+      }
     }
   if (st.code != TILERT_OK)
     diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
