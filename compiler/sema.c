@@ -2117,7 +2117,8 @@ static int derived_dim(Sema *S, const AstArg *a, int axis, AstExpr *de) {
   const char *name = arena_printf(S->a, "%s$%d", a->name, axis);
   if (de->is_const) {
     if (de->cval < 1) {
-      ERR(S, de->loc, "this dimension is %g; a dimension must be a positive integer", de->cval);
+      ERR(S, de->loc, "this dimension is %lld; a dimension must be a positive integer",
+          (long long)de->cval);
       return -1;
     }
     AstDim *dim = new_dim(S, name, de->loc);
@@ -2192,9 +2193,11 @@ static void check_args(Sema *S) {
   /* Expressions after every name written alone is a dim: `A: f32[D / 2], B: f32[D]`. */
   for (int i = 0; i < k->nargs && !diag_too_many(S->d); i++) {
     AstArg *a = &k->args[i];
-    for (int j = 0; a->is_tensor && j < a->rank; j++)
-      if (a->type->dims[j]->kind != AST_NAME && (a->dims[j] = derived_dim(S, a, j, a->type->dims[j])) < 0)
+    for (int j = 0; a->is_tensor && j < a->rank; j++) {
+      AstExpr *de = a->type->dims[j];
+      if (de->kind != AST_NAME && (a->dims[j] = derived_dim(S, a, j, de)) < 0)
         a->decl->error = true; /* its slices stay silent: the dim has no entry */
+    }
   }
 }
 
