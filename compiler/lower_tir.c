@@ -307,11 +307,10 @@ static int lower_call(Lower *L, const AstExpr *e) {
   case BI_CDIV:
     return lower_cdiv(L, e);
   case BI_ROW_INDEX:
+  case BI_INDEX:
     return lower_index_tile(L, e, 0);
   case BI_COL_INDEX:
     return lower_index_tile(L, e, 1);
-  case BI_INDEX:
-    return lower_index_tile(L, e, 0);
   case BI_SUM:
     return lower_reduce(L, e, TIR_REDUCE_SUM);
   case BI_MAX:

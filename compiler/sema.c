@@ -1194,6 +1194,11 @@ static bool check_fill(Sema *S, AstExpr *e) {
   }
   if (!check_expr(S, sl) || !check_expr(S, v))
     return false;
+  if (sl->decl->kind != DECL_TENSOR_ARG) {
+    ERR(S, sl->loc, "'fill' pads a tensor slice; '%s' is a register tile, and its slices have no "
+        "outside to pad", sl->name);
+    return false;
+  }
   if (!v->is_const || v->ty.rank != 0) {
     ERR(S, v->loc, "the fill value must be a compile-time scalar constant");
     return false;
