@@ -303,6 +303,7 @@ typedef struct AstDim {
    * other, with a requirement "X$1 == D / 2" in launch_requires; derive is the expression's RPN
    * (NULL for a dim written as a name). A constant expression gives a pinned dim instead. */
   const char *derive;
+  const char *derive_text; /* the expression as written, for messages */
 } AstDim;
 
 typedef struct AstKernel {

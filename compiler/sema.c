@@ -839,6 +839,13 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
     AstSliceItem *it = &e->items[i];
     const AstDim *dim = &S->k->dims[arg->dims[i]];
     if (it->kind == SLICE_FULL) {
+      if (!dim->pinned && dim->derive) {
+        ERR(S, it->loc, "':' takes the whole axis %d of '%s', %s, which is not known at compile "
+            "time (pin the dims it uses with -D NAME=VALUE or write 'start : +SIZE')", i, e->name,
+            dim->derive_text);
+        ok = false;
+        continue;
+      }
       if (!dim->pinned) {
         ERR(S, it->loc, "':' takes the whole dimension '%s', which is not known at compile time "
             "(pin it with -D %s=VALUE or write 'start : +SIZE')", dim->name, dim->name);
@@ -2142,6 +2149,7 @@ static int derived_dim(Sema *S, const AstArg *a, int axis, AstExpr *de) {
       return i;
   AstDim *dim = new_dim(S, name, de->loc);
   dim->derive = rpn.rpn;
+  dim->derive_text = rpn.text;
   declare_dim(S, dim);
   if (!require_derived(S, dim, &rpn, axis, a))
     return -1;
