@@ -2344,9 +2344,10 @@ static void report_unknown_define(Sema *S, AstProgram *prog, const Define *def) 
       len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", k->params[i].name);
     if (!k->nparams && len < sizeof list)
       len += (size_t)snprintf(list + len, sizeof list - len, "(none)");
-    for (int i = 0; i < k->ndims && len < sizeof list; i++)
-      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : " and dims ",
-                              k->dims[i].name);
+    for (int i = 0, n = 0; i < k->ndims && len < sizeof list; i++)
+      if (!strchr(k->dims[i].name, '$')) /* the hidden dims of expressions take no -D */
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", n++ ? ", " : " and dims ",
+                                k->dims[i].name);
   }
   diag_plain(S->d, DIAG_ERROR, "-D %s=%s: no kernel has a parameter or dimension named '%s' (%s)",
              def->name, def->value, def->name, list);
