@@ -167,7 +167,7 @@ static void print_expr(FILE *o, const AstExpr *e, int depth) {
   case AST_CALL:
     fprintf(o, "call %s", e->name);
     if (has_axis(e))
-      fprintf(o, " axis=%d", e->axis);
+      fprintf(o, " axis=%d%s", e->axis, e->keep ? " keep" : "");
     break;
   case AST_SLICE:
     fprintf(o, "slice %s", e->name);
@@ -281,6 +281,8 @@ static void print_kernel(FILE *o, const AstKernel *k) {
     fprintf(o, "  dim %s", k->dims[i].name);
     if (k->dims[i].pinned)
       fprintf(o, " = %lld (pinned)", (long long)k->dims[i].value);
+    if (k->dims[i].derive)
+      fprintf(o, " = %s (RPN, checked at launch)", k->dims[i].derive);
     fputc('\n', o);
   }
   for (int i = 0; i < k->nargs; i++) {

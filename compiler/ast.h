@@ -59,6 +59,8 @@
  * (`start : +size`, size folded into `size`, keeps the dim), SLICE_FULL (`:` on a pinned dim,
  * size = the pinned value, start is NULL meaning 0). ty = the tile read (elem = the tensor's).
  * fill (for `fill(T[...], v)`: BI_FILL call whose args[0] is the slice) is in the call node.
+ * The base may also be a `reg`/`let` tile (DECL_VAR of rank >= 1): then every start is a constant
+ * (is_const, cval) and the box lies inside the tile; SLICE_FULL is the whole axis.
  *
  * Atomics. `atomic_add(T[...], v);` / `atomic_max(...)` exist only as the whole of an ST_EXPR:
  * an AST_CALL whose args[0] is the AST_SLICE written (an `out` tensor) and args[1] the value,
@@ -66,8 +68,9 @@
  * types equal). The call's ty is the slice's; it has no value.
  *
  * Builtins. AST_CALL has `builtin` (AstBuiltin) and args; for reductions, squeeze and
- * expand_dims `axis` holds the folded axis (args[1] is its constant expression). AST_MEMBER is `st.max` / `st.sum` (member) on a
- * DECL_SOFTMAX; AST_METHOD is `st.update(x)` / `st.finish(acc)` with one argument.
+ * expand_dims `axis` holds the folded axis (args[1] is its constant expression). A reduction's
+ * ty lacks the reduced axis unless `keep` (written `sum(x, 1, keep)`; sema drops the third
+ * argument, so nargs is 2). AST_MEMBER is `st.max` / `st.sum` (member) on a DECL_SOFTMAX; AST_METHOD is `st.update(x)` / `st.finish(acc)` with one argument.
  * AST_BLOCK_ID is block.x/y/z (axis 0/1/2), an i32 scalar.
  */
 #ifndef TILEC_AST_H
@@ -106,6 +109,7 @@ typedef struct AstDecl {
   double cval;
   struct AstStmt *stmt;    /* DECL_VAR/DECL_LOOP/DECL_SOFTMAX: the declaring statement */
   int nuses;               /* reads (for the unused warnings) */
+  const struct AstExpr *row_reduce; /* DECL_VAR: as AstExpr.row_reduce of its value */
   bool error;              /* its declaration had an error: uses stay silent */
 } AstDecl;
 
@@ -146,7 +150,8 @@ typedef enum {
   X(BI_TO, "to", 2, 2)                                                              \
   X(BI_CDIV, "cdiv", 2, 2)                                                          \
   X(BI_ROW_INDEX, "row_index", 2, 2) X(BI_COL_INDEX, "col_index", 2, 2)             \
-  X(BI_SUM, "sum", 2, 2) X(BI_MAX, "max", 2, 2) X(BI_MIN, "min", 2, 2)              \
+  X(BI_INDEX, "index", 2, 2)                                                        \
+  X(BI_SUM, "sum", 2, 3) X(BI_MAX, "max", 2, 3) X(BI_MIN, "min", 2, 3)              \
   X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)       \
   X(BI_ATOMIC_ADD, "atomic_add", 2, 2) X(BI_ATOMIC_MAX, "atomic_max", 2, 2)       \
   X(BI_SQUEEZE, "squeeze", 2, 2) X(BI_EXPAND_DIMS, "expand_dims", 2, 2)
@@ -189,6 +194,11 @@ typedef struct AstExpr {
   AstDecl *decl;           /* NAME, MEMBER, METHOD, SLICE (the tensor) */
   AstOp op;                /* UNARY, BINARY */
   int axis;                /* BLOCK_ID; reductions (folded) */
+  bool keep;               /* reductions: `sum(x, 1, keep)` keeps the axis with size 1 */
+  /* sema: the reduction along an axis > 0 that dropped it, when this value has its shape (the
+   * reduction itself, an element-wise op of it, a name bound to it): numpy broadcasting would
+   * line it up with the wrong axis of a larger tile, so sema refuses that. */
+  const struct AstExpr *row_reduce;
   AstBuiltin builtin;      /* CALL */
   AstMember member;        /* MEMBER */
   AstMethod method;        /* METHOD */
@@ -289,6 +299,12 @@ typedef struct AstDim {
   bool pinned;
   int64_t value;           /* when pinned */
   AstDecl *decl;
+  /* A dimension written as an expression (X: f32[N, D / 2]): a hidden run-time dim named
+   * "X$1" (tensor, axis; '$' keeps it apart from source names) bound from the tensor like any
+   * other, with a requirement "X$1 == D / 2" in launch_requires; derive is the expression's RPN
+   * (NULL for a dim written as a name). A constant expression gives a pinned dim instead. */
+  const char *derive;
+  const char *derive_text; /* the expression as written, for messages */
 } AstDim;
 
 typedef struct AstKernel {

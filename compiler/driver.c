@@ -224,7 +224,7 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
     p = *comma ? comma + 1 : comma;
   }
   for (int i = 0; i < f->ndims; i++)
-    if (!b->dim_set[i]) {
+    if (!b->dim_set[i] && !f->dims[i].derive) {
       diag_plain(d, DIAG_ERROR, "--shape: no value for dim %s (e.g. --shape %s=1024)",
                  f->dims[i].name, f->dims[i].name);
       return false;
@@ -376,12 +376,34 @@ static bool run_sizes(const TirFunc *f, const RunBindings *b, int64_t cap, int64
   return false;
 }
 
+/* Dims written as expressions (X: f32[N, D / 2]) take the value of their expression, evaluated
+ * as the runtime does (its parser and evaluator on the kernel's own metadata); one an --in array
+ * gave already keeps it, and the launch's requirement then says whether it fits. */
+static bool run_derive_dims(Arena *a, const TirFunc *f, RunBindings *b, Diag *d) {
+  tilert_kernel_info *info = arena_alloc(a, sizeof *info);
+  tilert_status st = tilert_parse_kernel_info(meta_emit(a, f, 0), info);
+  for (int i = 0; i < f->ndims && st.code == TILERT_OK; i++)
+    if (f->dims[i].derive && !b->dim_set[i]) {
+      st = tilert_eval_expr(info, f->dims[i].derive, b->dims, &b->dims[i]);
+      b->dim_set[i] = true;
+      if (st.code == TILERT_OK && b->dims[i] < 0) {
+        diag_plain(d, DIAG_ERROR, "run '%s': dim %s ('%s' in RPN) is %lld with these shapes; a "
+                   "dimension cannot be negative", f->name, f->dims[i].name, f->dims[i].derive,
+                   (long long)b->dims[i]);
+        return false;
+      }
+    }
+  if (st.code != TILERT_OK)
+    diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
+  return st.code == TILERT_OK;
+}
+
 static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient, Diag *d) {
   RunBindings b = run_bindings(a, f);
   NpyArray *in[TILERT_MAX_ARGS] = {0};
   int64_t *numel = arena_alloc(a, sizeof *numel * (size_t)(f->nargs + 1));
   if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d) ||
-      !run_sizes(f, &b, o->run_max_bytes, numel, d))
+      !run_derive_dims(a, f, &b, d) || !run_sizes(f, &b, o->run_max_bytes, numel, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;

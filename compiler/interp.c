@@ -448,6 +448,21 @@ static bool leaf_exec(Machine *m, const TirInst *in) {
   }
 }
 
+/* EXTRACT: dst element (i0..i3) is src element (i0 + o0 .. i3 + o3), both padded to rank 4. */
+static void extract_exec(const TileType *st, const TileType *dt, const int32_t *offs,
+                         const uint32_t *s, uint32_t *d) {
+  int64_t sd[4], dd[4], o[4] = {0, 0, 0, 0};
+  pad4(st, sd);
+  pad4(dt, dd);
+  for (int i = 0; i < dt->rank; i++)
+    o[4 - dt->rank + i] = offs[i];
+  for (int64_t a = 0; a < dd[0]; a++)
+    for (int64_t b = 0; b < dd[1]; b++)
+      for (int64_t c = 0; c < dd[2]; c++)
+        for (int64_t e = 0; e < dd[3]; e++)
+          *d++ = s[(((a + o[0]) * sd[1] + b + o[1]) * sd[2] + c + o[2]) * sd[3] + e + o[3]];
+}
+
 /* Non-element-wise ops whose result may alias an operand compute into scratch first. */
 static bool shaped_exec(Machine *m, const TirInst *in) {
   const TileType *dt = rtype(m, in->dst);
@@ -472,6 +487,9 @@ static bool shaped_exec(Machine *m, const TirInst *in) {
     dot_exec(M, K, N, s, m->regs[in->args[1]], m->regs[in->args[2]], d);
     break;
   }
+  case TIR_EXTRACT:
+    extract_exec(st, dt, in->offs, s, d);
+    break;
   default:
     reduce_exec(in->op, st, in->axis, s, d);
     break;
@@ -506,6 +524,7 @@ static bool inst_exec(Machine *m, const TirInst *in) {
     return true;
   case TIR_BCAST:
   case TIR_TRANS:
+  case TIR_EXTRACT:
   case TIR_DOT:
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:

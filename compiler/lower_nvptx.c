@@ -541,17 +541,26 @@ static LLVMValueRef *vals_new(Cg *g, int n) {
 /* -------------------------------------------------- layout conversion */
 
 /* Coordinate maps from a destination tile to the source tile it reads. */
-typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS, MAP_RESHAPE } MapKind;
+typedef enum { MAP_IDENT, MAP_BCAST, MAP_TRANS, MAP_RESHAPE, MAP_EXTRACT } MapKind;
+typedef struct Map {
+  MapKind k;
+  const int32_t *offs;     /* MAP_EXTRACT: the box's first element per dimension */
+} Map;
 
-static uint32_t map_flat(MapKind k, const Layout *dst, const Layout *src, uint32_t f) {
+static uint32_t map_flat(const Map *m, const Layout *dst, const Layout *src, uint32_t f) {
   /* Dims of size 1 (padded: 1 too) add no bits: both tiles number their elements alike. */
-  if (k == MAP_RESHAPE)
+  if (m->k == MAP_RESHAPE)
     return f;
   int32_t dc[TILE_MAX_RANK] = {0}, sc[TILE_MAX_RANK] = {0};
   layout_coord(dst->rank, dst->shape, f, dc);
-  if (k == MAP_TRANS) {
+  if (m->k == MAP_TRANS) {
     sc[0] = dc[1];
     sc[1] = dc[0];
+  } else if (m->k == MAP_EXTRACT) {
+    /* Padding elements of the box may reach past the source's padded dim: they wrap, so that
+     * every address stays inside the source (their values are never used). */
+    for (int d = 0; d < src->rank; d++)
+      sc[d] = (dc[d] + m->offs[d]) & (src->shape[d] - 1);
   } else {
     int off = dst->rank - src->rank;
     for (int d = 0; d < src->rank; d++)
@@ -560,17 +569,30 @@ static uint32_t map_flat(MapKind k, const Layout *dst, const Layout *src, uint32
   return layout_flat(src->rank, src->shape, sc);
 }
 
+/* Whether the map is linear over GF(2) up to a constant (map(a ^ b) = map(a) ^ map(b) ^ map(0)),
+ * which the register and lane/warp-basis conversions rely on. A box is when each start is a
+ * multiple of the box's padded size: adding it then sets bits the box does not use. */
+static bool map_affine(const Map *m, const Layout *dst) {
+  if (m->k != MAP_EXTRACT)
+    return true;
+  for (int d = 0; d < dst->rank; d++)
+    if (m->offs[d] % dst->shape[d])
+      return false;
+  return true;
+}
+
 /* Register-only conversion when every lane/warp basis maps onto the source's and every
  * destination register finds its element among the thread's source registers. */
-static bool convert_in_regs(const Layout *src, const Layout *dst, MapKind k, int *from) {
-  if (src->nbits[LAY_WARP] != dst->nbits[LAY_WARP])
+static bool convert_in_regs(const Layout *src, const Layout *dst, const Map *m, int *from) {
+  if (src->nbits[LAY_WARP] != dst->nbits[LAY_WARP] || !map_affine(m, dst))
     return false;
+  uint32_t c0 = map_flat(m, dst, src, 0);
   for (int kind = LAY_LANE; kind < LAY_NKINDS; kind++)
     for (int b = 0; b < dst->nbits[kind]; b++)
-      if (map_flat(k, dst, src, dst->basis[kind][b]) != src->basis[kind][b])
+      if ((map_flat(m, dst, src, dst->basis[kind][b]) ^ c0) != src->basis[kind][b])
         return false;
   for (int r = 0; r < layout_nregs(dst); r++) {
-    uint32_t want = map_flat(k, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
+    uint32_t want = map_flat(m, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
     from[r] = -1;
     for (int q = 0; q < layout_nregs(src) && from[r] < 0; q++)
       if (layout_apply_kind(src, LAY_REG, (uint32_t)q) == want)
@@ -581,15 +603,44 @@ static bool convert_in_regs(const Layout *src, const Layout *dst, MapKind k, int
   return true;
 }
 
-static void convert(Cg *g, const Layout *src, ElemType e, LLVMValueRef *in, const Layout *dst, MapKind k,
+/* The source flat coordinate of each destination register, for the exchange through shared
+ * memory: from the mapped lane/warp bases when the map is affine, else (a box at any start) from
+ * the destination's coordinates plus the box's start. */
+static void mapped_flats(Cg *g, const Layout *src, const Layout *dst, const Map *m, LLVMValueRef *flat) {
+  int nd = layout_nregs(dst);
+  if (!map_affine(m, dst)) {
+    LLVMValueRef lw = layout_lw(g, dst);
+    for (int r = 0; r < nd; r++) {
+      flat[r] = ci32(g, 0);
+      for (int d = 0; d < dst->rank; d++) {
+        LLVMValueRef c = LLVMBuildAdd(g->b, elem_dim(g, dst, lw, r, d), ci32(g, m->offs[d]), "");
+        c = LLVMBuildAnd(g->b, c, ci32(g, src->shape[d] - 1), "");
+        flat[r] = LLVMBuildOr(g->b, flat[r], LLVMBuildShl(g->b, c, ci32(g, dim_shift(src, d)), ""), "");
+      }
+    }
+    return;
+  }
+  uint32_t lane_m[LAYOUT_LANE_BITS], warp_m[LAYOUT_MAX_BITS], c0 = map_flat(m, dst, src, 0);
+  for (int b = 0; b < LAYOUT_LANE_BITS; b++)
+    lane_m[b] = map_flat(m, dst, src, dst->basis[LAY_LANE][b]) ^ c0;
+  for (int b = 0; b < dst->nbits[LAY_WARP]; b++)
+    warp_m[b] = map_flat(m, dst, src, dst->basis[LAY_WARP][b]) ^ c0;
+  LLVMValueRef lw = lw_value(g, lane_m, warp_m, dst->nbits[LAY_WARP]);
+  for (int r = 0; r < nd; r++) {
+    uint32_t c = map_flat(m, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
+    flat[r] = LLVMBuildXor(g->b, lw, ci32(g, c), "");
+  }
+}
+
+static void convert(Cg *g, const Layout *src, ElemType e, LLVMValueRef *in, const Layout *dst, const Map *m,
                     LLVMValueRef *out) {
   int nd = layout_nregs(dst);
   int *from = arena_alloc(g->f->arena, sizeof(int) * (size_t)nd);
-  if (layout_equal(src, dst) && k != MAP_TRANS) {
+  if (layout_equal(src, dst) && (m->k == MAP_IDENT || m->k == MAP_BCAST || m->k == MAP_RESHAPE)) {
     memcpy(out, in, sizeof(LLVMValueRef) * (size_t)nd);
     return;
   }
-  if (convert_in_regs(src, dst, k, from)) {
+  if (convert_in_regs(src, dst, m, from)) {
     for (int r = 0; r < nd; r++)
       out[r] = in[from[r]];
     return;
@@ -602,17 +653,11 @@ static void convert(Cg *g, const Layout *src, ElemType e, LLVMValueRef *in, cons
     barrier(g);
   buf_write(g, base, src, e, pitch, in);
   barrier(g);
-  uint32_t lane_m[LAYOUT_LANE_BITS], warp_m[LAYOUT_MAX_BITS];
-  for (int b = 0; b < LAYOUT_LANE_BITS; b++)
-    lane_m[b] = map_flat(k, dst, src, dst->basis[LAY_LANE][b]);
-  for (int b = 0; b < dst->nbits[LAY_WARP]; b++)
-    warp_m[b] = map_flat(k, dst, src, dst->basis[LAY_WARP][b]);
-  LLVMValueRef lw = lw_value(g, lane_m, warp_m, dst->nbits[LAY_WARP]);
+  LLVMValueRef *flat = vals_new(g, nd);
+  mapped_flats(g, src, dst, m, flat);
   int eb = elem_bytes(e);
   for (int r = 0; r < nd; r++) {
-    uint32_t c = map_flat(k, dst, src, layout_apply_kind(dst, LAY_REG, (uint32_t)r));
-    LLVMValueRef flat = LLVMBuildXor(g->b, lw, ci32(g, c), "");
-    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, flat, ci32(g, eb), ""));
+    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, flat[r], ci32(g, eb), ""));
     out[r] = from_mem(g, e, LLVMBuildLoad2(g->b, mem_type(g, e), p, ""));
   }
   g->dirty = true;
@@ -627,7 +672,7 @@ static void get_tile_as(Cg *g, int r, const Layout *want, LLVMValueRef *vals) {
   }
   LLVMValueRef *tmp = vals_new(g, t->n);
   get_tile(g, r, tmp);
-  convert(g, t->lay, rtype(g, r)->elem, tmp, want, MAP_IDENT, vals);
+  convert(g, t->lay, rtype(g, r)->elem, tmp, want, &(Map){MAP_IDENT, NULL}, vals);
 }
 
 /* ------------------------------------------------------ element math */
@@ -833,8 +878,12 @@ static void lower_copyish(Cg *g, const TirInst *in) {
     return; /* read in place by its users */
   LLVMValueRef *sv = vals_new(g, s->n), *out = vals_new(g, d->n);
   get_tile(g, src, sv);
-  MapKind k = in->op == TIR_TRANS ? MAP_TRANS : in->op == TIR_RESHAPE ? MAP_RESHAPE : MAP_BCAST;
-  convert(g, s->lay, e, sv, d->lay, k, out);
+  Map m = {in->op == TIR_TRANS     ? MAP_TRANS
+           : in->op == TIR_RESHAPE ? MAP_RESHAPE
+           : in->op == TIR_EXTRACT ? MAP_EXTRACT
+                                   : MAP_BCAST,
+           in->offs};
+  convert(g, s->lay, e, sv, d->lay, &m, out);
   put_tile(g, dst, out);
 }
 
@@ -953,7 +1002,7 @@ static void lower_reduce(Cg *g, const TirInst *in) {
   }
   Tile *d = &g->tiles[in->dst];
   LLVMValueRef *out = vals_new(g, d->n);
-  convert(g, &S, isf ? TY_F32 : e, acc, d->lay, MAP_IDENT, out);
+  convert(g, &S, isf ? TY_F32 : e, acc, d->lay, &(Map){MAP_IDENT, NULL}, out);
   put_tile(g, in->dst, out);
 }
 
@@ -2327,7 +2376,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_IOTA: lower_leaf(g, in); break;
     case TIR_BCAST:
     case TIR_TRANS:
-    case TIR_RESHAPE: lower_copyish(g, in); break;
+    case TIR_RESHAPE:
+    case TIR_EXTRACT: lower_copyish(g, in); break;
     case TIR_REDUCE_SUM:
     case TIR_REDUCE_MAX:
     case TIR_REDUCE_MIN: lower_reduce(g, in); break;

@@ -166,8 +166,32 @@ static int lower_ternary(Lower *L, const AstExpr *e) {
   return lower_branches(L, c, e->args[1], e->args[2], e->ty, e->loc);
 }
 
+/* x[a : +S, i, :] of a register tile: EXTRACT of the box (constant starts), then a RESHAPE that
+ * drops the axes of the scalar indices. */
+static int lower_reg_slice(Lower *L, const AstExpr *e) {
+  int x = L->decl_reg[e->decl->id];
+  if (x < 0)
+    return lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+  TileType box = *reg_type(L, x);
+  int32_t offs[TILE_MAX_RANK] = {0};
+  bool whole = true;
+  for (int i = 0; i < e->nitems; i++) {
+    const AstSliceItem *it = &e->items[i];
+    offs[i] = it->start ? (int32_t)it->start->cval : 0;
+    whole &= offs[i] == 0 && it->size == box.dims[i];
+    box.dims[i] = it->size;
+  }
+  if (!whole) {
+    x = emit1(L, TIR_EXTRACT, with_elem(box, box.elem), x, e->loc);
+    memcpy(L->f->insts[L->f->ninsts - 1].offs, offs, sizeof offs);
+  }
+  return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
+}
+
 static int lower_slice(Lower *L, const AstExpr *e, double fill) {
   const AstDecl *t = e->decl;
+  if (t->kind == DECL_VAR)
+    return lower_reg_slice(L, e);
   int starts[TILE_MAX_RANK];
   for (int i = 0; i < e->nitems; i++) {
     const AstSliceItem *it = &e->items[i];
@@ -203,7 +227,8 @@ static TirOp unary_builtin(AstBuiltin b) {
   }
 }
 
-/* row_index(start, R): i32[R, 1]; col_index(start, C): i32[1, C]; start + iota. */
+/* row_index(start, R): i32[R, 1]; col_index(start, C): i32[1, C]; index(start, n): i32[n];
+ * start + iota. */
 static int lower_index_tile(Lower *L, const AstExpr *e, int axis) {
   TirInst *in = tir_emit(L->f, TIR_IOTA, e->loc);
   int iota = in->dst = new_reg(L, with_elem(e->ty, TY_I32));
@@ -215,13 +240,16 @@ static int lower_index_tile(Lower *L, const AstExpr *e, int axis) {
   return s < 0 ? -1 : emit2(L, TIR_ADD, e->ty, iota, s, e->loc);
 }
 
+/* TIR reductions keep the axis; a reduction that drops it is one followed by a RESHAPE. */
 static int lower_reduce(Lower *L, const AstExpr *e, TirOp op) {
   int x = lower_expr(L, e->args[0]);
   if (x < 0)
     return -1;
-  int dst = emit1(L, op, e->ty, x, e->loc);
+  TileType kept = *reg_type(L, x);
+  kept.dims[e->axis] = 1;
+  int dst = emit1(L, op, with_elem(kept, e->ty.elem), x, e->loc);
   L->f->insts[L->f->ninsts - 1].axis = e->axis;
-  return dst;
+  return e->keep ? dst : emit1(L, TIR_RESHAPE, e->ty, dst, e->loc);
 }
 
 static int lower_dot(Lower *L, const AstExpr *e, int acc) {
@@ -280,6 +308,7 @@ static int lower_call(Lower *L, const AstExpr *e) {
   case BI_CDIV:
     return lower_cdiv(L, e);
   case BI_ROW_INDEX:
+  case BI_INDEX:
     return lower_index_tile(L, e, 0);
   case BI_COL_INDEX:
     return lower_index_tile(L, e, 1);
@@ -626,7 +655,7 @@ static void lower_header(Lower *L) {
   f->ndims = k->ndims;
   f->dims = arena_alloc(L->a, sizeof *f->dims * (size_t)(k->ndims + 1));
   for (int i = 0; i < k->ndims; i++)
-    f->dims[i] = (TirDim){k->dims[i].name, k->dims[i].pinned, k->dims[i].value};
+    f->dims[i] = (TirDim){k->dims[i].name, k->dims[i].pinned, k->dims[i].value, k->dims[i].derive};
   f->nargs = k->nargs;
   f->args = arena_alloc(L->a, sizeof *f->args * (size_t)(k->nargs + 1));
   for (int i = 0; i < k->nargs; i++) {

@@ -490,13 +490,62 @@ static bool unify_elems(Sema *S, AstExpr *e, AstExpr *x, AstExpr *y, const char 
   return true;
 }
 
+/* After a failed broadcast of a lower-rank v against t: when v's dims are t's leading ones, v
+ * was most likely meant per row (a dropped reduction axis, a slice of a rank-1 tensor), and numpy
+ * rules line it up with t's trailing axes instead. */
+static void note_rows(Sema *S, SrcLoc loc, const TileType *v, const TileType *t) {
+  if (v->rank == 0 || v->rank >= t->rank)
+    return;
+  for (int i = 0; i < v->rank; i++)
+    if (v->dims[i] != t->dims[i])
+      return;
+  NOTE(S, loc, "%s lines up with the last %s of %s (broadcasting aligns trailing axes); to use it "
+       "per row, add the axis: expand_dims(v, %d), or keep a reduction's axis: sum(x, %d, keep)",
+       tstr(S, v), v->rank == 1 ? "axis" : "axes", tstr(S, t), v->rank, v->rank);
+}
+
 static bool bcast_pair(Sema *S, AstExpr *e, const TileType *x, const TileType *y, TileType *out,
                        const char *what) {
   if (!broadcast(x, y, out)) {
     ERR(S, e->loc, "shapes of %s do not broadcast: %s and %s", what, tstr(S, x), tstr(S, y));
+    note_rows(S, e->loc, x, y);
+    note_rows(S, e->loc, y, x);
     return false;
   }
   return true;
+}
+
+/* A value that a reduction along axis a > 0 made by dropping that axis, broadcast to a larger
+ * rank, would line up with the wrong axes (numpy aligns trailing ones): per-row statistics
+ * become per-column ones, silently when the sizes happen to agree. */
+static bool check_row_bcast(Sema *S, const AstExpr *v, int to_rank) {
+  const AstExpr *r = v->row_reduce;
+  if (!r || v->ty.rank >= to_rank)
+    return true;
+  ERR(S, v->loc, "%s comes from '%s' along axis %d, which drops that axis: broadcast to rank %d it "
+      "would line up with the wrong axes; keep the axis, %s(x, %d, keep), or add it back, "
+      "expand_dims(v, %d)", tstr(S, &v->ty), r->name, r->axis, to_rank, r->name, r->axis, r->axis);
+  if (r != v)
+    NOTE(S, r->loc, "the reduction is here");
+  return false;
+}
+
+/* Before operands broadcast together: check_row_bcast of each against the largest rank. */
+static bool check_rows(Sema *S, AstExpr *const *ops, int n) {
+  int rank = 0;
+  for (int i = 0; i < n; i++)
+    rank = ops[i]->ty.rank > rank ? ops[i]->ty.rank : rank;
+  for (int i = 0; i < n; i++)
+    if (!check_row_bcast(S, ops[i], rank))
+      return false;
+  return true;
+}
+
+/* e stays per row when an operand of its shape is. */
+static void inherit_rows(AstExpr *e, AstExpr *const *ops, int n) {
+  for (int i = 0; i < n; i++)
+    if (ops[i]->row_reduce && tile_same_shape(&ops[i]->ty, &e->ty))
+      e->row_reduce = ops[i]->row_reduce;
 }
 
 static void mark_const(AstExpr *e, double v, bool untyped) {
@@ -535,10 +584,11 @@ static bool check_binary(Sema *S, AstExpr *e) {
     }
   }
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+  if (!check_rows(S, e->args, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
     return false;
   e->opnd_ty = shape;
   e->ty = shape;
+  inherit_rows(e, e->args, 2);
   if (is_cmp(op) || op == OP_AND || op == OP_OR)
     e->ty.elem = TY_BOOL;
   if ((op == OP_DIV || op == OP_REM) && !check_divisor(S, e, x, y))
@@ -570,6 +620,7 @@ static bool check_unary(Sema *S, AstExpr *e) {
     return false;
   }
   e->ty = x->ty;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = e->op == OP_NOT ? !(x->cval != 0) : -x->cval;
     if (!check_int_fold(S, e, v))
@@ -602,9 +653,10 @@ static bool check_ternary(Sema *S, AstExpr *e) {
   if (!unify_elems(S, e, x, y, "'?:'"))
     return false;
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'?:'"))
+  if (!check_rows(S, e->args + 1, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, "'?:'"))
     return false;
   e->ty = e->opnd_ty = shape;
+  inherit_rows(e, e->args + 1, 2);
   if (c->is_const && x->is_const && y->is_const)
     mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
   return true;
@@ -645,6 +697,7 @@ static bool check_name(Sema *S, AstExpr *e) {
     return false;
   }
   e->ty = d->ty;
+  e->row_reduce = d->row_reduce;
   if (d->is_const)
     mark_const(e, d->cval, d->untyped);
   return true;
@@ -679,6 +732,69 @@ static bool check_index(Sema *S, AstExpr *x, const char *what) {
   return true;
 }
 
+/* The folded S of a range `a : +S`, 1 .. 2^24. */
+static bool slice_size(Sema *S, AstSliceItem *it) {
+  int64_t sz;
+  if (!check_expr(S, it->size_expr) || !const_int(S, it->size_expr, "a slice size", &sz))
+    return false;
+  if (sz <= 0 || sz > (1 << 24)) {
+    ERR(S, it->size_expr->loc, "a slice size must be between 1 and 16777216, found %lld",
+        (long long)sz);
+    return false;
+  }
+  it->size = (int32_t)sz;
+  return true;
+}
+
+/* One item of a register tile's slice along an axis of size dim: a constant start (or ':'), and
+ * a box inside the tile. */
+static bool check_reg_slice_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim) {
+  if (it->kind == SLICE_FULL) {
+    it->size = dim;
+    return true;
+  }
+  if (!check_index(S, it->start, "a slice index"))
+    return false;
+  if (!it->start->is_const) {
+    ERR(S, it->start->loc, "a slice of register tile '%s' needs a compile-time start (register "
+        "tiles are sliced by constant ranges: 16 : +16, not i : +16)", e->name);
+    return false;
+  }
+  it->size = 1;
+  if (it->kind == SLICE_RANGE && !slice_size(S, it))
+    return false;
+  int64_t a = (int64_t)it->start->cval;
+  if (a < 0 || a + it->size > dim) {
+    ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
+        (int)it->size, axis, e->name, (int)dim);
+    return false;
+  }
+  return true;
+}
+
+/* x[items] of a `reg` or `let` tile: one item per axis, each ':', a constant index (drops the
+ * axis) or a constant range; the result is the box, a register tile. */
+static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
+  const TileType *xt = &d->ty;
+  if (e->nitems != xt->rank) {
+    ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, xt),
+        xt->rank, e->nitems, e->nitems == 1 ? "index" : "indices");
+    NOTE(S, d->loc, "'%s' is declared here", e->name);
+    return false;
+  }
+  TileType t = {.elem = xt->elem};
+  bool ok = true;
+  for (int i = 0; i < e->nitems; i++) {
+    AstSliceItem *it = &e->items[i];
+    if (!check_reg_slice_item(S, e, it, i, xt->dims[i]))
+      ok = false;
+    else if (it->kind != SLICE_INDEX)
+      t.dims[t.rank++] = it->size;
+  }
+  e->ty = t;
+  return ok;
+}
+
 /* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
 static bool check_slice(Sema *S, AstExpr *e, bool store) {
   if (S->launch_ctx) {
@@ -696,8 +812,18 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
   e->decl = d;
   if (d->error)
     return false;
+  bool reg_tile = d->kind == DECL_VAR && d->place != VAR_SHARED && d->ty.rank > 0;
+  if (reg_tile && store) {
+    ERR(S, e->name_loc, "cannot store into a slice of register tile '%s'; assign the whole tile "
+        "(e.g. %s = where(row_index(0, R) < 16, v, %s))", e->name, e->name, e->name);
+    return false;
+  }
+  if (reg_tile)
+    return check_reg_slice(S, e, d);
   if (d->kind != DECL_TENSOR_ARG) {
-    ERR(S, e->name_loc, "'%s' is a %s; only tensor arguments can be sliced", e->name, decl_what(d));
+    ERR(S, e->name_loc, "'%s' is a %s%s; only tensor arguments and register tiles ('reg', 'let') "
+        "can be sliced", e->name, d->kind == DECL_VAR && d->ty.rank == 0 ? "scalar " : "",
+        decl_what(d));
     return false;
   }
   const AstArg *arg = &S->k->args[d->index];
@@ -713,6 +839,13 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
     AstSliceItem *it = &e->items[i];
     const AstDim *dim = &S->k->dims[arg->dims[i]];
     if (it->kind == SLICE_FULL) {
+      if (!dim->pinned && dim->derive) {
+        ERR(S, it->loc, "':' takes the whole axis %d of '%s', %s, which is not known at compile "
+            "time (pin the dims it uses with -D NAME=VALUE or write 'start : +SIZE')", i, e->name,
+            dim->derive_text);
+        ok = false;
+        continue;
+      }
       if (!dim->pinned) {
         ERR(S, it->loc, "':' takes the whole dimension '%s', which is not known at compile time "
             "(pin it with -D %s=VALUE or write 'start : +SIZE')", dim->name, dim->name);
@@ -731,18 +864,10 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
       it->size = 1;
       continue;
     }
-    int64_t sz;
-    if (!check_expr(S, it->size_expr) || !const_int(S, it->size_expr, "a slice size", &sz)) {
+    if (!slice_size(S, it)) {
       ok = false;
       continue;
     }
-    if (sz <= 0 || sz > (1 << 24)) {
-      ERR(S, it->size_expr->loc, "a slice size must be between 1 and 16777216, found %lld",
-          (long long)sz);
-      ok = false;
-      continue;
-    }
-    it->size = (int32_t)sz;
     t.dims[t.rank++] = it->size;
   }
   if (!ok)
@@ -818,6 +943,7 @@ static bool check_math1(Sema *S, AstExpr *e, AstExpr *x) {
     return false;
   }
   e->ty = x->ty;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = x->cval, r = v;
     switch (e->builtin) {
@@ -866,7 +992,28 @@ static bool check_reduce(Sema *S, AstExpr *e) {
   e->axis = (int)axis;
   e->ty = x->ty;
   e->ty.dims[axis] = 1;
+  if (e->keep)
+    return true;
+  for (int i = (int)axis; i + 1 < x->ty.rank; i++)
+    e->ty.dims[i] = x->ty.dims[i + 1];
+  e->ty.dims[--e->ty.rank] = 0;
+  e->row_reduce = axis > 0 ? e : NULL;
   return true;
+}
+
+/* `sum(x, 1, keep)`: the third argument is the word `keep`, not a name to look up. */
+static bool take_keep(Sema *S, AstExpr *e) {
+  if (e->nargs < 3)
+    return true;
+  AstExpr *k = e->args[2];
+  e->nargs = 2;
+  if (k->kind == AST_NAME && !strcmp(k->name, "keep")) {
+    e->keep = true;
+    return true;
+  }
+  ERR(S, k->loc, "the third argument of '%s' can only be 'keep' (%s(x, axis, keep) keeps the "
+      "reduced axis with size 1)", e->name, e->name);
+  return false;
 }
 
 /* squeeze(x, axis) drops an axis of size 1; expand_dims(x, axis) inserts one before `axis`
@@ -891,8 +1038,8 @@ static bool check_reshape(Sema *S, AstExpr *e) {
     return false;
   }
   if (squeeze && x->ty.dims[axis] != 1) {
-    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (reduce "
-        "it first, e.g. sum(x, %lld))", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
+    ERR(S, ax->loc, "'squeeze' removes an axis of size 1, but axis %lld of %s has size %d (to reduce "
+        "it, sum(x, %lld) drops the axis by itself)", (long long)axis, tstr(S, &x->ty), (int)x->ty.dims[axis],
         (long long)axis);
     return false;
   }
@@ -951,7 +1098,9 @@ static bool check_index_tile(Sema *S, AstExpr *e) {
         (long long)n);
     return false;
   }
-  if (e->builtin == BI_ROW_INDEX)
+  if (e->builtin == BI_INDEX)
+    e->ty = (TileType){.elem = TY_I32, .rank = 1, .dims = {(int32_t)n}};
+  else if (e->builtin == BI_ROW_INDEX)
     e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {(int32_t)n, 1}};
   else
     e->ty = (TileType){.elem = TY_I32, .rank = 2, .dims = {1, (int32_t)n}};
@@ -964,6 +1113,7 @@ static bool check_cvt(Sema *S, AstExpr *e, AstExpr *x) {
   settle(x);
   e->ty = x->ty;
   e->ty.elem = to;
+  e->row_reduce = x->row_reduce;
   if (x->is_const) {
     double v = x->cval;
     if (to == TY_I32) {
@@ -994,9 +1144,10 @@ static bool check_elem2(Sema *S, AstExpr *e) {
     return false;
   }
   TileType shape = {.elem = x->ty.elem};
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
+  if (!check_rows(S, e->args, 2) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, what))
     return false;
   e->ty = e->opnd_ty = shape;
+  inherit_rows(e, e->args, 2);
   if (e->builtin == BI_CDIV && !check_divisor(S, e, x, y))
     return false;
   if (x->is_const && y->is_const) {
@@ -1030,12 +1181,13 @@ static bool check_where(Sema *S, AstExpr *e) {
   if (!unify_elems(S, e, x, y, "'where'"))
     return false;
   TileType shape = {.elem = x->ty.elem}, shape2 = shape;
-  if (!bcast_pair(S, e, &x->ty, &y->ty, &shape, "'where'"))
+  if (!check_rows(S, e->args, 3) || !bcast_pair(S, e, &x->ty, &y->ty, &shape, "'where'"))
     return false;
   if (!bcast_pair(S, e, &c->ty, &shape, &shape2, "'where'"))
     return false;
   shape2.elem = x->ty.elem;
   e->ty = e->opnd_ty = shape2;
+  inherit_rows(e, e->args + 1, 2);
   if (c->is_const && x->is_const && y->is_const)
     mark_const(e, c->cval != 0 ? x->cval : y->cval, x->untyped && y->untyped);
   return true;
@@ -1049,6 +1201,11 @@ static bool check_fill(Sema *S, AstExpr *e) {
   }
   if (!check_expr(S, sl) || !check_expr(S, v))
     return false;
+  if (sl->decl->kind != DECL_TENSOR_ARG) {
+    ERR(S, sl->loc, "'fill' pads a tensor slice; '%s' is a register tile, and its slices have no "
+        "outside to pad", sl->name);
+    return false;
+  }
   if (!v->is_const || v->ty.rank != 0) {
     ERR(S, v->loc, "the fill value must be a compile-time scalar constant");
     return false;
@@ -1147,8 +1304,12 @@ static bool check_call(Sema *S, AstExpr *e) {
 #undef X
   };
   if (e->nargs < arity[b].lo || e->nargs > arity[b].hi) {
-    ERR(S, e->loc, "'%s' takes %d argument%s, found %d", e->name, arity[b].lo,
-        arity[b].lo == 1 ? "" : "s", e->nargs);
+    if (arity[b].lo != arity[b].hi)
+      ERR(S, e->loc, "'%s' takes %d or %d arguments, found %d", e->name, arity[b].lo, arity[b].hi,
+          e->nargs);
+    else
+      ERR(S, e->loc, "'%s' takes %d argument%s, found %d", e->name, arity[b].lo,
+          arity[b].lo == 1 ? "" : "s", e->nargs);
     return false;
   }
   if (S->launch_ctx && b != BI_CDIV && b != BI_MAXIMUM && b != BI_MINIMUM) {
@@ -1165,6 +1326,8 @@ static bool check_call(Sema *S, AstExpr *e) {
       return false;
     b = e->builtin;
   }
+  if ((b == BI_SUM || b == BI_MAX || b == BI_MIN) && !take_keep(S, e))
+    return false;
   bool ok = true;
   for (int i = 0; i < e->nargs; i++)
     ok &= check_expr(S, e->args[i]);
@@ -1184,6 +1347,7 @@ static bool check_call(Sema *S, AstExpr *e) {
     return check_cvt(S, e, e->args[0]);
   case BI_ROW_INDEX:
   case BI_COL_INDEX:
+  case BI_INDEX:
     return check_index_tile(S, e);
   case BI_SUM:
   case BI_MAX:
@@ -1428,9 +1592,12 @@ static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what
         elem_name(t->elem), tstr(S, &v->ty), t->elem == TY_BOOL ? "i32" : elem_name(t->elem));
     return false;
   }
+  if (!check_row_bcast(S, v, t->rank))
+    return false;
   if (!broadcasts_to(&v->ty, t)) {
     ERR(S, v->loc, "cannot broadcast %s to %s (the shape of %s '%s')", tstr(S, &v->ty), tstr(S, t),
         what, name);
+    note_rows(S, v->loc, &v->ty, t);
     return false;
   }
   return true;
@@ -1465,6 +1632,8 @@ static void check_var(Sema *S, AstStmt *s) {
     d->error = true;
     return;
   }
+  if (tile_same_shape(&ty, &s->value->ty))
+    d->row_reduce = s->value->row_reduce;
   if (s->place == VAR_LET && s->value->is_const) {
     d->is_const = true;
     d->cval = s->value->cval;
@@ -1507,7 +1676,9 @@ static void check_assign(Sema *S, AstStmt *s) {
     ERR(S, s->loc, "compound assignment does not take bool tiles");
     return;
   }
-  check_write(S, s->value, &d->ty, "variable", s->name);
+  if (check_write(S, s->value, &d->ty, "variable", s->name) && s->value->row_reduce &&
+      tile_same_shape(&d->ty, &s->value->ty))
+    d->row_reduce = s->value->row_reduce; /* reg m: f32[R] = -inf; m = max(x, 1); */
 }
 
 static void check_store(Sema *S, AstStmt *s) {
@@ -1601,6 +1772,21 @@ static void check_softmax(Sema *S, AstStmt *s) {
   }
 }
 
+/* A launch requirement: a `require` statement s, or (s NULL) one a dimension expression implies. */
+static void append_require(Sema *S, AstStmt *s, TirExpr rpn) {
+  AstKernel *k = S->k;
+  AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
+  TirExpr *x = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *x);
+  if (k->nrequires) {
+    memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
+    memcpy(x, k->launch_requires, (size_t)k->nrequires * sizeof *x);
+  }
+  v[k->nrequires] = s;
+  x[k->nrequires++] = rpn;
+  k->requires = v;
+  k->launch_requires = x;
+}
+
 static void check_require(Sema *S, AstStmt *s) {
   if (S->depth > 0) {
     ERR(S, s->loc, "'require' is only allowed at the top level of a kernel body");
@@ -1631,16 +1817,7 @@ static void check_require(Sema *S, AstStmt *s) {
         TILERT_MAX_EXPR - 1);
     return;
   }
-  AstStmt **v = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *v);
-  TirExpr *x = arena_alloc(S->a, (size_t)(k->nrequires + 1) * sizeof *x);
-  if (k->nrequires) {
-    memcpy(v, k->requires, (size_t)k->nrequires * sizeof *v);
-    memcpy(x, k->launch_requires, (size_t)k->nrequires * sizeof *x);
-  }
-  v[k->nrequires] = s;
-  x[k->nrequires++] = rpn;
-  k->requires = v;
-  k->launch_requires = x;
+  append_require(S, s, rpn);
 }
 
 static void check_stmt(Sema *S, AstStmt *s) {
@@ -1827,12 +2004,9 @@ static void check_params(Sema *S) {
   }
 }
 
-/* Finds or creates the dim `name` (first appearance at loc); pins it from a parameter or -D. */
-static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
+/* Appends the dim `name` (not yet a declaration). */
+static AstDim *new_dim(Sema *S, const char *name, SrcLoc loc) {
   AstKernel *k = S->k;
-  for (int i = 0; i < k->ndims; i++)
-    if (!strcmp(k->dims[i].name, name))
-      return i;
   AstDim *dims = arena_alloc(S->a, (size_t)(k->ndims + 1) * sizeof *dims);
   if (k->ndims)
     memcpy(dims, k->dims, (size_t)k->ndims * sizeof *dims);
@@ -1840,6 +2014,29 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
   AstDim *dim = &dims[k->ndims];
   dim->name = name;
   dim->loc = loc;
+  return dim;
+}
+
+/* The declaration of a run-time dim, within the runtime's count. */
+static AstDecl *declare_dim(Sema *S, AstDim *dim) {
+  AstKernel *k = S->k;
+  if (k->ndims == TILERT_MAX_DIMS)
+    ERR(S, dim->loc, "kernel '%s' has more than %d shape dimensions, the runtime's limit", k->name,
+        TILERT_MAX_DIMS);
+  AstDecl *d = declare(S, DECL_DIM, dim->name, dim->loc, scalar_ty(TY_I32));
+  d->index = k->ndims;
+  d->nuses = 1;
+  dim->decl = d;
+  return d;
+}
+
+/* Finds or creates the dim `name` (first appearance at loc); pins it from a parameter or -D. */
+static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
+  AstKernel *k = S->k;
+  for (int i = 0; i < k->ndims; i++)
+    if (!strcmp(k->dims[i].name, name))
+      return i;
+  AstDim *dim = new_dim(S, name, loc);
   AstDecl *prev = lookup(S, name);
   if (prev && prev->kind == DECL_PARAM) { /* `D` in attention: a pinned dim */
     const AstParam *p = &k->params[prev->index];
@@ -1857,13 +2054,7 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
     NOTE(S, prev->loc, "'%s' is declared here", name);
   }
   check_name_length(S, "dimension", name, loc, TILERT_MAX_NAME);
-  if (k->ndims == TILERT_MAX_DIMS)
-    ERR(S, loc, "kernel '%s' has more than %d shape dimensions, the runtime's limit", k->name,
-        TILERT_MAX_DIMS);
-  AstDecl *d = declare(S, DECL_DIM, name, loc, scalar_ty(TY_I32));
-  d->index = k->ndims;
-  d->nuses = 1;
-  dim->decl = d;
+  AstDecl *d = declare_dim(S, dim);
   const Define *def = find_define(S, name);
   if (def) {
     double v;
@@ -1882,6 +2073,91 @@ static int intern_dim(Sema *S, const char *name, SrcLoc loc) {
       d->cval = v;
     }
   }
+  return k->ndims++;
+}
+
+/* Every name in a dimension expression must be known before it is checked: a parameter, a dim
+ * written alone somewhere (interned already), or a dim pinned by -D. A dim that appears only
+ * inside expressions cannot be solved from the shapes. */
+static bool resolve_dim_names(Sema *S, const AstExpr *e) {
+  if (e->kind == AST_NAME && !lookup(S, e->name)) {
+    bool pinned = false;
+    for (int i = 0; i < S->ndefs && !pinned; i++)
+      pinned = !strcmp(S->defs[i].name, e->name);
+    if (pinned) {
+      intern_dim(S, e->name, e->loc);
+      return true;
+    }
+    ERR(S, e->loc, "dimension '%s' appears only inside dimension expressions, so the shapes at "
+        "launch cannot give its value; write it alone as some tensor's dimension (e.g. X: "
+        "f32[%s]) or pin it (-D %s=VALUE)", e->name, e->name, e->name);
+    return false;
+  }
+  bool ok = true;
+  for (int i = 0; i < e->nargs; i++)
+    ok &= resolve_dim_names(S, e->args[i]);
+  return ok;
+}
+
+/* The launch requirement that a derived dim `dim` has the value of its expression. */
+static bool require_derived(Sema *S, const AstDim *dim, const TirExpr *rpn, int axis,
+                            const AstArg *a) {
+  AstKernel *k = S->k;
+  if (k->nrequires == TILERT_MAX_REQUIRES) {
+    ERR(S, rpn->loc, "kernel '%s' has more than %d requirements, the runtime's limit, counting "
+        "one per dimension expression", k->name, TILERT_MAX_REQUIRES);
+    return false;
+  }
+  TirExpr req = {.rpn = arena_printf(S->a, "%s %s ==", dim->name, rpn->rpn),
+                 .text = arena_printf(S->a, "axis %d of %s == %s", axis, a->name, rpn->text),
+                 .loc = rpn->loc};
+  append_require(S, NULL, req);
+  return true;
+}
+
+/* `X: f32[N, D / 2]`: axis j of a is an expression over dims and parameters. A constant gives a
+ * pinned dim; else a hidden run-time dim (shared by equal expressions) that the launch checks
+ * against the expression (docs/language.md 5.3). */
+static int derived_dim(Sema *S, const AstArg *a, int axis, AstExpr *de) {
+  if (!resolve_dim_names(S, de))
+    return -1;
+  S->launch_ctx = "dimension";
+  bool ok = check_expr(S, de);
+  S->launch_ctx = NULL;
+  if (!ok || !adapt(S, de, TY_I32, de->loc))
+    return -1;
+  if (de->ty.elem != TY_I32 || de->ty.rank != 0) {
+    ERR(S, de->loc, "a tensor dimension must be a scalar i32, found %s", tstr(S, &de->ty));
+    return -1;
+  }
+  AstKernel *k = S->k;
+  const char *name = arena_printf(S->a, "%s$%d", a->name, axis);
+  if (de->is_const) {
+    if (de->cval < 1) {
+      ERR(S, de->loc, "this dimension is %lld; a dimension must be a positive integer",
+          (long long)de->cval);
+      return -1;
+    }
+    AstDim *dim = new_dim(S, name, de->loc);
+    dim->pinned = true;
+    dim->value = (int64_t)de->cval;
+    AstDecl *d = declare_dim(S, dim);
+    d->is_const = true;
+    d->cval = de->cval;
+    return k->ndims++;
+  }
+  TirExpr rpn;
+  if (!launch_rpn(S, de, "dimension", &rpn))
+    return -1;
+  for (int i = 0; i < k->ndims; i++)
+    if (k->dims[i].derive && !strcmp(k->dims[i].derive, rpn.rpn))
+      return i;
+  AstDim *dim = new_dim(S, name, de->loc);
+  dim->derive = rpn.rpn;
+  dim->derive_text = rpn.text;
+  declare_dim(S, dim);
+  if (!require_derived(S, dim, &rpn, axis, a))
+    return -1;
   return k->ndims++;
 }
 
@@ -1928,14 +2204,17 @@ static void check_args(Sema *S) {
       continue;
     }
     a->rank = ts->ndims;
-    for (int j = 0; j < ts->ndims; j++) {
-      AstExpr *de = ts->dims[j];
-      if (de->kind != AST_NAME) {
-        ERR(S, de->loc, "a tensor dimension must be a name (a symbolic size such as N)");
-        d->error = true; /* its slices stay silent: the dim has no entry */
-        continue;
-      }
-      a->dims[j] = intern_dim(S, de->name, de->loc);
+    for (int j = 0; j < ts->ndims; j++)
+      if (ts->dims[j]->kind == AST_NAME)
+        a->dims[j] = intern_dim(S, ts->dims[j]->name, ts->dims[j]->loc);
+  }
+  /* Expressions after every name written alone is a dim: `A: f32[D / 2], B: f32[D]`. */
+  for (int i = 0; i < k->nargs && !diag_too_many(S->d); i++) {
+    AstArg *a = &k->args[i];
+    for (int j = 0; a->is_tensor && j < a->rank; j++) {
+      AstExpr *de = a->type->dims[j];
+      if (de->kind != AST_NAME && (a->dims[j] = derived_dim(S, a, j, de)) < 0)
+        a->decl->error = true; /* its slices stay silent: the dim has no entry */
     }
   }
 }
@@ -2070,9 +2349,10 @@ static void report_unknown_define(Sema *S, AstProgram *prog, const Define *def) 
       len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", k->params[i].name);
     if (!k->nparams && len < sizeof list)
       len += (size_t)snprintf(list + len, sizeof list - len, "(none)");
-    for (int i = 0; i < k->ndims && len < sizeof list; i++)
-      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : " and dims ",
-                              k->dims[i].name);
+    for (int i = 0, n = 0; i < k->ndims && len < sizeof list; i++)
+      if (!strchr(k->dims[i].name, '$')) /* the hidden dims of expressions take no -D */
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", n++ ? ", " : " and dims ",
+                                k->dims[i].name);
   }
   diag_plain(S->d, DIAG_ERROR, "-D %s=%s: no kernel has a parameter or dimension named '%s' (%s)",
              def->name, def->value, def->name, list);

@@ -134,7 +134,8 @@ void elem_store(void *base, int64_t i, ElemType t, double v);
  *
  * Operands of element-wise ops have identical shapes and element types: lower_tir inserts BCAST
  * and CVT explicitly, so no backend ever reasons about implicit broadcasting or promotion.
- * Reductions keep the reduced axis with size 1 (keepdims), matching the language.
+ * Reductions keep the reduced axis with size 1 (keepdims); the language's default form, which
+ * drops it, is lowered to a reduction and a RESHAPE.
  *
  * Global memory is reached only through LOAD and STORE on tensor arguments, with per-dimension
  * addressing (a scalar index drops the dimension; a range [start, start + size) keeps it). Elements
@@ -191,6 +192,8 @@ enum {
   X(TIR_TRANS, "trans", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \
   /* same elements in the same order, size-1 dims inserted or removed */                \
   X(TIR_RESHAPE, "reshape", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
+  /* dst = args[0][offs[d] : +dst.dims[d], ...]: a constant box of a register tile */     \
+  X(TIR_EXTRACT, "extract", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
@@ -284,6 +287,7 @@ typedef struct TirInst {
   int pipeline;            /* FOR: requested pipelining depth (1 = none) */
   int stage;               /* scheduled DOT, PIPE_WAIT: the ring stage of the iteration this many
                               ahead (a rotated loop's next-iteration dot: 1); else 0 */
+  int32_t offs[TILE_MAX_RANK]; /* EXTRACT: the first element taken along each dimension */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
@@ -311,6 +315,8 @@ typedef struct TirDim {
   const char *name;
   bool pinned;
   int64_t value;           /* when pinned */
+  const char *derive;      /* a dim written as an expression: its RPN over the other dims (the
+                              launch checks it with a requirement; `tilec run` computes it) */
 } TirDim;
 
 /* An integer expression over dims, in reverse Polish notation, evaluated at launch

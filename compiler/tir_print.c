@@ -108,6 +108,12 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
   case TIR_IOTA:
     fprintf(out, " axis %d", in->axis);
     break;
+  case TIR_EXTRACT:
+    print_args(out, f, in, 1);
+    for (int d = 0; d < f->regs[in->dst].type.rank; d++)
+      fprintf(out, "%s%d : +%d", d ? ", " : " [", in->offs[d], f->regs[in->dst].type.dims[d]);
+    fputs(f->regs[in->dst].type.rank ? "]" : "", out);
+    break;
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:

@@ -197,6 +197,18 @@ static bool check_trans(Verifier *v) {
   return true;
 }
 
+/* EXTRACT takes a box of its source: same element type and rank, within the source. */
+static bool check_extract(Verifier *v) {
+  const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
+  if (s->elem != d->elem || s->rank != d->rank)
+    return fail(v, "extract must keep the element type and the rank");
+  for (int i = 0; i < d->rank; i++)
+    if (v->in->offs[i] < 0 || v->in->offs[i] > s->dims[i] - d->dims[i])
+      return fail(v, "extract [%d : +%d] of dim %d (size %d) is out of range", v->in->offs[i],
+                  d->dims[i], i, s->dims[i]);
+  return true;
+}
+
 /* RESHAPE only inserts or removes dims of size 1: the other dims are the same, in order. */
 static bool check_reshape(Verifier *v) {
   const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
@@ -335,6 +347,8 @@ static bool check_types(Verifier *v) {
     return check_trans(v);
   case TIR_RESHAPE:
     return check_reshape(v);
+  case TIR_EXTRACT:
+    return check_extract(v);
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:

@@ -63,6 +63,18 @@ printf 'kernel k(X: f32[A, B, C, D], Y: out f32[A, B, C, D])\n  grid (1) threads
 grep -q "tensor 'X' has more than 2^63 elements" "$W/err" || bad "no overflow message: $(cat "$W/err")"
 "$T" run dsl/examples/softmax.tile --shape M=0,N=100 >/dev/null || bad "an empty run failed"
 
+# tilec run with dimension expressions: --shape gives the dims written alone, the others follow;
+# an --in array of the wrong size is the launch's requirement; a negative one is refused
+printf 'kernel h(X: f32[M, D], Y: out f32[M, D / 2], Z: out f32[D - 64])\n  grid (M) threads (32)\n{\n  Y[block.x, 0 : +32] = X[block.x, 0 : +32];\n  Z[0 : +32] = X[0, 64 : +32];\n}\n' > "$W/de.tile"
+mkdir -p "$W/de100" "$W/de90"
+"$T" run "$W/de.tile" --shape M=3,D=100 --out "$W/de100" >"$W/out" 2>&1 || bad "run with D / 2: $(cat "$W/out")"
+grep -q "Y          f32          150 elements" "$W/out" || bad "run with D / 2: Y is not 3 x 50: $(cat "$W/out")"
+"$T" run "$W/de.tile" --shape M=3,D=90 --out "$W/de90" >/dev/null 2>&1 || bad "run with D=90 failed"
+"$T" run "$W/de.tile" --shape M=3,D=100 --in Y="$W/de90/Y.npy" 2>"$W/err" && bad "a Y of 3 x 45 accepted for D=100"
+grep -q "requirement 'axis 1 of Y == D / 2' failed: Y\$1 = 45, D = 100" "$W/err" || bad "no requirement message: $(cat "$W/err")"
+"$T" run "$W/de.tile" --shape M=3,D=10 2>"$W/err" && bad "a negative dimension accepted"
+grep -q "dim Z\$0 ('D 64 -' in RPN) is -54 with these shapes" "$W/err" || bad "no negative-dim message: $(cat "$W/err")"
+
 # --emit=schedule: the GPU schedule (warp roles and TMA boxes on sm_90a, cp.async rings on sm_80)
 "$T" dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/s90" ||
   bad "--emit=schedule failed"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # check_ptxas.sh — every dsl/examples/*.tile (default parameters, plus attention with -D D=128
-# -D CAUSAL=1) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
+# -D CAUSAL=1, row-op launch shapes, tests/golden/src/shape_ops.tile) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
 # stores and loads. Registers and shared memory per kernel are logged. Then the golden feature
 # checks in tests/golden/ptx/<variant>.check run on the sm_90a PTX:
 #   CHECK: REGEX         a line matches (grep -E)
@@ -37,6 +37,9 @@ variants+=("rmsnorm_n16k|dsl/examples/rmsnorm.tile|-D BLOCK=16384 -D WARPS=16")
 # the 64 registers of 2 blocks per SM (.minnctapersm) without a spill.
 variants+=("layernorm_n16k|dsl/examples/layernorm.tile|-D BLOCK=16384 -D WARPS=16")
 variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D ROWS=2 -D WARPS=8")
+# The language's shape operations (dropped and kept reduction axes, register-tile slices, index(),
+# dimension expressions), as in their golden TIR.
+variants+=("shape_ops|tests/golden/src/shape_ops.tile|")
 
 fail=0
 printf '%-24s %-7s %5s %7s  %s\n' kernel arch regs smem "ptxas"

@@ -217,6 +217,17 @@ static int64_t shape_value(const char *shape, const char *name) {
   return -1;
 }
 
+/* Every dim's value for a case: pinned, from the case's shape, or (a dimension expression,
+ * docs/language.md 5.3) its expression over those, evaluated by the runtime as at launch. */
+static void case_dims(const TirFunc *f, const tilert_kernel_info *info, const char *shape,
+                      int64_t *v) {
+  for (int i = 0; i < f->ndims; i++)
+    v[i] = f->dims[i].pinned ? f->dims[i].value : shape_value(shape, f->dims[i].name);
+  for (int i = 0; i < f->ndims; i++)
+    if (f->dims[i].derive && tilert_eval_expr(info, f->dims[i].derive, v, &v[i]).code != TILERT_OK)
+      v[i] = -1;
+}
+
 static double param_value(const TirFunc *f, const char *name, double dflt) {
   for (int i = 0; i < f->nparams; i++)
     if (!strcmp(f->params[i].name, name))
@@ -408,6 +419,8 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
   uint64_t seed = 0x2545F4914F6CDD1Dull ^ o->seed;
   for (const char *p = c->id; *p; p++) /* per-case stream, independent of the table order */
     seed = (seed ^ (unsigned char)*p) * 0x100000001B3ull;
+  int64_t dimv[TILERT_MAX_DIMS];
+  case_dims(f, tilert_kernel_get_info(k), c->shape, dimv);
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *arg = &f->args[i];
     if (arg->kind == ARG_SCALAR) {
@@ -420,8 +433,7 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     h->arg = arg;
     h->n = 1;
     for (int d = 0; d < arg->rank; d++) {
-      const TirDim *dim = &f->dims[arg->dims[d]];
-      h->shape[d] = dim->pinned ? dim->value : shape_value(c->shape, dim->name);
+      h->shape[d] = dimv[arg->dims[d]];
       h->n *= h->shape[d];
     }
     size_t bytes = (size_t)h->n * (size_t)elem_bytes(arg->elem);

@@ -225,6 +225,20 @@ class Calls(unittest.TestCase):
         self.assertTrue(c.args[2].is_out)
         self.assertEqual(c.requires, ["N <= BLOCK"])
 
+    def test_dimension_expressions(self):
+        src = ("kernel h(X: f32[M, D], Y: out f32[M, D / 2])\n  grid (M) threads (32)\n{\n"
+               "  Y[block.x, 0 : +32] = X[block.x, 0 : +32] * 2.0;\n}\n")
+        k = tilec.compile(src, target="cpu")
+        self.assertEqual([d.name for d in k.contract.dims], ["M", "D", "Y$1"])
+        self.assertEqual(k.contract.derive_dims({"M": 3, "D": 64}), {"Y$1": 32})
+        x = np.arange(3 * 64, dtype=np.float32).reshape(3, 64)
+        y = np.zeros((3, 32), np.float32)
+        k(x, y)
+        np.testing.assert_array_equal(y, x[:, :32] * 2)
+        with self.assertRaisesRegex(tilec.ShapeError,
+                                    r"requirement 'axis 1 of Y == D / 2' failed: Y\$1 = 31, D = 64"):
+            k(x, np.zeros((3, 31), np.float32))
+
     def test_load_ptx(self):
         k = tilec.load(os.path.join(EX, "vadd.tile"))
         p = tilec.load_ptx(k.ptx)

@@ -53,6 +53,7 @@ def _number(v):
 def _inputs(contract, values, gpu):
     dims = {d.name: d.value for d in contract.dims if d.pinned}
     dims.update({k: int(v) for k, v in values.items() if k in {d.name for d in contract.dims}})
+    dims.update(contract.derive_dims(dims))
     missing = [d.name for d in contract.dims if d.name not in dims]
     if missing:
         raise SystemExit("tilec tune: no value for dim %s (e.g. --shape %s=1024)"

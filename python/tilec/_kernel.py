@@ -53,6 +53,22 @@ class Contract:
                      for a in info.args[:info.nargs]]
         self.grid = [dec(g) for g in info.grid]
         self.requires = [dec(t) for t in info.requires_text[:info.nrequires]]
+        self._info = info
+
+    def derive_dims(self, values):
+        """The dims of dimension expressions (Y$1 for Y: f32[M, D / 2]) from the others in
+        `values` ({name: int}): each has an implied requirement "Y$1 <expression> ==", which the
+        runtime's evaluator computes, as `tilec run` does."""
+        names = [d.name for d in self.dims]
+        vals = (c_int64 * max(len(names), 1))(*[values.get(n, -1) for n in names])
+        out = {}
+        for rpn in (r.value.decode() for r in self._info.requires[:self._info.nrequires]):
+            head, _, rest = rpn.partition(" ")
+            if "$" in head and head not in values and rest.endswith(" =="):
+                v = c_int64()
+                check(_lib.runtime().eval_expr(byref(self._info), rest[:-3].encode(), vals, byref(v)))
+                out[head] = v.value
+        return out
 
     def __repr__(self):
         args = ", ".join("%s: %s%s%s" % (a.name, "out " if a.is_out else "", a.dtype,

@@ -124,6 +124,8 @@ class Runtime:
         self.device_name = _fn(lib, "tilert_device_name", c_char_p, P)
         self.device_cc = _fn(lib, "tilert_device_compute_capability", I, P)
         self.parse_kernel_info = _fn(lib, "tilert_parse_kernel_info", S, c_char_p, POINTER(KernelInfo))
+        self.eval_expr = _fn(lib, "tilert_eval_expr", S, POINTER(KernelInfo), c_char_p,
+                             POINTER(c_int64), POINTER(c_int64))
         self.module_load_ptx = _fn(lib, "tilert_module_load_ptx", S, P, c_char_p, POINTER(c_void_p))
         self.module_get_kernel = _fn(lib, "tilert_module_get_kernel", S, P, c_char_p, POINTER(c_void_p))
         self.module_unload = _fn(lib, "tilert_module_unload", None, P)

@@ -16,7 +16,7 @@ static const char *src =
     "{\n"
     "  let r0 = block.x * ROWS;\n"
     "  let c0 = block.y * BLOCK;\n"
-    "  atomic_add(Y[0 : +1, c0 : +BLOCK], sum(X[r0 : +ROWS, c0 : +BLOCK], 0));\n"
+    "  atomic_add(Y[0 : +1, c0 : +BLOCK], sum(X[r0 : +ROWS, c0 : +BLOCK], 0, keep));\n"
     "}\n";
 
 static const char *src_max =
@@ -25,7 +25,7 @@ static const char *src_max =
     "{\n"
     "  let r0 = block.x * ROWS;\n"
     "  let c0 = block.y * BLOCK;\n"
-    "  atomic_max(Y[0 : +1, c0 : +BLOCK], max(X[r0 : +ROWS, c0 : +BLOCK], 0));\n"
+    "  atomic_max(Y[0 : +1, c0 : +BLOCK], max(X[r0 : +ROWS, c0 : +BLOCK], 0, keep));\n"
     "}\n";
 
 enum { M = 10, N = 200, K = 2 };

@@ -605,7 +605,7 @@ Test(lowering, features_against_c) {
       "  reg y = big;\n"
       "  if n > 5 { y -= 1.0; } else if n > 2 { y /= 2.0; } else { y = sigmoid(y) + erf(y) + exp2(y); }\n"
       "  let q = to_i32(y * 10.0);\n"
-      "  I[i0 : +B] = abs(q) % 7 + cdiv(n, 3) - min(q, 0) * 0;\n"
+      "  I[i0 : +B] = abs(q) % 7 + cdiv(n, 3) - min(q, 0, keep) * 0;\n"
       "  Y[i0 : +B] = where(!(y < 0.0) && true, y, 0.0 - y);\n"
       "}\n";
   Kernel k = compile_text("feat.tile", src, sizeof src - 1, NULL);

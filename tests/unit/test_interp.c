@@ -35,7 +35,7 @@ static TirFunc *kernel(Arena *a, const ArgSpec *specs, int n) {
     *t = (TirArg){.name = specs[i].name, .kind = specs[i].scalar ? ARG_SCALAR : ARG_TENSOR,
                   .elem = specs[i].elem, .is_out = specs[i].out, .rank = specs[i].rank};
     for (int d = 0; d < t->rank; d++) {
-      f->dims[f->ndims] = (TirDim){arena_printf(a, "D%d", f->ndims), false, 0};
+      f->dims[f->ndims] = (TirDim){arena_printf(a, "D%d", f->ndims), false, 0, NULL};
       t->dims[d] = f->ndims++;
     }
   }

@@ -764,7 +764,7 @@ Test(mma, async_shared_tiles_wait_at_first_read) {
       "  require N <= BLOCK;\n"
       "  shared w = W[0 : +BLOCK];\n"
       "  reg x = to_f32(X[block.x, 0 : +BLOCK]);\n"
-      "  let inv = rsqrt(sum(x * x, 0) / to_f32(N) + eps);\n"
+      "  let inv = rsqrt(sum(x * x, 0, keep) / to_f32(N) + eps);\n"
       "  Y[block.x, 0 : +BLOCK] = to(f16, x * inv * to_f32(w));\n"
       "}\n";
   static const char in_loop[] =

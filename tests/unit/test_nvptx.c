@@ -38,7 +38,7 @@ static K kernel(const char *name, int threads) {
 }
 
 static int dim(K *k, const char *name, bool pinned, int64_t v) {
-  k->f->dims[k->f->ndims] = (TirDim){name, pinned, v};
+  k->f->dims[k->f->ndims] = (TirDim){name, pinned, v, NULL};
   return k->f->ndims++;
 }
 

@@ -112,8 +112,8 @@ Test(sema, elem_types_must_match) {
 
 Test(sema, broadcasting) {
   Checked c;
-  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let r = sum(a, 1);\n  let d = a - r;\n"
-              "  let e = a * X[0 : +B];\n  Z[0 : +1, 0 : +B] = sum(d + e, 0);\n"));
+  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let r = sum(a, 1, keep);\n  let d = a - r;\n"
+              "  let e = a * X[0 : +B];\n  Z[0 : +1, 0 : +B] = sum(d + e, 0, keep);\n"));
   cr_assert(c.ok, "%s", c.out);
   AstExpr *d = stmt_n(&c, 2)->value;
   cr_assert_eq(d->ty.rank, 2);
@@ -144,11 +144,16 @@ Test(sema, comparisons_give_bool) {
 Test(sema, dot_and_trans) {
   Checked c;
   check(&c, K("  reg a: f16[16, 32] = 0;\n  reg b: f16[64, 32] = 0;\n  let d = dot(a, trans(b));\n"
-              "  Y[0 : +16] = sum(d, 1);\n"));
-  cr_assert(!c.ok); /* sum(d, 1) is f32[16, 1]: does not broadcast to f32[16] */
+              "  Y[0 : +16] = sum(d, 1, keep);\n"));
+  cr_assert(!c.ok); /* sum(d, 1, keep) is f32[16, 1]: does not broadcast to f32[16] */
   done(&c);
   check(&c, K("  reg a: f16[16, 32] = 0;\n  reg b: f16[64, 32] = 0;\n  let d = dot(a, trans(b));\n"
-              "  Z[0 : +1, 0 : +64] = sum(d, 0);\n"));
+              "  Y[0 : +16] = sum(d, 1);\n"));
+  cr_assert(c.ok, "%s", c.out); /* the reduction drops axis 1: f32[16] */
+  cr_assert_eq(stmt_n(&c, 3)->value->ty.rank, 1);
+  done(&c);
+  check(&c, K("  reg a: f16[16, 32] = 0;\n  reg b: f16[64, 32] = 0;\n  let d = dot(a, trans(b));\n"
+              "  Z[0 : +1, 0 : +64] = sum(d, 0, keep);\n"));
   cr_assert(c.ok, "%s", c.out);
   AstExpr *d = stmt_n(&c, 2)->value;
   cr_assert_eq(d->ty.elem, TY_F32);
@@ -181,7 +186,7 @@ Test(sema, slices) {
   expect_error(K("  let a = X[0 : +N];\n"), "a slice size must be a compile-time constant");
   expect_error(K("  let a = X[:];\n"), "':' takes the whole dimension 'N'");
   expect_error(K("  let a = X[0 : +0];\n"), "a slice size must be between 1");
-  expect_error(K("  let a = s[0];\n"), "only tensor arguments can be sliced");
+  expect_error(K("  let a = s[0];\n"), "only tensor arguments and register tiles");
   expect_error(K("  let a = X;\n"), "must be sliced to be read");
 }
 
@@ -200,7 +205,7 @@ Test(sema, fill) {
 
 Test(sema, reductions) {
   Checked c;
-  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = max(a, 0);\n  Z[0 : +1, 0 : +B] = m;\n"));
+  check(&c, K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = max(a, 0, keep);\n  Z[0 : +1, 0 : +B] = m;\n"));
   cr_assert(c.ok, "%s", c.out);
   AstExpr *m = stmt_n(&c, 1)->value;
   cr_assert_eq(m->axis, 0);
@@ -208,6 +213,19 @@ Test(sema, reductions) {
   cr_assert_eq(m->ty.dims[1], 128);
   done(&c);
   expect_error(K("  let a = X[0 : +B];\n  let m = sum(a, 1);\n"), "reduction axis 1 is out of range");
+  /* A reduction drops its axis; along axis 0 the rest lines up as numpy has it, along another it
+   * would not, so that broadcast is refused (also through lets, element-wise ops, assignments). */
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = a - sum(a, 0);\n"));
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = a - sum(a, 1, keep);\n"));
+  expect_ok(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Y[0 : +4] = exp(sum(a, 1)) * 2;\n"));
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = exp(max(a, 1)) + 1;\n"
+                 "  Z[0 : +4, 0 : +B] = a - m;\n"), "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  reg m: f32[4] = 0;\n  m = max(a, 1);\n"
+                 "  Z[0 : +4, 0 : +B] = where(a > m, a, 0.0);\n"), "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  Z[0 : +4, 0 : +B] = sum(a, 1);\n"),
+               "which drops that axis");
+  expect_error(K("  let a = to_f32(H[0 : +4, 0 : +B]);\n  let m = sum(a, 1, kep);\n"),
+               "can only be 'keep'");
   expect_error(K("  let a = X[0 : +B];\n  let m = max(a, a);\n"), "use maximum(a, b)");
   expect_error(K("  let m = sum(s, 0);\n"), "its operand is a scalar");
 }
@@ -215,7 +233,7 @@ Test(sema, reductions) {
 Test(sema, index_tiles) {
   Checked c;
   check(&c, K("  let r = row_index(n, 8);\n  let q = col_index(0, B);\n  let z = r < q;\n"
-              "  Z[0 : +1, 0 : +B] = sum(where(z, 1.0, 0.0), 0);\n"));
+              "  Z[0 : +1, 0 : +B] = sum(where(z, 1.0, 0.0), 0, keep);\n"));
   cr_assert(c.ok, "%s", c.out);
   cr_assert_eq(stmt_n(&c, 0)->value->ty.dims[0], 8);
   cr_assert_eq(stmt_n(&c, 0)->value->ty.dims[1], 1);
@@ -359,8 +377,8 @@ Test(sema, shared_memory_budget) {
 Test(sema, online_softmax) {
   Checked c;
   check(&c, K("  reg acc: f32[4, 8] = 0;\n  online_softmax st(rows = 4, rescale = acc);\n"
-              "  let p = st.update(to_f32(H[0 : +4, 0 : +B]));\n  acc += sum(p, 1);\n"
-              "  Z[0 : +1, 0 : +8] = sum(st.finish(acc), 0) + sum(st.max + st.sum, 0);\n"));
+              "  let p = st.update(to_f32(H[0 : +4, 0 : +B]));\n  acc += sum(p, 1, keep);\n"
+              "  Z[0 : +1, 0 : +8] = sum(st.finish(acc), 0, keep) + sum(st.max + st.sum, 0, keep);\n"));
   cr_assert(c.ok, "%s", c.out);
   AstStmt *sm = stmt_n(&c, 1);
   cr_assert_eq(sm->rows_value, 4);
@@ -433,13 +451,13 @@ Test(sema, tile_size_limit_matches_the_backend) {
   /* exactly TILE_MAX_ELEMS passes the per-tile limit (only the per-thread one refuses it);
    * one more row pads to twice as many */
   Checked c;
-  check(&c, K("  reg a: f32[2048, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
+  check(&c, K("  reg a: f32[2048, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1, keep), 0, keep);\n"));
   cr_assert(!strstr(c.out, "is too large"), "%s", c.out);
   cr_assert(strstr(c.out, "t.tile:4:10: error: tile f32[2048, 2048] puts 32768 elements on each of "
                           "the 128 threads, and at most 512 per thread are supported"), "%s", c.out);
   cr_assert_eq(c.d.nerrors, 1, "%s", c.out);
   done(&c);
-  check(&c, K("  reg a: f32[2049, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1), 0);\n"));
+  check(&c, K("  reg a: f32[2049, 2048] = 0;\n  Z[0 : +1, 0 : +1] = sum(sum(a, 1, keep), 0, keep);\n"));
   cr_assert(!c.ok);
   cr_assert(strstr(c.out, "t.tile:4:10: error: tile f32[2049, 2048] is too large: 4196352 elements "
                           "(8388608 with each dimension rounded up to a power of two), and a tile "
@@ -447,7 +465,7 @@ Test(sema, tile_size_limit_matches_the_backend) {
   cr_assert_eq(c.d.nerrors, 1, "%s", c.out); /* the uses of 'a' stay silent */
   done(&c);
   /* at the slice that makes the tile, not at the kernel */
-  check(&c, K("  let t = H[0 : +4096, 0 : +2048];\n  Z[0 : +1, 0 : +1] = to_f32(sum(sum(t, 1), 0));\n"));
+  check(&c, K("  let t = H[0 : +4096, 0 : +2048];\n  Z[0 : +1, 0 : +1] = to_f32(sum(sum(t, 1, keep), 0, keep));\n"));
   cr_assert(!c.ok);
   cr_assert(strstr(c.out, "t.tile:4:11: error: tile f16[4096, 2048] is too large"), "%s", c.out);
   cr_assert_eq(c.d.nerrors, 1, "%s", c.out);
@@ -461,7 +479,7 @@ Test(sema, register_estimate_warns_once_at_the_largest_tile) {
   /* 128 threads: 255 f32 registers per thread is 32640 elements; f32[128, 256] is 256 each */
   Checked c;
   check(&c, K("  reg a: f32[128, 128] = 0;\n  reg b: f32[128, 256] = 0;\n"
-              "  Z[0 : +128, 0 : +128] = a + sum(b, 1);\n"));
+              "  Z[0 : +128, 0 : +128] = a + sum(b, 1, keep);\n"));
   cr_assert(c.ok, "%s", c.out);
   cr_assert_eq(c.d.nwarnings, 1, "%s", c.out);
   cr_assert(strstr(c.out, "t.tile:5:7: warning: 'reg' tile 'b' (f32[128, 256]) alone needs about "
@@ -469,12 +487,12 @@ Test(sema, register_estimate_warns_once_at_the_largest_tile) {
   cr_assert(strstr(c.out, "use more threads per block (e.g. a larger WARPS) or smaller tiles"));
   done(&c);
   /* f16 packs two per register: the same shape in f16 is 128 registers, no warning */
-  check(&c, K("  reg b: f16[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = to_f32(sum(b, 1));\n"));
+  check(&c, K("  reg b: f16[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = to_f32(sum(b, 1, keep));\n"));
   cr_assert(c.ok, "%s", c.out);
   cr_assert_eq(c.d.nwarnings, 0, "%s", c.out);
   done(&c);
   /* shared tiles do not count */
-  check(&c, K("  shared b: f32[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = sum(b, 1);\n"));
+  check(&c, K("  shared b: f32[128, 256] = 0;\n  Z[0 : +128, 0 : +1] = sum(b, 1, keep);\n"));
   cr_assert_eq(c.d.nwarnings, 0, "%s", c.out);
   done(&c);
   /* the examples with their defaults are warning-free (the -D variants: tests/diag, bench) */

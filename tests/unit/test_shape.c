@@ -16,9 +16,9 @@ static const char *src =
     "  require N <= BLOCK;\n"
     "  let r0 = block.x * ROWS;\n"
     "  reg x = X[r0 : +ROWS, 0 : +BLOCK];\n"
-    "  let s = squeeze(sum(x, 1), 1);                  // f32[ROWS]\n"
+    "  let s = sum(x, 1);                              // f32[ROWS]\n"
     "  Y[r0 : +ROWS] = s;\n"
-    "  atomic_add(Z[0 : +BLOCK], squeeze(sum(x, 0), 0));\n"
+    "  atomic_add(Z[0 : +BLOCK], sum(x, 0));\n"
     "  W[r0 : +ROWS, 0 : +BLOCK] = x - expand_dims(s, 1);\n"
     "}\n";
 

@@ -33,7 +33,7 @@ static TirFunc *build_vadd(Arena *a) {
   TirFunc *f = tir_func_new(a, "vadd", at(1, 8));
   f->ndims = 1;
   f->dims = arena_alloc(a, sizeof *f->dims);
-  f->dims[0] = (TirDim){"N", false, 0};
+  f->dims[0] = (TirDim){"N", false, 0, NULL};
   f->nargs = 3;
   f->args = arena_alloc(a, 3 * sizeof *f->args);
   const char *names[] = {"X", "Y", "Z"};
@@ -319,7 +319,7 @@ Test(tir_passes, fold_uses_interpreter_rounding) {
   f->args = arena_alloc(a, sizeof *f->args);
   f->ndims = 1;
   f->dims = arena_alloc(a, sizeof *f->dims);
-  f->dims[0] = (TirDim){"N", false, 0};
+  f->dims[0] = (TirDim){"N", false, 0, NULL};
   f->args[0] = (TirArg){.name = "O", .kind = ARG_TENSOR, .elem = TY_F16, .is_out = true, .rank = 1};
   TileType h = ty(TY_F16, 0, 0, 0);
   int x = konst(f, h, 1.0, at(2, 1)), y = konst(f, h, 0.0004, at(2, 2));
