@@ -28,6 +28,8 @@ for src in dsl/examples/*.tile; do
   variants+=("$(basename "$src" .tile)|$src|")
 done
 variants+=("attention_d128_causal|dsl/examples/attention.tile|-D D=128 -D CAUSAL=1")
+# The backward at D = 128 (dK and dV alone are 128 f32 registers a thread): BM = 16 fits.
+variants+=("attention_backward_d128_causal|dsl/examples/attention_backward.tile|-D D=128 -D CAUSAL=1 -D BM=16")
 # Row-op launch shapes of bench/configs.txt: a row per warp (no shared-memory reduction step), and
 # a long row over 16 warps; their checks pin the 16-byte vectors issued back to back.
 variants+=("softmax_r8w8|dsl/examples/softmax.tile|-D ROWS=8 -D WARPS=8")
