@@ -109,7 +109,7 @@ static const Case cases[] = {
     /* attention_backward.tile, kernel by kernel (random LSE and Delta: the reference rebuilds P
      * from them as the kernel does); dQacc sums f16 products of dS, hence T's bound */
     {"attn_lse_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_lse", 0},
-    {"attn_lse_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0,
+    {"attn_lse_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0,
      "attention_lse", 0},
     {"attn_bwd_prep", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward_prep", 0},
     {"attn_bwd_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward", 1e-2},
