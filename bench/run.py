@@ -856,14 +856,19 @@ class Worker:
         delta = torch.empty(B, H, N, device=self.dev)
         dqacc = torch.empty(B, H, N, D, device=self.dev)
         prep = L(variant, [I["O"], I["dO"], delta, dqacc], entry="attention_backward_prep")
-        main = L(variant, [I["Q"], I["K"], I["V"], I["dO"], I["LSE"], delta, dqacc, O["dK"], O["dV"], ctx["scale"]],
-                 entry="attention_backward")
-        post = L(variant, [dqacc, O["dQ"]], entry="attention_backward_dq")
+        common = [I["Q"], I["K"], I["V"], I["dO"], I["LSE"], delta]
+        if variant.endswith("_split") or variant.endswith("_split64"):
+            # the scheme without atomics: dK, dV by key blocks, dQ by query blocks (prep's zeroing
+            # of dQacc is wasted there: 4 B H N D bytes)
+            steps = [prep, L(variant, common + [O["dK"], O["dV"], ctx["scale"]], entry="attention_backward_kv"),
+                     L(variant, common + [O["dQ"], ctx["scale"]], entry="attention_backward_q")]
+        else:
+            steps = [prep, L(variant, common + [dqacc, O["dK"], O["dV"], ctx["scale"]], entry="attention_backward"),
+                     L(variant, [dqacc, O["dQ"]], entry="attention_backward_dq")]
 
         def fn():
-            prep()
-            main()
-            post()
+            for step in steps:
+                step()
             return O
         fn._keep = (delta, dqacc)
         return fn

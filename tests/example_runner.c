@@ -109,18 +109,36 @@ static const Case cases[] = {
     /* attention_backward.tile, kernel by kernel (random LSE and Delta: the reference rebuilds P
      * from them as the kernel does); dQacc sums f16 products of dS, hence T's bound */
     {"attn_lse_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_lse", 0},
-    {"attn_lse_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0,
+    {"attn_lse_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0,
      "attention_lse", 0},
     {"attn_bwd_prep", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward_prep", 0},
     {"attn_bwd_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward", 1e-2},
     {"attn_bwd_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0, "attention_backward", 1e-2},
-    {"attn_bwd_d128", "attention_backward", "-D D=128 -D BM=16", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0, "attention_backward",
+    {"attn_bwd_d128", "attention_backward", "-D D=128 -D BM=16 -D KSTAGES=1", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0, "attention_backward",
      1e-2},
-    {"attn_bwd_d128_causal_bf16", "attention_backward", "-D T=bf16 -D D=128 -D CAUSAL=1 -D BM=16", "B=1,H=2,N=130",
+    {"attn_bwd_d128_causal_bf16", "attention_backward", "-D T=bf16 -D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
      SUITE_SMALL | SUITE_GPU, 0, "attention_backward", 1e-2},
     {"attn_bwd_dq", "attention_backward", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 0, "attention_backward_dq", 0},
     {"attn_bwd_d64_big", "attention_backward", "", "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward", 1e-2},
-    {"attn_bwd_d128_causal_big", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16", "B=1,H=4,N=2049", SUITE_GPU, 0,
+    {"attn_bwd_kv_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0,
+     "attention_backward_kv", 0},
+    {"attn_bwd_q_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0,
+     "attention_backward_q", 0},
+    {"attn_bwd_kv_d128", "attention_backward", "-D D=128 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
+     SUITE_SMALL | SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_q_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
+     SUITE_SMALL | SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_split_d64_big", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
+     "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_split_q_d64_big", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
+     "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_split_kv_d128_big", "attention_backward",
+     "-D D=128 -D CAUSAL=1 -D BM=16 -D KN=128 -D KM=32 -D KWARPS=8 -D QM=128 -D QN=64 -D QWARPS=8", "B=1,H=4,N=2049",
+     SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_split_d128_big", "attention_backward",
+     "-D D=128 -D CAUSAL=1 -D BM=16 -D KN=128 -D KM=32 -D KWARPS=8 -D QM=128 -D QN=64 -D QWARPS=8", "B=1,H=4,N=2049",
+     SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_d128_causal_big", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=4,N=2049", SUITE_GPU, 0,
      "attention_backward", 1e-2},
     {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0, NULL, 0},
     {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
@@ -314,6 +332,21 @@ static bool run_attention_backward_ref(const Case *c, const TirFunc *f, HostTens
                            T("Delta")->vals, scalar_named(f, scalars, "scale"), causal, E("dQacc"), E("dK"), E("dV"));
   else if (!strcmp(k, "attention_backward_dq"))
     memcpy(E("dQ"), T("dQacc")->vals, sizeof(double) * (size_t)n);
+  else if (!strcmp(k, "attention_backward_kv") || !strcmp(k, "attention_backward_q")) {
+    /* the second scheme: the same gradients, each kernel writing its part */
+    bool kv = !strcmp(k, "attention_backward_kv");
+    double *dq = malloc(sizeof(double) * (size_t)n), *dk = malloc(sizeof(double) * (size_t)n);
+    double *dv = malloc(sizeof(double) * (size_t)n);
+    ref_attention_backward(B, H, N, D, T("Q")->vals, T("K")->vals, T("V")->vals, T("dO")->vals, T("LSE")->vals,
+                           T("Delta")->vals, scalar_named(f, scalars, "scale"), causal, dq, dk, dv);
+    if (kv) {
+      memcpy(E("dK"), dk, sizeof(double) * (size_t)n);
+      memcpy(E("dV"), dv, sizeof(double) * (size_t)n);
+    } else {
+      memcpy(E("dQ"), dq, sizeof(double) * (size_t)n);
+    }
+    free(dq), free(dk), free(dv);
+  }
   else
     return false;
   return true;

@@ -8,7 +8,8 @@ the same inputs as torch's forward + autograd.grad.
 The PTX is the modules `make gpu-prep` compiled for example_runner's GPU cases (every kernel of the
 file in one module): ln_bwd_big (layernorm_train + layernorm_backward), xent_bwd_big
 (cross_entropy_backward), attn_bwd_d64_big and attn_bwd_d128_causal_big (attention_lse,
-attention_backward_prep, attention_backward, attention_backward_dq). The yardstick is float32
+attention_backward_prep, attention_backward, attention_backward_dq) and the *_split twins (the
+scheme without atomics: attention_backward_kv, attention_backward_q). The yardstick is float32
 autograd of the same math on the upcast inputs; an output passes when its relative error is within
 the bound, or within 2x torch's own error in the same precision (torch in f16 against the same
 float32 gradients) plus 1e-3. Exit status 0 only if every check passes.
@@ -95,19 +96,24 @@ def main():
     chk.add("cross_entropy 1025x50257 f16", "loss", loss, outs[torch.float32][0], outs[dt][0], 1e-5)
     chk.add("cross_entropy 1025x50257 f16", "dX", dx, outs[torch.float32][1], outs[dt][1], 5e-3)
 
-    # attention: attention_lse (O, LSE), prep (Delta, dQacc = 0), backward, dq; vs SDPA autograd
-    for variant, (B, H, N, D, causal) in (("attn_bwd_d64_big", (2, 4, 1000, 64, 0)),
-                                          ("attn_bwd_d128_causal_big", (1, 4, 2049, 128, 1))):
+    # attention: attention_lse (O, LSE), prep (Delta, dQacc = 0), backward, dq; vs SDPA autograd;
+    # then the scheme without atomics (kv, q) from the *_split module on the same O, LSE, Delta
+    for variant, split, (B, H, N, D, causal) in (
+            ("attn_bwd_d64_big", "attn_bwd_split_d64_big", (2, 4, 1000, 64, 0)),
+            ("attn_bwd_d128_causal_big", "attn_bwd_split_d128_big", (1, 4, 2049, 128, 1))):
         scale = 1.0 / math.sqrt(D)
         q, k, v, do = (rnd(B, H, N, D).to(dt) for _ in range(4))
         o, lse = torch.empty_like(q), torch.empty(B, H, N, device=dev)
         delta, dqacc = torch.empty(B, H, N, device=dev), torch.empty(B, H, N, D, device=dev)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
+        dq2, dk2, dv2 = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
         for entry, args in (("attention_lse", [q, k, v, o, lse, scale]),
                             ("attention_backward_prep", [o, do, delta, dqacc]),
                             ("attention_backward", [q, k, v, do, lse, delta, dqacc, dk, dv, scale]),
                             ("attention_backward_dq", [dqacc, dq])):
             rt.launcher(variant, args, entry=entry)()
+        rt.launcher(split, [q, k, v, do, lse, delta, dk2, dv2, scale], entry="attention_backward_kv")()
+        rt.launcher(split, [q, k, v, do, lse, delta, dq2, scale], entry="attention_backward_q")()
         torch.cuda.synchronize()
         res = {}
         for cast in (torch.float32, dt):
@@ -127,6 +133,8 @@ def main():
         chk.add(case, "LSE", lse, lse_ref, None, 1e-5)
         for name, ours, r_, t_ in zip(("O", "dQ", "dK", "dV"), (o, dq, dk, dv), res[torch.float32], res[dt]):
             chk.add(case, name, ours, r_, t_, 1e-2)
+        for name, ours, r_, t_ in zip(("dQ", "dK", "dV"), (dq2, dk2, dv2), res[torch.float32][1:], res[dt][1:]):
+            chk.add(case + " split", name, ours, r_, t_, 1e-2)
 
     if a.json:
         with open(a.json, "w") as f:

@@ -704,6 +704,20 @@ static void run_attention_backward(int64_t B, int64_t H, int64_t N, int64_t D, i
   launch(&kd, &ld);
   check_close("attention_backward_dq dQ", &dq, rdq);
 
+  /* the scheme without atomics: dK, dV by key blocks, dQ by query blocks */
+  Kernel kkv = compile_kernel(ex, "attention_backward_kv", defs), kq = compile_kernel(ex, "attention_backward_q", defs);
+  Buf dk2 = buf_poisoned(et, n), dv2 = buf_poisoned(et, n), dq2 = buf_poisoned(et, n);
+  Launch lkv = {.tensors = {&q, &k, &v, &g, &lse, &delta, &dk2, &dv2}, .scalars = {scale}};
+  Launch lq = {.tensors = {&q, &k, &v, &g, &lse, &delta, &dq2}, .scalars = {scale}};
+  for (int i = 0; i < 8; i++)
+    memcpy(lkv.shapes[i], i == 4 || i == 5 ? t3 : t4, sizeof t4), memcpy(lq.shapes[i], i == 4 || i == 5 ? t3 : t4, sizeof t4);
+  launch(&kkv, &lkv);
+  launch(&kq, &lq);
+  check_close("attention_backward_kv dK", &dk2, rdk);
+  check_close("attention_backward_kv dV", &dv2, rdv);
+  check_close("attention_backward_q dQ", &dq2, rdq);
+  buf_free(&dk2), buf_free(&dv2), buf_free(&dq2), kernel_free(&kkv), kernel_free(&kq);
+
   free(ro), free(rlse), free(rdelta), free(rdq), free(rdk), free(rdv);
   Buf *bufs[] = {&q, &k, &v, &o, &lse, &g, &delta, &dqacc, &dk, &dv, &dq};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
