@@ -130,9 +130,9 @@ static const Case cases[] = {
      SUITE_SMALL | SUITE_GPU, 0, "attention_backward_q", 0},
     {"attn_bwd_split_d64_big", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
      "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_kv", 0},
-    {"attn_bwd_split_q_d64_big", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
+    {"attn_bwd_split_q_d64_1000", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
      "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_q", 0},
-    {"attn_bwd_split_kv_d128_big", "attention_backward",
+    {"attn_bwd_split_kv_d128_2049", "attention_backward",
      "-D D=128 -D CAUSAL=1 -D BM=16 -D KN=128 -D KM=32 -D KWARPS=8 -D QM=128 -D QN=64 -D QWARPS=8", "B=1,H=4,N=2049",
      SUITE_GPU, 0, "attention_backward_kv", 0},
     {"attn_bwd_split_d128_big", "attention_backward",
@@ -399,10 +399,20 @@ static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt
 #undef E
 }
 
+/* The tilec flags of a case: its defines, and `--kernel K` for a case of one kernel of a
+ * multi-kernel file (smaller PTX), except the *_big ones, whose whole module
+ * tests/gpu/backward_torch.py launches kernel after kernel. */
+static const char *case_flags(const Case *c, char *buf, size_t size) {
+  size_t n = strlen(c->id);
+  bool whole = n >= 4 && !strcmp(c->id + n - 4, "_big");
+  snprintf(buf, size, "%s%s%s", c->defines, c->kernel && !whole ? " --kernel " : "", c->kernel && !whole ? c->kernel : "");
+  return buf;
+}
+
 static bool compile_ptx(const Options *o, const Case *c, const char *ptx_path, Result *r) {
-  char cmd[1024];
+  char cmd[1024], flags[256];
   snprintf(cmd, sizeof cmd, "%s dsl/examples/%s.tile %s --arch=%s --emit=ptx -o %s", o->tilec,
-           c->example, c->defines, o->arch, ptx_path);
+           c->example, case_flags(c, flags, sizeof flags), o->arch, ptx_path);
   double t0 = now_ms();
   int rc = system(cmd);
   r->compile_ms = now_ms() - t0;
@@ -669,9 +679,10 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, &o))
     return 2;
   if (o.list) {
+    char flags[256];
     for (int i = 0; i < NCASES; i++)
       if (cases[i].suites & o.suite)
-        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, cases[i].defines);
+        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, case_flags(&cases[i], flags, sizeof flags));
     return 0;
   }
   if (!o.seed)
