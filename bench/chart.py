@@ -20,13 +20,13 @@ from xml.sax.saxutils import escape
 IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch"]
 COLORS = {"tilec": "#d62728", "baseline": "#1f77b4", "cublas": "#2ca02c", "torch-sdpa-flash": "#ff7f0e",
           "torch-sdpa-cudnn": "#9467bd", "torch": "#7f7f7f"}
-TENSOR_CORE = ("gemm", "attention")
+TENSOR_CORE = ("gemm", "attention", "attention_backward")
 MARKERS = ["circle", "square", "triangle", "diamond", "cross", "star"]
 
 
 def shape_label(r):
     s, k = r["shape"], r["kernel"]
-    if k == "attention":
+    if k in ("attention", "attention_backward"):
         return f"N{s['N']} d{s['D']}{' c' if r.get('causal') else ''} {r['dtype']}"
     if k == "gemm":
         return f"{s['M']}x{s['N']}x{s['K']} {r['dtype']}"

@@ -49,13 +49,18 @@ ROW_FACTOR = 5.0
 IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch", "copy"]
 PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch")
 ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
+# Training kernels (issue 14), against torch autograd; several entries of one multi-kernel module each.
+BACKWARD = ("layernorm_backward", "cross_entropy_backward", "attention_backward")
+# Relative-error bounds of the attention gradients: dS is rounded to f16/bf16 for the tensor cores
+# (as in FlashAttention), and dQ sums those products over every key block.
+TOL_ATTN_BWD = {"f32": 1e-5, "f16": 1e-2, "bf16": 2e-2}
 # Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
-TENSOR_CORE = ("gemm", "gemm_gelu", "attention")
+TENSOR_CORE = ("gemm", "gemm_gelu", "attention", "attention_backward")
 # Cases whose kernel is another example's: gemm_gelu is dsl/examples/gemm.tile with ACT=2 (the
 # GELU(tanh) epilogue), against torch's gelu(addmm(...)) (two kernels): does fusion pay.
 EXAMPLE_OF = {"gemm_gelu": "gemm"}
 # Memory-bound kernels: a same-size device copy row and the steady-state (stream) timing.
-MEMORY_BOUND = ("vadd",) + ROW_KERNELS
+MEMORY_BOUND = ("vadd",) + ROW_KERNELS + ("layernorm_backward", "cross_entropy_backward")
 STREAM_BYTES = 1 << 30  # rotating buffer sets: at least this much moved per cycle (> 15x the L2)
 STREAM_LAUNCHES = 200
 
@@ -84,6 +89,9 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
             {"kernel": "add_rmsnorm", "shape": {"M": 64, "N": 1024}, "dtype": "bf16", "causal": None},
             {"kernel": "gemm", "shape": {"M": 64, "N": 128, "K": 128}, "dtype": "f32", "causal": None},
             {"kernel": "attention", "shape": {"B": 2, "H": 2, "N": 128, "D": 64}, "dtype": "f32", "causal": 1},
+            {"kernel": "layernorm_backward", "shape": {"M": 64, "N": 1024}, "dtype": "f32", "causal": None},
+            {"kernel": "cross_entropy_backward", "shape": {"M": 16, "N": 1000}, "dtype": "f32", "causal": None},
+            {"kernel": "attention_backward", "shape": {"B": 1, "H": 2, "N": 96, "D": 64}, "dtype": "f32", "causal": 1},
         ]
         return [c for c in toy if not kernels or c["kernel"] in kernels]
     plan = []
@@ -117,6 +125,19 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
             for n in seqlens:
                 for dt in dts:
                     add("attention", {"B": 16384 // n, "H": 2048 // d, "N": n, "D": d}, dt, causal)
+    # backward (training) kernels
+    # (not N = 16384 yet: a row over 512 threads with dW, dB, X, dY in registers spills)
+    for m, n in [(m, n) for m, n in row_shapes if n <= 4096]:
+        for dt in dts:
+            add("layernorm_backward", {"M": m, "N": n}, dt)
+    for m, n in ([(4096, 50257)] if quick else [(4096, 32000), (4096, 50257), (2048, 128256)]):
+        for dt in dts:
+            add("cross_entropy_backward", {"M": m, "N": n}, dt)
+    for d in (64, 128):
+        for causal in (0, 1):
+            for n in ([1024, 8192] if quick else [1024, 2048, 4096, 8192, 16384]):
+                for dt in dts:
+                    add("attention_backward", {"B": 16384 // n, "H": 2048 // d, "N": n, "D": d}, dt, causal)
     return plan
 
 
@@ -184,11 +205,11 @@ def impls_for(c, configs):
             absent.append(("tilec", "no variant in bench/configs.txt matches"))
     else:
         out += [("tilec", v["name"]) for v in vs]
-    if k != "gemm_gelu":  # the hand-written baseline has no GELU epilogue
+    if k != "gemm_gelu" and k not in BACKWARD:  # no hand-written baseline for those
         out.append(("baseline", None))
     if k == "gemm":
         out.append(("cublas", None))
-    elif k == "attention":
+    elif k in ("attention", "attention_backward"):
         out += [("torch-sdpa-flash", None), ("torch-sdpa-cudnn", None)]
     else:
         out.append(("torch", None))
@@ -224,6 +245,18 @@ def flops_bytes(c):
         if c.get("causal"):
             f //= 2
         return f, 4 * b * h * n * d * e
+    if k == "layernorm_backward":  # read X, dY, write dX; W, Mean, Rstd; dW, dB in f32
+        m, n = s["M"], s["N"]
+        return 12 * m * n, 3 * m * n * e + 8 * m + n * e + 8 * n
+    if k == "cross_entropy_backward":  # read X once, write dX; label, dloss, loss, X[label]
+        m, n = s["M"], s["N"]
+        return 8 * m * n, 2 * m * n * e + 12 * m + m * e
+    if k == "attention_backward":  # five N x N x D products; read Q K V O dO, write dQ dK dV
+        b, h, n, d = s["B"], s["H"], s["N"], s["D"]
+        f = 10 * b * h * n * n * d
+        if c.get("causal"):
+            f //= 2
+        return f, 8 * b * h * n * d * e + 8 * b * h * n
     raise ValueError(k)
 
 
@@ -318,9 +351,11 @@ class Tilert:
             name = self.lib.tilert_code_name(st.code).decode()
             raise RuntimeError(f"tilert {what}: {name}: {st.message.decode(errors='replace')}")
 
-    def kernel(self, variant):
-        if variant in self.kernels:
-            return self.kernels[variant]
+    def kernel(self, variant, entry=None):
+        """entry: a kernel of a multi-kernel module by name (None: the module's first .entry)."""
+        key = (variant, entry)
+        if key in self.kernels:
+            return self.kernels[key]
         path = os.path.join(PTX_DIR, variant + ".ptx")
         if not os.path.exists(path):
             err = os.path.join(PTX_DIR, variant + ".err")
@@ -330,6 +365,9 @@ class Tilert:
         names = re.findall(rb"\.entry\s+([A-Za-z_$][\w$]*)", ptx)
         if not names:
             raise RuntimeError(f"{path}: no .entry in the PTX")
+        if entry is not None and entry.encode() not in names:
+            raise RuntimeError(f"{path}: no kernel {entry} (entries: {b', '.join(names).decode()})")
+        name = entry.encode() if entry is not None else names[0]
         C = self.C
         mod, k = C.c_void_p(), C.c_void_p()
         self._check(self.lib.tilert_module_load_ptx(self.dev, ptx, C.byref(mod)), f"module_load_ptx({variant})")
@@ -343,15 +381,15 @@ class Tilert:
         if var:
             os.environ[var] = val
         try:
-            self._check(self.lib.tilert_module_get_kernel(mod, names[0], C.byref(k)), "module_get_kernel")
+            self._check(self.lib.tilert_module_get_kernel(mod, name, C.byref(k)), "module_get_kernel")
         finally:
             if var and saved is None:
                 os.environ.pop(var, None)
             elif var:
                 os.environ[var] = saved
         info = self.lib.tilert_kernel_get_info(k).contents
-        self.kernels[variant] = (k, info)
-        return self.kernels[variant]
+        self.kernels[key] = (k, info)
+        return self.kernels[key]
 
     def make_args(self, info, values):
         """values: torch tensors and Python floats, in the kernel's argument order."""
@@ -377,8 +415,8 @@ class Tilert:
                 raise RuntimeError(f"argument {i} ({info.args[i].name.decode()}): kind mismatch")
         return arr
 
-    def launcher(self, variant, values):
-        k, info = self.kernel(variant)
+    def launcher(self, variant, values, entry=None):
+        k, info = self.kernel(variant, entry)
         arr = self.make_args(info, values)
         n, launch, check = len(values), self.lib.tilert_launch, self._check
 
@@ -590,7 +628,78 @@ class Worker:
             ctx["peer_err"], ctx["peer_name"] = self.attention_peer_err(q, kt, v, ctx["scale"], bool(c["causal"]), ref)
             r = ref.to(dt)
             ctx["atol"] = 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
+        elif k == "layernorm_backward":
+            m, n = s["M"], s["N"]
+            x, w, b, dy = rnd(m, n, scale=2.0), rnd(n), rnd(n), rnd(m, n)
+            xf, gf = x.float(), dy.float()
+            mean = xf.mean(-1)  # the row statistics the forward (layernorm_train) saves
+            rstd = torch.rsqrt(xf.var(-1, unbiased=False) + EPS)
+            xhat = (xf - mean[:, None]) * rstd[:, None]
+            gw = gf * w.float()
+            dx = rstd[:, None] * (gw - xhat * (gw * xhat).mean(-1, keepdim=True) - gw.mean(-1, keepdim=True))
+            ctx["inputs"] = {"X": x, "W": w, "Bias": b, "Mean": mean, "Rstd": rstd, "dY": dy}
+            ctx["outs"] = {"dX": torch.empty_like(x), "dW": torch.empty(n, device=self.dev),
+                           "dB": torch.empty(n, device=self.dev)}
+            ctx["ref"] = {"dX": dx, "dW": (gf * xhat).sum(0), "dB": gf.sum(0)}
+        elif k == "cross_entropy_backward":
+            m, n = s["M"], s["N"]
+            x = rnd(m, n, scale=2.0)
+            label = torch.randint(0, n, (m,), device=self.dev, generator=g)
+            label[::7] = -100  # ignore_index rows: loss 0, zero gradient
+            dloss = torch.rand(m, device=self.dev, generator=g) + 0.5
+            xf = x.float()
+            valid = label >= 0
+            lse = torch.logsumexp(xf, -1)
+            picked = xf.gather(1, label.clamp_min(0)[:, None])[:, 0]
+            p = torch.softmax(xf, -1)
+            rows = torch.arange(m, device=self.dev)[valid]
+            p[rows, label[valid]] -= 1.0
+            ctx["inputs"] = {"X": x, "label": label.to(torch.int32), "label64": label, "dloss": dloss}
+            ctx["outs"] = {"loss": torch.empty(m, device=self.dev), "dX": torch.empty_like(x)}
+            ctx["ref"] = {"loss": torch.where(valid, lse - picked, torch.zeros_like(lse)),
+                          "dX": p * (dloss * valid)[:, None]}
+            del p
+        elif k == "attention_backward":
+            B, H, N, D = s["B"], s["H"], s["N"], s["D"]
+            q, kt, v, do = rnd(B, H, N, D), rnd(B, H, N, D), rnd(B, H, N, D), rnd(B, H, N, D)
+            ctx["scale"] = 1.0 / math.sqrt(D)
+            o, lse, dq, dk, dv = self.attention_grads_ref(q, kt, v, do, ctx["scale"], bool(c["causal"]))
+            # what the forward saves (attention_backward.tile's attention_lse): O in T, LSE in f32
+            ctx["inputs"] = {"Q": q, "K": kt, "V": v, "O": o.to(dt), "LSE": lse, "dO": do}
+            ctx["outs"] = {"dQ": torch.empty_like(q), "dK": torch.empty_like(q), "dV": torch.empty_like(q)}
+            ctx["ref"] = {"dQ": dq, "dK": dk, "dV": dv}
         return ctx
+
+    def attention_grads_ref(self, q, k, v, do, scale, causal):
+        """float32 O, LSE and the gradients dQ, dK, dV of attention, in query chunks so that the
+        [chunk, N] score matrices stay under ~0.5 GB each."""
+        torch = self.torch
+        B, H, N, D = q.shape
+        f32 = torch.float32
+        kf, vf = k.float(), v.float()
+        o = torch.empty(B, H, N, D, device=self.dev, dtype=f32)
+        lse = torch.empty(B, H, N, device=self.dev, dtype=f32)
+        dq = torch.empty_like(o)
+        dk, dv = torch.zeros_like(o), torch.zeros_like(o)
+        chunk = max(16, min(N, (1 << 27) // (B * H * N)))
+        for i in range(0, N, chunk):
+            qs, gs = q[:, :, i:i + chunk].float(), do[:, :, i:i + chunk].float()
+            sc = torch.matmul(qs, kf.transpose(-1, -2)) * scale
+            if causal:
+                rows = torch.arange(i, min(N, i + chunk), device=self.dev)[:, None]
+                cols = torch.arange(N, device=self.dev)[None, :]
+                sc.masked_fill_(cols > rows, float("-inf"))
+            ls = torch.logsumexp(sc, -1)
+            p = torch.exp(sc - ls[..., None])
+            del sc
+            os_ = torch.matmul(p, vf)
+            o[:, :, i:i + chunk], lse[:, :, i:i + chunk] = os_, ls
+            ds = p * (torch.matmul(gs, vf.transpose(-1, -2)) - (gs * os_).sum(-1, keepdim=True))
+            dq[:, :, i:i + chunk] = torch.matmul(ds, kf) * scale
+            dk += torch.matmul(ds.transpose(-1, -2), qs) * scale
+            dv += torch.matmul(p.transpose(-1, -2), gs)
+            del p, ds
+        return o, lse, dq, dk, dv
 
     def attention_ref(self, q, k, v, scale, causal):
         """float32 attention, in query chunks so the score matrix stays under ~1 GB."""
@@ -649,7 +758,9 @@ class Worker:
                 "gemm": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
                 "gemm_gelu": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
                 "attention": [I.get("Q"), I.get("K"), I.get("V"), O.get("O"), ctx.get("scale")],
-            }[k]
+            }.get(k)
+            if k in BACKWARD:
+                return self.tilec_backward_fn(c, ctx, variant)
             launch = self.tilert.launcher(variant, order)
             outs = dict(O)
             if k == "add_rmsnorm":
@@ -714,7 +825,85 @@ class Worker:
         if k == "attention":
             be = impl.rsplit("-", 1)[1]
             return lambda: {"O": self.sdpa(be, I["Q"], I["K"], I["V"], ctx["scale"], bool(c["causal"]))}
+        if k in BACKWARD:
+            return self.autograd_fn(c, ctx, impl)
         raise ValueError(impl)
+
+    def tilec_backward_fn(self, c, ctx, variant):
+        """The kernels of a backward example's module, launched in order; the timed work includes
+        zeroing what they accumulate into (layernorm's dW, dB; attention's prep zeroes dQacc)."""
+        torch = self.torch
+        k, s, I, O = c["kernel"], c["shape"], ctx["inputs"], ctx["outs"]
+        L = self.tilert.launcher
+        if k == "layernorm_backward":
+            bwd = L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
+                    entry="layernorm_backward")
+
+            def fn():
+                O["dW"].zero_()
+                O["dB"].zero_()
+                bwd()
+                return O
+            return fn
+        if k == "cross_entropy_backward":
+            f = L(variant, [I["X"], I["label"], I["dloss"], O["loss"], O["dX"]], entry="cross_entropy_backward")
+
+            def fn():
+                f()
+                return O
+            return fn
+        B, H, N, D = s["B"], s["H"], s["N"], s["D"]
+        delta = torch.empty(B, H, N, device=self.dev)
+        dqacc = torch.empty(B, H, N, D, device=self.dev)
+        prep = L(variant, [I["O"], I["dO"], delta, dqacc], entry="attention_backward_prep")
+        common = [I["Q"], I["K"], I["V"], I["dO"], I["LSE"], delta]
+        if variant.endswith("_split") or variant.endswith("_split64"):
+            # the scheme without atomics: dK, dV by key blocks, dQ by query blocks (prep's zeroing
+            # of dQacc is wasted there: 4 B H N D bytes)
+            steps = [prep, L(variant, common + [O["dK"], O["dV"], ctx["scale"]], entry="attention_backward_kv"),
+                     L(variant, common + [O["dQ"], ctx["scale"]], entry="attention_backward_q")]
+        else:
+            steps = [prep, L(variant, common + [dqacc, O["dK"], O["dV"], ctx["scale"]], entry="attention_backward"),
+                     L(variant, [dqacc, O["dQ"]], entry="attention_backward_dq")]
+
+        def fn():
+            for step in steps:
+                step()
+            return O
+        fn._keep = (delta, dqacc)
+        return fn
+
+    def autograd_fn(self, c, ctx, impl):
+        """torch autograd of the same operation: the graph is built once here (not timed), the timed
+        call is torch.autograd.grad (fresh gradients, nothing accumulated); cross-entropy's forward
+        is timed too, since our kernel computes the loss as well."""
+        torch, F = self.torch, self.torch.nn.functional
+        k, s, I = c["kernel"], c["shape"], ctx["inputs"]
+        leaf = lambda t: t.detach().clone().requires_grad_()  # noqa: E731
+        if k == "layernorm_backward":
+            x, w, b = leaf(I["X"]), leaf(I["W"]), leaf(I["Bias"])
+            y = F.layer_norm(x, (s["N"],), w, b, EPS)
+
+            def fn():
+                dx, dw, db = torch.autograd.grad(y, (x, w, b), I["dY"], retain_graph=True)
+                return {"dX": dx, "dW": dw, "dB": db}
+            return fn
+        if k == "cross_entropy_backward":
+            x = leaf(I["X"])
+
+            def fn():
+                loss = F.cross_entropy(x, I["label64"], reduction="none", ignore_index=-100)
+                (dx,) = torch.autograd.grad(loss, (x,), I["dloss"].to(loss.dtype))
+                return {"loss": loss, "dX": dx}
+            return fn
+        be = impl.rsplit("-", 1)[1]
+        q, kk, v = leaf(I["Q"]), leaf(I["K"]), leaf(I["V"])
+        o = self.sdpa(be, q, kk, v, ctx["scale"], bool(c["causal"]))
+
+        def fn():
+            dq, dk, dv = torch.autograd.grad(o, (q, kk, v), I["dO"], retain_graph=True)
+            return {"dQ": dq, "dK": dk, "dV": dv}
+        return fn
 
     def copy_fn(self, c, ctx):
         """dst <- src moving the case's minimum bytes (half read, half written); its own check."""
@@ -776,7 +965,7 @@ class Worker:
             time.sleep(3600)  # tests: a row that never finishes
         outs = fn()
         self.sync()
-        tol = TOL[c["dtype"]]
+        tol = (TOL_ATTN_BWD if c["kernel"] == "attention_backward" else TOL)[c["dtype"]]
         m = {"rel_err": 0.0, "row_rel_err": 0.0, "max_abs_err": 0.0, "nonfinite": 0}
         why = []
         for name, ref in ctx["ref"].items():
@@ -1191,7 +1380,7 @@ def parent_main(a, plan, configs):
             with open(journal, "a") as f:
                 f.write(json.dumps({"event": "row", "key": key, "row": {
                     "kernel": parts[0], "shape": {kv.split("=")[0]: int(kv.split("=")[1]) for kv in parts[1].split(",") if kv},
-                    "dtype": parts[2], "causal": int(parts[3]) if parts[0] == "attention" else None,
+                    "dtype": parts[2], "causal": int(parts[3]) if parts[0] in ("attention", "attention_backward") else None,
                     "impl": parts[4], "variant": parts[5] or None, "verified": False, "status": status,
                     "error": f"worker {reason or 'exited with ' + str(rc)} during this row"}}) + "\n")
             log(f"bench: row {key} {status} (worker {reason or 'rc=' + str(rc)}); restarting the worker")
@@ -1263,7 +1452,7 @@ def watch(proc, journal, deadline, row_timeout, out, plan, configs, started, sta
 def shape_str(r):
     s = r["shape"]
     k = r["kernel"]
-    if k == "attention":
+    if k in ("attention", "attention_backward"):
         return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']}" + (" causal" if r.get("causal") else "")
     if k in ("gemm", "gemm_gelu"):
         return f"{s['M']}x{s['N']}x{s['K']}"

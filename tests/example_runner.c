@@ -31,100 +31,152 @@ typedef struct Case {
   const char *shape;      /* "M=17,N=1000" */
   unsigned suites;
   int offset;             /* every tensor starts this many elements past an aligned address */
+  const char *kernel;     /* the kernel of a multi-kernel example (NULL: its first) */
+  double f32_tol;         /* bound for f32 outputs (0: 1e-5); attention's dQacc sums f16 products */
 } Case;
 
 /* Ragged sizes everywhere: none of 1, 17, 1000, 4097 is a multiple of any tile. */
 static const Case cases[] = {
-    {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"vadd_n1000", "vadd", "", "N=1000", SUITE_ALL, 0},
-    {"vadd_n17", "vadd", "", "N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"vadd_big", "vadd", "", "N=10000019", SUITE_GPU, 0},
-    {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL, 0},
-    {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"softmax_big", "softmax", "-D BLOCK=8192 -D WARPS=8", "M=4099,N=4097", SUITE_GPU, 0},
-    {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL, 0},
-    {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU, 0},
-    {"rmsnorm_1000", "rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0},
-    {"rmsnorm_17", "rmsnorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"rmsnorm_1", "rmsnorm", "", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"rmsnorm_big", "rmsnorm", "-D BLOCK=8192 -D WARPS=8", "M=2049,N=8191", SUITE_GPU, 0},
-    {"layernorm_1000", "layernorm", "", "M=5,N=1000", SUITE_ALL, 0},
-    {"layernorm_17", "layernorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"layernorm_1", "layernorm", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"layernorm_big", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0},
-    {"add_rmsnorm_1000", "add_rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0},
-    {"add_rmsnorm_17", "add_rmsnorm", "-D BLOCK=32 -D ROWS=2 -D WARPS=1", "M=7,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"add_rmsnorm_big", "add_rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0},
-    {"gemm_relu", "gemm", "", "M=100,N=72,K=40", SUITE_ALL, 0},
-    {"gemm_none_1", "gemm", "-D ACT=0", "M=1,N=17,K=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"gemm_gelu", "gemm", "-D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0},
-    {"gemm_big", "gemm", "", "M=1000,N=1000,K=1000", SUITE_GPU, 0},
-    {"attn_d64", "attention", "", "B=1,H=2,N=100", SUITE_ALL, 0},
-    {"attn_d64_causal", "attention", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0},
-    {"attn_d128", "attention", "-D D=128", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU, 0},
-    {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU, 0},
+    {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"vadd_n1000", "vadd", "", "N=1000", SUITE_ALL, 0, NULL, 0},
+    {"vadd_n17", "vadd", "", "N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"vadd_big", "vadd", "", "N=10000019", SUITE_GPU, 0, NULL, 0},
+    {"softmax_1000", "softmax", "", "M=7,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"softmax_1", "softmax", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"softmax_17r2", "softmax", "-D ROWS=2 -D BLOCK=32 -D WARPS=1", "M=5,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"softmax_big", "softmax", "-D BLOCK=8192 -D WARPS=8", "M=4099,N=4097", SUITE_GPU, 0, NULL, 0},
+    {"softmax_online_1000", "softmax_online", "-D BN=256", "M=3,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"softmax_online_1", "softmax_online", "-D BN=256", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"softmax_online_big", "softmax_online", "", "M=257,N=20011", SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_1000", "rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"rmsnorm_17", "rmsnorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_1", "rmsnorm", "", "M=2,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_big", "rmsnorm", "-D BLOCK=8192 -D WARPS=8", "M=2049,N=8191", SUITE_GPU, 0, NULL, 0},
+    {"layernorm_1000", "layernorm", "", "M=5,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"layernorm_17", "layernorm", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"layernorm_1", "layernorm", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"layernorm_big", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0, NULL, 0},
+    {"add_rmsnorm_1000", "add_rmsnorm", "", "M=5,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"add_rmsnorm_17", "add_rmsnorm", "-D BLOCK=32 -D ROWS=2 -D WARPS=1", "M=7,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"add_rmsnorm_big", "add_rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0, NULL, 0},
+    {"gemm_relu", "gemm", "", "M=100,N=72,K=40", SUITE_ALL, 0, NULL, 0},
+    {"gemm_none_1", "gemm", "-D ACT=0", "M=1,N=17,K=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"gemm_gelu", "gemm", "-D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"gemm_big", "gemm", "", "M=1000,N=1000,K=1000", SUITE_GPU, 0, NULL, 0},
+    {"attn_d64", "attention", "", "B=1,H=2,N=100", SUITE_ALL, 0, NULL, 0},
+    {"attn_d64_causal", "attention", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0, NULL, 0},
+    {"attn_d128", "attention", "-D D=128", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"attn_d128_causal", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"attn_d64_big", "attention", "", "B=2,H=4,N=1000", SUITE_GPU, 0, NULL, 0},
+    {"attn_d128_causal_big", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=4,N=2049", SUITE_GPU, 0, NULL, 0},
     /* Bench-sized tiles (sm_90a: warp-specialized TMA entries; ragged edges are TMA's zero fill) */
     {"gemm_ws_128x256", "gemm", "-D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 -D ACT=2", "M=1000,N=1000,K=1000",
-     SUITE_GPU, 0},
+     SUITE_GPU, 0, NULL, 0},
     {"gemm_ws_128x128_s6", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=6", "M=520,N=264,K=2056",
-     SUITE_GPU, 0},
-    {"attn_ws_d128", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=2,H=2,N=1000", SUITE_GPU, 0},
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_ws_d128", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=2,H=2,N=1000", SUITE_GPU, 0, NULL, 0},
     /* More tiles than resident blocks: the persistent entries walk several tiles per block */
-    {"gemm_ws_persist", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0},
-    {"attn_ws_persist", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=20,N=1000", SUITE_GPU, 0},
+    {"gemm_ws_persist", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0, NULL, 0},
+    {"attn_ws_persist", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=20,N=1000", SUITE_GPU, 0, NULL, 0},
     /* make gpu-prep compiles these two with TILEC_CLUSTER=1: clusters of 2 with TMA multicast
      * (an odd number of tiles along the pair's axis: the last pair's second tile is past the edge) */
-    {"gemm_ws_cluster", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0},
-    {"attn_ws_cluster", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=20,N=1000", SUITE_GPU, 0},
+    {"gemm_ws_cluster", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0, NULL, 0},
+    {"attn_ws_cluster", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=20,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_ws_d64_causal", "attention", "-D D=64 -D CAUSAL=1 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3",
-     "B=1,H=3,N=1030", SUITE_GPU, 0},
+     "B=1,H=3,N=1030", SUITE_GPU, 0, NULL, 0},
     /* Rotated loops (sm_90a ws entry, 3+ stages): S of the next iteration issued before P V of this one */
-    {"attn_rot_d128", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=2,H=3,N=1000", SUITE_GPU, 0},
+    {"attn_rot_d128", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=2,H=3,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=4 -D CAUSAL=1",
-     "B=1,H=3,N=1030", SUITE_GPU, 0},
-    {"attn_rot_d64_persist", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=1,H=40,N=1000", SUITE_GPU, 0},
+     "B=1,H=3,N=1030", SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_d64_persist", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=1,H=40,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_bf16_s3", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=2,N=300",
-     SUITE_GPU, 0},
-    {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0},
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0, NULL, 0},
     /* dW across blocks with atomic_add: 37 rows are 3 blocks of CHUNK = 16, the last one short */
-    {"rmsnorm_bwd_1000", "rmsnorm_backward", "", "M=37,N=1000", SUITE_ALL, 0},
+    {"rmsnorm_bwd_1000", "rmsnorm_backward", "", "M=37,N=1000", SUITE_ALL, 0, NULL, 0},
     {"rmsnorm_bwd_17", "rmsnorm_backward", "-D BLOCK=32 -D ROWS=4 -D CHUNK=2 -D WARPS=1", "M=9,N=17",
-     SUITE_SMALL | SUITE_GPU, 0},
-    {"rmsnorm_bwd_bf16", "rmsnorm_backward", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"rmsnorm_bwd_big", "rmsnorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0},
-    {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0},
-    {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0},
-    {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU, 0},
+     SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_bwd_bf16", "rmsnorm_backward", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_bwd_big", "rmsnorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0, NULL, 0},
+    /* The backward examples (issue 14). layernorm_backward.tile: the forward that saves the row
+     * statistics, then the backward (dW, dB across blocks with atomic_add) */
+    {"ln_train_1000", "layernorm_backward", "", "M=5,N=1000", SUITE_ALL, 0, "layernorm_train", 0},
+    {"ln_train_17", "layernorm_backward", "-D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0,
+     "layernorm_train", 0},
+    {"ln_bwd_1000", "layernorm_backward", "", "M=37,N=1000", SUITE_ALL, 0, "layernorm_backward", 0},
+    {"ln_bwd_17", "layernorm_backward", "-D BLOCK=32 -D ROWS=4 -D CHUNK=2 -D WARPS=1", "M=9,N=17",
+     SUITE_SMALL | SUITE_GPU, 0, "layernorm_backward", 0},
+    {"ln_bwd_bf16", "layernorm_backward", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0, "layernorm_backward", 0},
+    {"ln_bwd_big", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0, "layernorm_backward", 0},
+    {"ln_bwd_off1", "layernorm_backward", "", "M=20,N=1000", SUITE_SMALL | SUITE_GPU, 1, "layernorm_backward", 0},
+    /* cross_entropy_backward.tile: loss and dX in one kernel */
+    {"xent_bwd_1000", "cross_entropy_backward", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"xent_bwd_1", "cross_entropy_backward", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_bf16", "cross_entropy_backward", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_big", "cross_entropy_backward", "", "M=1025,N=50257", SUITE_GPU, 0, NULL, 0},
+    /* attention_backward.tile, kernel by kernel (random LSE and Delta: the reference rebuilds P
+     * from them as the kernel does); dQacc sums f16 products of dS, hence T's bound */
+    {"attn_lse_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_lse", 0},
+    {"attn_lse_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0,
+     "attention_lse", 0},
+    {"attn_bwd_prep", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward_prep", 0},
+    {"attn_bwd_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_backward", 1e-2},
+    {"attn_bwd_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0, "attention_backward", 1e-2},
+    {"attn_bwd_d128", "attention_backward", "-D D=128 -D BM=16 -D KSTAGES=1", "B=1,H=1,N=17", SUITE_SMALL | SUITE_GPU, 0, "attention_backward",
+     1e-2},
+    {"attn_bwd_d128_causal_bf16", "attention_backward", "-D T=bf16 -D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
+     SUITE_SMALL | SUITE_GPU, 0, "attention_backward", 1e-2},
+    {"attn_bwd_dq", "attention_backward", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 0, "attention_backward_dq", 0},
+    {"attn_bwd_d64_big", "attention_backward", "", "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward", 1e-2},
+    {"attn_bwd_kv_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0,
+     "attention_backward_kv", 0},
+    {"attn_bwd_q_d64_causal", "attention_backward", "-D CAUSAL=1", "B=2,H=1,N=100", SUITE_ALL, 0,
+     "attention_backward_q", 0},
+    {"attn_bwd_kv_d128", "attention_backward", "-D D=128 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
+     SUITE_SMALL | SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_q_d128_causal", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=2,N=130",
+     SUITE_SMALL | SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_split_d64_big", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
+     "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_split_q_d64_1000", "attention_backward", "-D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8",
+     "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_split_kv_d128_2049", "attention_backward",
+     "-D D=128 -D CAUSAL=1 -D BM=16 -D KN=128 -D KM=32 -D KWARPS=8 -D QM=128 -D QN=64 -D QWARPS=8", "B=1,H=4,N=2049",
+     SUITE_GPU, 0, "attention_backward_kv", 0},
+    {"attn_bwd_split_d128_big", "attention_backward",
+     "-D D=128 -D CAUSAL=1 -D BM=16 -D KN=128 -D KM=32 -D KWARPS=8 -D QM=128 -D QN=64 -D QWARPS=8", "B=1,H=4,N=2049",
+     SUITE_GPU, 0, "attention_backward_q", 0},
+    {"attn_bwd_d128_causal_big", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=4,N=2049", SUITE_GPU, 0,
+     "attention_backward", 1e-2},
+    {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0, NULL, 0},
+    {"xent_1", "cross_entropy", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_big", "cross_entropy", "", "M=1025,N=50257", SUITE_GPU, 0, NULL, 0},
     /* bf16 (the T type parameter): same references, inputs rounded to bf16 */
-    {"softmax_bf16", "softmax", "-D T=bf16", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"softmax_online_bf16", "softmax_online", "-D T=bf16 -D BN=256", "M=3,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"rmsnorm_bf16", "rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"layernorm_bf16", "layernorm", "-D T=bf16 -D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0},
-    {"add_rmsnorm_bf16", "add_rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"gemm_bf16", "gemm", "-D T=bf16 -D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0},
-    {"gemm_bf16_big", "gemm", "-D T=bf16", "M=1000,N=1000,K=1000", SUITE_GPU, 0},
-    {"attn_d64_bf16", "attention", "-D T=bf16", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 0},
-    {"attn_d128_causal_bf16", "attention", "-D T=bf16 -D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0},
-    {"xent_bf16", "cross_entropy", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0},
+    {"softmax_bf16", "softmax", "-D T=bf16", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"softmax_online_bf16", "softmax_online", "-D T=bf16 -D BN=256", "M=3,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_bf16", "rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"layernorm_bf16", "layernorm", "-D T=bf16 -D BLOCK=32 -D ROWS=4 -D WARPS=1", "M=9,N=17", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"add_rmsnorm_bf16", "add_rmsnorm", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"gemm_bf16", "gemm", "-D T=bf16 -D ACT=2", "M=65,N=130,K=33", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"gemm_bf16_big", "gemm", "-D T=bf16", "M=1000,N=1000,K=1000", SUITE_GPU, 0, NULL, 0},
+    {"attn_d64_bf16", "attention", "-D T=bf16", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"attn_d128_causal_bf16", "attention", "-D T=bf16 -D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_bf16", "cross_entropy", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     /* Offset views (data one element past a 16-byte boundary: the scalar paths) and empty
      * problems (0 rows: a grid of 0 blocks, launched as a no-op). */
-    {"vadd_off1", "vadd", "", "N=1000", SUITE_SMALL | SUITE_GPU, 1},
-    {"softmax_off1", "softmax", "-D ROWS=2 -D WARPS=2", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 1},
-    {"layernorm_off3", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=5,N=4095", SUITE_SMALL | SUITE_GPU, 3},
-    {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1},
-    {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1},
-    {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1},
-    {"softmax_empty", "softmax", "", "M=0,N=1000", SUITE_SMALL | SUITE_GPU, 0},
-    {"gemm_empty", "gemm", "", "M=0,N=72,K=40", SUITE_SMALL | SUITE_GPU, 0},
+    {"vadd_off1", "vadd", "", "N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"softmax_off1", "softmax", "-D ROWS=2 -D WARPS=2", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"layernorm_off3", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=5,N=4095", SUITE_SMALL | SUITE_GPU, 3, NULL, 0},
+    {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"softmax_empty", "softmax", "", "M=0,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"gemm_empty", "gemm", "", "M=0,N=72,K=40", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     /* one warpgroup, compiled with TILEC_PINGPONG=1 by make gpu-prep: two consumer groups take
      * turns on tiles (ping-pong); last, so that an experimental kernel's failure cannot take the
      * context of the other cases */
     {"gemm_ws_pingpong", "gemm", "-D BM=64 -D BN=256 -D BK=64 -D WARPS=4 -D STAGES=4 -D ACT=2", "M=2000,N=2056,K=200",
-     SUITE_GPU, 0},
+     SUITE_GPU, 0, NULL, 0},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -279,6 +331,48 @@ static double scalar_named(const TirFunc *f, const double *scalars, const char *
   return NAN;
 }
 
+/* The four kernels of attention_backward.tile, each against its own reference. */
+static bool run_attention_backward_ref(const Case *c, const TirFunc *f, HostTensor *t, int nt, double **expect,
+                                       const double *scalars) {
+#define T(name) find_tensor(t, nt, name)
+#define E(name) expect[T(name) - t]
+  int64_t B = shape_value(c->shape, "B"), H = shape_value(c->shape, "H"), N = shape_value(c->shape, "N");
+  int64_t D = (int64_t)param_value(f, "D", 64), n = B * H * N * D;
+  int causal = (int)param_value(f, "CAUSAL", 0);
+  const char *k = c->kernel ? c->kernel : "attention_lse";
+  if (!strcmp(k, "attention_lse"))
+    ref_attention_lse(B, H, N, D, T("Q")->vals, T("K")->vals, T("V")->vals, scalar_named(f, scalars, "scale"), causal,
+                      E("O"), E("LSE"));
+  else if (!strcmp(k, "attention_backward_prep")) {
+    ref_attention_backward_prep(B, H, N, D, T("O")->vals, T("dO")->vals, E("Delta"));
+    memset(E("dQacc"), 0, sizeof(double) * (size_t)n);
+  } else if (!strcmp(k, "attention_backward"))
+    ref_attention_backward(B, H, N, D, T("Q")->vals, T("K")->vals, T("V")->vals, T("dO")->vals, T("LSE")->vals,
+                           T("Delta")->vals, scalar_named(f, scalars, "scale"), causal, E("dQacc"), E("dK"), E("dV"));
+  else if (!strcmp(k, "attention_backward_dq"))
+    memcpy(E("dQ"), T("dQacc")->vals, sizeof(double) * (size_t)n);
+  else if (!strcmp(k, "attention_backward_kv") || !strcmp(k, "attention_backward_q")) {
+    /* the second scheme: the same gradients, each kernel writing its part */
+    bool kv = !strcmp(k, "attention_backward_kv");
+    double *dq = malloc(sizeof(double) * (size_t)n), *dk = malloc(sizeof(double) * (size_t)n);
+    double *dv = malloc(sizeof(double) * (size_t)n);
+    ref_attention_backward(B, H, N, D, T("Q")->vals, T("K")->vals, T("V")->vals, T("dO")->vals, T("LSE")->vals,
+                           T("Delta")->vals, scalar_named(f, scalars, "scale"), causal, dq, dk, dv);
+    if (kv) {
+      memcpy(E("dK"), dk, sizeof(double) * (size_t)n);
+      memcpy(E("dV"), dv, sizeof(double) * (size_t)n);
+    } else {
+      memcpy(E("dQ"), dq, sizeof(double) * (size_t)n);
+    }
+    free(dq), free(dk), free(dv);
+  }
+  else
+    return false;
+  return true;
+#undef T
+#undef E
+}
+
 static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt,
                           double **expect, const double *scalars) {
 #define T(name) find_tensor(t, nt, name)
@@ -303,6 +397,16 @@ static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt
              (int)param_value(f, "ACT", 0), E("C"));
   else if (!strcmp(ex, "cross_entropy"))
     ref_cross_entropy(M, N, T("X")->vals, T("label")->vals, E("loss"));
+  else if (!strcmp(ex, "layernorm_backward") && c->kernel && !strcmp(c->kernel, "layernorm_train"))
+    ref_layernorm_train(M, N, T("X")->vals, T("W")->vals, T("Bias")->vals, scalar_named(f, scalars, "eps"), E("Y"),
+                        E("Mean"), E("Rstd"));
+  else if (!strcmp(ex, "layernorm_backward"))
+    ref_layernorm_backward(M, N, T("X")->vals, T("W")->vals, T("Mean")->vals, T("Rstd")->vals, T("dY")->vals,
+                           E("dX"), E("dW"), E("dB"));
+  else if (!strcmp(ex, "cross_entropy_backward"))
+    ref_cross_entropy_backward(M, N, T("X")->vals, T("label")->vals, T("dloss")->vals, E("loss"), E("dX"));
+  else if (!strcmp(ex, "attention_backward"))
+    return run_attention_backward_ref(c, f, t, nt, expect, scalars);
   else if (!strcmp(ex, "attention"))
     ref_attention(shape_value(c->shape, "B"), shape_value(c->shape, "H"), N,
                   (int64_t)param_value(f, "D", 64), T("Q")->vals, T("K")->vals, T("V")->vals,
@@ -314,10 +418,20 @@ static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt
 #undef E
 }
 
+/* The tilec flags of a case: its defines, and `--kernel K` for a case of one kernel of a
+ * multi-kernel file (smaller PTX), except the *_big ones, whose whole module
+ * tests/gpu/backward_torch.py launches kernel after kernel. */
+static const char *case_flags(const Case *c, char *buf, size_t size) {
+  size_t n = strlen(c->id);
+  bool whole = n >= 4 && !strcmp(c->id + n - 4, "_big");
+  snprintf(buf, size, "%s%s%s", c->defines, c->kernel && !whole ? " --kernel " : "", c->kernel && !whole ? c->kernel : "");
+  return buf;
+}
+
 static bool compile_ptx(const Options *o, const Case *c, const char *ptx_path, Result *r) {
-  char cmd[1024];
+  char cmd[1024], flags[256];
   snprintf(cmd, sizeof cmd, "%s dsl/examples/%s.tile %s --arch=%s --emit=ptx -o %s", o->tilec,
-           c->example, c->defines, o->arch, ptx_path);
+           c->example, case_flags(c, flags, sizeof flags), o->arch, ptx_path);
   double t0 = now_ms();
   int rc = system(cmd);
   r->compile_ms = now_ms() - t0;
@@ -355,7 +469,14 @@ static TirFunc *front_end(Arena *a, const Case *c, Result *r) {
     snprintf(r->note, sizeof r->note, "front end rejected the example");
     return NULL;
   }
-  TirFunc *f = lower_tir(a, p->kernels, &d);
+  AstKernel *k = p->kernels;
+  while (c->kernel && k && strcmp(k->name, c->kernel) != 0)
+    k = k->next;
+  if (!k) {
+    snprintf(r->note, sizeof r->note, "%.100s has no kernel '%.100s'", path, c->kernel);
+    return NULL;
+  }
+  TirFunc *f = lower_tir(a, k, &d);
   if (!f || !tir_verify(f, &d, "lower_tir") || !tir_fold_constants(f, &d) ||
       !tir_eliminate_dead(f, &d) || !tir_verify(f, &d, "passes")) {
     snprintf(r->note, sizeof r->note, "lowering to TIR failed");
@@ -501,7 +622,8 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     }
     /* Per output: f16/bf16 ones within a few ulps of f16 (2^-11) relative, f32 ones 1e-5
      * (docs/tir.md). The case's error is the largest. */
-    double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2), tol = h->arg->elem == TY_F32 ? 1e-5 : 1e-2;
+    double f32_tol = c->f32_tol > 0 ? c->f32_tol : 1e-5;
+    double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2), tol = h->arg->elem == TY_F32 ? f32_tol : 1e-2;
     r->rel_err = fmax(r->rel_err, rel);
     if (rel >= tol && close) {
       close = false;
@@ -577,9 +699,10 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, &o))
     return 2;
   if (o.list) {
+    char flags[256];
     for (int i = 0; i < NCASES; i++)
       if (cases[i].suites & o.suite)
-        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, cases[i].defines);
+        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, case_flags(&cases[i], flags, sizeof flags));
     return 0;
   }
   if (!o.seed)

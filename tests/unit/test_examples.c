@@ -18,15 +18,18 @@
 #include "../ref/ref.h"
 #include "../ref/add_rmsnorm.c"
 #include "../ref/attention.c"
+#include "../ref/attention_backward.c"
 #include "../ref/cross_entropy.c"
+#include "../ref/cross_entropy_backward.c"
 #include "../ref/gemm.c"
 #include "../ref/layernorm.c"
+#include "../ref/layernorm_backward.c"
 #include "../ref/rmsnorm.c"
 #include "../ref/rmsnorm_backward.c"
 #include "../ref/softmax.c"
 #include "../ref/vadd.c"
 
-enum { MAX_TENSORS = 8 };
+enum { MAX_TENSORS = 12 };
 
 /* ------------------------------------------------------------ compiling */
 
@@ -48,8 +51,10 @@ static char *read_file(Arena *a, const char *path, size_t *len) {
   return text;
 }
 
-/* defs: "NAME=VALUE" strings, NULL-terminated. src_text: compile this text instead of a file. */
-static Kernel compile_text(const char *name, const char *text, size_t len, const char **defs) {
+/* defs: "NAME=VALUE" strings, NULL-terminated. src_text: compile this text instead of a file.
+ * kernel: which kernel of a multi-kernel file (NULL: the first). */
+static Kernel compile_text_kernel(const char *name, const char *text, size_t len, const char **defs,
+                                  const char *kernel) {
   Kernel k = {.a = arena_new()};
   SourceFile *src = arena_alloc(k.a, sizeof *src);
   *src = (SourceFile){arena_strdup(k.a, name), arena_strndup(k.a, text, len), len};
@@ -64,26 +69,42 @@ static Kernel compile_text(const char *name, const char *text, size_t len, const
   AstProgram *prog = parse_program(k.a, src, &d);
   cr_assert(prog, "%s: parse failed", name);
   cr_assert(sema_check(k.a, prog, dv, nd, ARCH_SM90A, &d), "%s: sema failed", name);
-  k.f = lower_tir(k.a, prog->kernels, &d);
+  AstKernel *ak = prog->kernels;
+  while (kernel && ak && strcmp(ak->name, kernel) != 0)
+    ak = ak->next;
+  cr_assert(ak, "%s: no kernel '%s'", name, kernel);
+  k.f = lower_tir(k.a, ak, &d);
   cr_assert(k.f, "%s: lower_tir failed", name);
   cr_assert(tir_fold_constants(k.f, &d) && tir_verify(k.f, &d, "tir_fold_constants"));
   cr_assert(tir_eliminate_dead(k.f, &d) && tir_verify(k.f, &d, "tir_eliminate_dead"));
   return k;
 }
 
-static Kernel compile(const char *example, const char **defs) {
+static Kernel compile_text(const char *name, const char *text, size_t len, const char **defs) {
+  return compile_text_kernel(name, text, len, defs, NULL);
+}
+
+/* kernel: one of a multi-kernel example (NULL: the first) */
+static Kernel compile_kernel(const char *example, const char *kernel, const char **defs) {
   Arena *tmp = arena_new();
   char *path = arena_printf(tmp, "dsl/examples/%s.tile", example);
   size_t len;
   char *text = read_file(tmp, path, &len);
-  Kernel k = compile_text(path, text, len, defs); /* copies the text into its own arena */
+  Kernel k = compile_text_kernel(path, text, len, defs, kernel); /* copies the text into its own arena */
   arena_free(tmp);
   /* -D T=bf16 must reach the tensors (the first argument is T[...] in every T example) */
-  for (int i = 0; defs && defs[i]; i++)
-    if (!strncmp(defs[i], "T=", 2))
-      cr_assert_str_eq(elem_name(k.f->args[0].elem), defs[i] + 2, "%s: -D %s", example, defs[i]);
+  for (int i = 0; defs && defs[i]; i++) {
+    if (strncmp(defs[i], "T=", 2) != 0)
+      continue;
+    bool seen = false; /* the first T[...] argument (attention_backward_dq's first one is f32) */
+    for (int j = 0; j < k.f->nargs && !seen; j++)
+      seen = k.f->args[j].kind != ARG_SCALAR && !strcmp(elem_name(k.f->args[j].elem), defs[i] + 2);
+    cr_assert(seen, "%s: -D %s reaches no tensor", example, defs[i]);
+  }
   return k;
 }
+
+static Kernel compile(const char *example, const char **defs) { return compile_kernel(example, NULL, defs); }
 
 /* ------------------------------------------------------------ launch expressions */
 
@@ -215,8 +236,8 @@ static void buf_free(Buf *b) {
   free(b->val);
 }
 
-/* ||out - ref|| / ||ref||, every element finite (NaN poison = never written). */
-static void check_close(const char *what, Buf *out, const double *ref) {
+/* ||out - ref|| / ||ref|| under bound, every element finite (NaN poison = never written). */
+static void check_close_tol(const char *what, Buf *out, const double *ref, double bound) {
   buf_read(out);
   double num = 0, den = 0;
   for (int64_t i = 0; i < out->n; i++) {
@@ -226,8 +247,12 @@ static void check_close(const char *what, Buf *out, const double *ref) {
     den += ref[i] * ref[i];
   }
   double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-  double bound = out->elem == TY_F32 ? 1e-5 : 1e-2;
   cr_assert_lt(rel, bound, "%s: relative error %.3g >= %.0e", what, rel, bound);
+}
+
+/* The default bounds: 1e-5 for f32 outputs, 1e-2 for f16/bf16 ones. */
+static void check_close(const char *what, Buf *out, const double *ref) {
+  check_close_tol(what, out, ref, out->elem == TY_F32 ? 1e-5 : 1e-2);
 }
 
 /* ------------------------------------------------------------ running */
@@ -401,14 +426,17 @@ static void run_rmsnorm_backward(int64_t M, int64_t N, const char **defs) {
   kernel_free(&k);
 }
 
-Test(examples, rmsnorm_backward) {
-  run_rmsnorm_backward(37, 1000, NULL); /* 3 blocks of 16 rows, the last one short */
-  run_rmsnorm_backward(1, 1, NULL);
+/* The shapes of the norm backward kernels (BLOCK, ROWS, CHUNK, WARPS: the same parameters). */
+static void norm_backward_shapes(void (*run)(int64_t M, int64_t N, const char **defs)) {
+  run(37, 1000, NULL); /* 3 blocks of 16 rows, the last one short */
+  run(1, 1, NULL);
   const char *small[] = {"BLOCK=32", "ROWS=4", "CHUNK=2", "WARPS=1", NULL};
-  run_rmsnorm_backward(9, 17, small);
+  run(9, 17, small);
   const char *bf[] = {"T=bf16", NULL};
-  run_rmsnorm_backward(5, 1000, bf);
+  run(5, 1000, bf);
 }
+
+Test(examples, rmsnorm_backward) { norm_backward_shapes(run_rmsnorm_backward); }
 
 Test(examples, layernorm) {
   run_norm(NORM_LAYER, 4, 1000, NULL);
@@ -485,18 +513,22 @@ Test(examples, attention_d128) {
 }
 
 /* Labels cover the whole row, its first and last column, and ignored rows (-100 and N: loss 0). */
-static void run_cross_entropy(int64_t M, int64_t N, const char **defs) {
-  Kernel k = compile("cross_entropy", defs);
-  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
-  Buf x = buf_random(et, M * N, -4, 4), label = buf_new(TY_I32, M), loss = buf_poisoned(TY_F32, M);
+static void set_labels(Buf *label, int64_t M, int64_t N) {
   for (int64_t m = 0; m < M; m++) {
     int64_t t = (int64_t)(urand() * (double)N);
     if (m % 5 == 1) t = 0;
     if (m % 5 == 2) t = N - 1;
     if (m % 7 == 3) t = -100;
     if (m % 7 == 5) t = N;
-    buf_set(&label, m, (double)t);
+    buf_set(label, m, (double)t);
   }
+}
+
+static void run_cross_entropy(int64_t M, int64_t N, const char **defs) {
+  Kernel k = compile("cross_entropy", defs);
+  ElemType et = k.f->args[0].elem; /* T: f16 by default, bf16 with -D T=bf16 */
+  Buf x = buf_random(et, M * N, -4, 4), label = buf_new(TY_I32, M), loss = buf_poisoned(TY_F32, M);
+  set_labels(&label, M, N);
   Launch l = {.tensors = {&x, &label, &loss}, .shapes = {{M, N}, {M}, {M}}};
   launch(&k, &l);
   double *ref = malloc(sizeof(double) * (size_t)M);
@@ -544,6 +576,166 @@ Test(examples, bf16_attention) {
   run_attention_t(1, 2, 300, 64, 0, "T=bf16");
   run_attention_t(1, 2, 130, 64, 1, "T=bf16");
   run_attention_t(1, 1, 100, 128, 1, "T=bf16");
+}
+
+/* layernorm_backward.tile, as a training step runs it: layernorm_train (Y, and the row statistics
+ * it saves), then layernorm_backward on those statistics. dW and dB are summed across blocks with
+ * atomic_add: they start at 0 (not poisoned). */
+static void run_layernorm_backward(int64_t M, int64_t N, const char **defs) {
+  Kernel fwd = compile_kernel("layernorm_backward", "layernorm_train", defs);
+  Kernel bwd = compile_kernel("layernorm_backward", "layernorm_backward", defs);
+  ElemType et = bwd.f->args[0].elem;
+  double eps = 1e-5;
+  Buf x = buf_random(et, M * N, -2, 2), w = buf_random(et, N, 0.5, 1.5), bias = buf_random(et, N, -0.5, 0.5);
+  Buf y = buf_poisoned(et, M * N), mean = buf_poisoned(TY_F32, M), rstd = buf_poisoned(TY_F32, M);
+  Launch lf = {.tensors = {&x, &w, &bias, &y, &mean, &rstd}, .shapes = {{M, N}, {N}, {N}, {M, N}, {M}, {M}},
+               .scalars = {eps}};
+  launch(&fwd, &lf);
+  size_t mn = (size_t)(M * N);
+  double *ry = malloc(sizeof(double) * mn), *rmean = malloc(sizeof(double) * (size_t)M);
+  double *rrstd = malloc(sizeof(double) * (size_t)M);
+  ref_layernorm_train(M, N, x.val, w.val, bias.val, eps, ry, rmean, rrstd);
+  check_close("layernorm_train Y", &y, ry);
+  check_close("layernorm_train Mean", &mean, rmean);
+  check_close("layernorm_train Rstd", &rstd, rrstd);
+  Buf dy = buf_random(et, M * N, -1, 1), dx = buf_poisoned(et, M * N);
+  Buf dw = buf_new(TY_F32, N), db = buf_new(TY_F32, N);
+  Launch lb = {.tensors = {&x, &w, &mean, &rstd, &dy, &dx, &dw, &db},
+               .shapes = {{M, N}, {N}, {M}, {M}, {M, N}, {M, N}, {N}, {N}}};
+  launch(&bwd, &lb);
+  double *rdx = malloc(sizeof(double) * mn), *rdw = malloc(sizeof(double) * (size_t)N);
+  double *rdb = malloc(sizeof(double) * (size_t)N);
+  /* the statistics the backward read: the forward's f32 values (check_close read them back) */
+  ref_layernorm_backward(M, N, x.val, w.val, mean.val, rstd.val, dy.val, rdx, rdw, rdb);
+  check_close("layernorm_backward dX", &dx, rdx);
+  check_close("layernorm_backward dW", &dw, rdw);
+  check_close("layernorm_backward dB", &db, rdb);
+  free(ry), free(rmean), free(rrstd), free(rdx), free(rdw), free(rdb);
+  Buf *bufs[] = {&x, &w, &bias, &y, &mean, &rstd, &dy, &dx, &dw, &db};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    buf_free(bufs[i]);
+  kernel_free(&fwd), kernel_free(&bwd);
+}
+
+Test(examples, layernorm_backward) { norm_backward_shapes(run_layernorm_backward); }
+
+/* Labels as in run_cross_entropy (first and last column, ignored rows); dloss random per row. */
+static void run_cross_entropy_backward(int64_t M, int64_t N, const char **defs) {
+  Kernel k = compile("cross_entropy_backward", defs);
+  ElemType et = k.f->args[0].elem;
+  Buf x = buf_random(et, M * N, -4, 4), label = buf_new(TY_I32, M), dloss = buf_random(TY_F32, M, 0.5, 2);
+  Buf loss = buf_poisoned(TY_F32, M), dx = buf_poisoned(et, M * N);
+  set_labels(&label, M, N);
+  Launch l = {.tensors = {&x, &label, &dloss, &loss, &dx}, .shapes = {{M, N}, {M}, {M}, {M}, {M, N}}};
+  launch(&k, &l);
+  double *rloss = malloc(sizeof(double) * (size_t)M), *rdx = malloc(sizeof(double) * (size_t)(M * N));
+  ref_cross_entropy_backward(M, N, x.val, label.val, dloss.val, rloss, rdx);
+  check_close("cross_entropy_backward loss", &loss, rloss);
+  check_close("cross_entropy_backward dX", &dx, rdx);
+  free(rloss), free(rdx), buf_free(&x), buf_free(&label), buf_free(&dloss), buf_free(&loss), buf_free(&dx);
+  kernel_free(&k);
+}
+
+Test(examples, cross_entropy_backward) {
+  run_cross_entropy_backward(7, 1000, NULL);
+  run_cross_entropy_backward(3, 1, NULL);
+  run_cross_entropy_backward(8, 5000, NULL); /* three BN chunks, a ragged last one */
+  const char *small[] = {"BN=64", "WARPS=2", NULL};
+  run_cross_entropy_backward(12, 1000, small);
+  const char *bf[] = {"T=bf16", "BN=256", NULL};
+  run_cross_entropy_backward(7, 1000, bf);
+}
+
+/* attention_backward.tile's four kernels in training order: attention_lse (O and LSE), prep
+ * (Delta, dQacc = 0), the backward (dQacc, dK, dV), dq (dQ in T). Each output against the float64
+ * reference fed with what the kernels before it produced. dQacc is f32 but sums f16 products of
+ * dS (rounded to T for the tensor cores, as in FlashAttention), so its bound is T's. */
+static void run_attention_backward(int64_t B, int64_t H, int64_t N, int64_t D, int causal, const char *type) {
+  char ddef[16], cdef[16];
+  snprintf(ddef, sizeof ddef, "D=%ld", (long)D);
+  snprintf(cdef, sizeof cdef, "CAUSAL=%d", causal);
+  const char *defs[] = {ddef, cdef, type, NULL};
+  const char *ex = "attention_backward";
+  Kernel kl = compile_kernel(ex, "attention_lse", defs), kp = compile_kernel(ex, "attention_backward_prep", defs);
+  Kernel kb = compile_kernel(ex, "attention_backward", defs), kd = compile_kernel(ex, "attention_backward_dq", defs);
+  ElemType et = kb.f->args[0].elem;
+  int64_t n = B * H * N * D, rows = B * H * N;
+  int64_t t4[TILE_MAX_RANK] = {B, H, N, D}, t3[TILE_MAX_RANK] = {B, H, N};
+  double scale = 1.0 / sqrt((double)D);
+  Buf q = buf_random(et, n, -2, 2), k = buf_random(et, n, -2, 2), v = buf_random(et, n, -1, 1);
+  Buf o = buf_poisoned(et, n), lse = buf_poisoned(TY_F32, rows);
+  Launch ll = {.tensors = {&q, &k, &v, &o, &lse}, .scalars = {scale}};
+  for (int i = 0; i < 5; i++)
+    memcpy(ll.shapes[i], i < 4 ? t4 : t3, sizeof t4);
+  launch(&kl, &ll);
+  double *ro = malloc(sizeof(double) * (size_t)n), *rlse = malloc(sizeof(double) * (size_t)rows);
+  double fscale = (double)(float)scale;
+  ref_attention_lse(B, H, N, D, q.val, k.val, v.val, fscale, causal, ro, rlse);
+  check_close("attention_lse O", &o, ro);
+  check_close("attention_lse LSE", &lse, rlse);
+
+  Buf g = buf_random(et, n, -1, 1), delta = buf_poisoned(TY_F32, rows), dqacc = buf_poisoned(TY_F32, n);
+  Launch lp = {.tensors = {&o, &g, &delta, &dqacc}};
+  for (int i = 0; i < 4; i++)
+    memcpy(lp.shapes[i], i == 2 ? t3 : t4, sizeof t4);
+  launch(&kp, &lp);
+  double *rdelta = malloc(sizeof(double) * (size_t)rows);
+  ref_attention_backward_prep(B, H, N, D, o.val, g.val, rdelta);
+  check_close("attention_backward_prep Delta", &delta, rdelta);
+  buf_read(&dqacc);
+  for (int64_t i = 0; i < n; i++)
+    cr_assert_eq(dqacc.val[i], 0.0, "attention_backward_prep: dQacc[%ld] = %g, not 0", (long)i, dqacc.val[i]);
+
+  Buf dk = buf_poisoned(et, n), dv = buf_poisoned(et, n);
+  Launch lb = {.tensors = {&q, &k, &v, &g, &lse, &delta, &dqacc, &dk, &dv}, .scalars = {scale}};
+  for (int i = 0; i < 9; i++)
+    memcpy(lb.shapes[i], i == 4 || i == 5 ? t3 : t4, sizeof t4);
+  launch(&kb, &lb);
+  double *rdq = malloc(sizeof(double) * (size_t)n), *rdk = malloc(sizeof(double) * (size_t)n);
+  double *rdv = malloc(sizeof(double) * (size_t)n);
+  ref_attention_backward(B, H, N, D, q.val, k.val, v.val, g.val, lse.val, delta.val, fscale, causal, rdq, rdk, rdv);
+  check_close_tol("attention_backward dQacc", &dqacc, rdq, 1e-2);
+  check_close("attention_backward dK", &dk, rdk);
+  check_close("attention_backward dV", &dv, rdv);
+
+  Buf dq = buf_poisoned(et, n);
+  Launch ld = {.tensors = {&dqacc, &dq}};
+  memcpy(ld.shapes[0], t4, sizeof t4), memcpy(ld.shapes[1], t4, sizeof t4);
+  launch(&kd, &ld);
+  check_close("attention_backward_dq dQ", &dq, rdq);
+
+  /* the scheme without atomics: dK, dV by key blocks, dQ by query blocks */
+  Kernel kkv = compile_kernel(ex, "attention_backward_kv", defs), kq = compile_kernel(ex, "attention_backward_q", defs);
+  Buf dk2 = buf_poisoned(et, n), dv2 = buf_poisoned(et, n), dq2 = buf_poisoned(et, n);
+  Launch lkv = {.tensors = {&q, &k, &v, &g, &lse, &delta, &dk2, &dv2}, .scalars = {scale}};
+  Launch lq = {.tensors = {&q, &k, &v, &g, &lse, &delta, &dq2}, .scalars = {scale}};
+  for (int i = 0; i < 8; i++)
+    memcpy(lkv.shapes[i], i == 4 || i == 5 ? t3 : t4, sizeof t4), memcpy(lq.shapes[i], i == 4 || i == 5 ? t3 : t4, sizeof t4);
+  launch(&kkv, &lkv);
+  launch(&kq, &lq);
+  check_close("attention_backward_kv dK", &dk2, rdk);
+  check_close("attention_backward_kv dV", &dv2, rdv);
+  check_close("attention_backward_q dQ", &dq2, rdq);
+  buf_free(&dk2), buf_free(&dv2), buf_free(&dq2), kernel_free(&kkv), kernel_free(&kq);
+
+  free(ro), free(rlse), free(rdelta), free(rdq), free(rdk), free(rdv);
+  Buf *bufs[] = {&q, &k, &v, &o, &lse, &g, &delta, &dqacc, &dk, &dv, &dq};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    buf_free(bufs[i]);
+  kernel_free(&kl), kernel_free(&kp), kernel_free(&kb), kernel_free(&kd);
+}
+
+Test(examples, attention_backward_d64) {
+  run_attention_backward(1, 2, 130, 64, 0, NULL);
+  run_attention_backward(1, 2, 130, 64, 1, NULL);
+  run_attention_backward(2, 1, 3, 64, 0, NULL); /* (N = 1 makes dQ and dK exactly 0: no relative error) */
+  run_attention_backward(1, 1, 17, 64, 1, "T=bf16");
+}
+
+Test(examples, attention_backward_d128) {
+  run_attention_backward(1, 1, 100, 128, 0, NULL);
+  run_attention_backward(1, 2, 70, 128, 1, NULL);
+  run_attention_backward(1, 1, 65, 128, 1, "T=bf16");
 }
 
 /* Rows that see only -inf (masked by the kernel itself) come out 0, not NaN: the online-softmax
