@@ -2928,6 +2928,10 @@ static void arith_peepholes(Cg *g) {
   if (env && !strcmp(env, "0"))
     return;
   PeepMap m = {.n = 0}, prod = {.n = 0};
+  /* TILEC_CVT_PACK=0 keeps the rounding: ptxas then holds P as packed halves from the softmax on
+   * (fewer registers in a rotated loop, where the unrounded values live until the packing) */
+  const char *pk = getenv("TILEC_CVT_PACK");
+  bool pack = !pk || strcmp(pk, "0") != 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
     LLVMValueRef next;
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
@@ -2935,7 +2939,7 @@ static void arith_peepholes(Cg *g) {
       LLVMOpcode op = LLVMGetInstructionOpcode(in);
       if (op == LLVMFDiv && peep_div(g, in, &m))
         LLVMInstructionEraseFromParent(in);
-      else if (op == LLVMCall && !peep_exp(g, in, &m, &prod))
+      else if (op == LLVMCall && !peep_exp(g, in, &m, &prod) && pack)
         peep_cvt_pack(in);
     }
   }

@@ -29,7 +29,7 @@
 
 /* The producer's register budget, and the most any thread may ask for (setmaxnreg's range is
  * 24..256 in steps of 8; 240 leaves the consumers of FA3/CUTLASS-sized tiles room). */
-enum { PRODUCER_REGS = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+enum { PRODUCER_REGS = 24, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
 
 typedef struct Sched {
   const TirFunc *f;

@@ -56,8 +56,8 @@ Test(schedule, gemm_is_warp_specialized_on_sm90a) {
   cr_assert(s->ws);
   cr_assert_eq(s->consumer_threads, 256);
   cr_assert_eq(s->producer_threads, 128);
-  cr_assert_eq(s->consumer_regs, 232);
-  cr_assert_eq(s->producer_regs, 40);
+  cr_assert_eq(s->consumer_regs, 240);
+  cr_assert_eq(s->producer_regs, 24);
   cr_assert_gt(s->nslice, 0, "the producer computes m0, n0 and the bounds itself");
   cr_assert_eq(s->ntmaps, 2);
   /* A[m0 : +128, k0 : +64]: one 128-byte box row; B[k0 : +64, n0 : +256]: four boxes of 64 columns */
@@ -127,13 +127,13 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   cr_assert(s->ws && s->persistent);
   cr_assert_eq(s->groups, 2);
   cr_assert_eq(s->consumer_threads, 128);
-  cr_assert_eq(s->consumer_regs, 232);
+  cr_assert_eq(s->consumer_regs, 240);
   char *ptx = module_ptx(a, "gemm", w4, ARCH_SM90A);
   cr_assert(strstr(ptx, "// tilec: ws gemm__ws threads 384 smem "));
   cr_assert(strstr(ptx, " persistent pingpong\n"));
   char *ws = ptx_entry(a, ptx, "gemm__ws");
   cr_assert(ws);
-  cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32 232;"), 1);
+  cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32 240;"), 1);
   cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * 4 + 2, "full, empty per stage; two turns");
   ptxas_assert_clean(ptx, ARCH_SM90A);
   tilert_kernel_info *k = arena_alloc(a, sizeof *k);
@@ -353,7 +353,7 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   char *cp = ptx_entry(a, ptx, name);
   cr_assert(ws && cp, "%s: both entry points", example);
   cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage, "%s: TMA boxes per stage", example);
-  cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
+  cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 24;"), 1);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32"), 1);
   cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages, "%s: full and empty per stage", example);
   cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
