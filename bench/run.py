@@ -976,9 +976,10 @@ class Worker:
             rel = (d.norm() / ref.norm().clamp_min(1e-30)).item()
             r2 = ref.reshape(-1, ref.shape[-1]) if ref.dim() > 1 else ref.reshape(1, -1)
             d2 = d.reshape(r2.shape)
-            # rows whose reference is (near) zero, e.g. a causal dQ's first query row, are judged
-            # against the tensor's typical row instead of their own norm
-            floor = max(1e-30, 1e-3 * ref.norm().item() / math.sqrt(max(1, r2.shape[0])))
+            # rows whose reference is small next to the typical row (a causal dQ's first query rows,
+            # the last keys' dK: sums of a few terms) are judged against 5% of the typical row's
+            # norm instead of their own (measured: the peers fail a tighter floor on those rows)
+            floor = max(1e-30, 0.05 * ref.norm().item() / math.sqrt(max(1, r2.shape[0])))
             row = (d2.norm(dim=-1) / r2.norm(dim=-1).clamp_min(floor)).max().item()
             mae = d.abs().max().item()
             m["rel_err"] = max(m["rel_err"], rel) if math.isfinite(rel) else float("inf")
