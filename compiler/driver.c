@@ -78,9 +78,11 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
   GpuArch arch = driver_arch(o);
   for (int i = 0; i < n && ok; i++) {
     bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(funcs[i]);
-    /* the warp-specialized entry's schedule where there is one (rotated loops included; the
-     * compiler drops a rotation ptxas spills on, which this listing does not check) */
-    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = true};
+    /* the warp-specialized entry's schedule where there is one (with TILEC_ROTATE=1, rotated
+     * loops included; the compiler drops a rotation ptxas spills on, which this listing does
+     * not check) */
+    const char *rot = getenv("TILEC_ROTATE");
+    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = rot && !strcmp(rot, "1")};
     TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
     ok = g != NULL;
     if (ok) {

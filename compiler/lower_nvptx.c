@@ -3354,10 +3354,12 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   return ptx;
 }
 
-/* A rotated loop (tir_schedule.c) keeps the next iteration's scores, this one's P and the output
- * accumulator in registers at once; where ptxas at hand says the warp-specialized entry then
- * spills, the module is compiled again without rotation (TILEC_ROTATE=0 skips the first try;
- * TILEC_ROTATE=1 keeps the rotation, spills and all, to compare). */
+/* Rotated loops (tir_schedule.c) are opt-in, TILEC_ROTATE=1: measured on the H200 (docs/
+ * performance.md) they tie or trail the plain warp-specialized loop, whose two consumer
+ * warpgroups already overlap one's softmax with the other's products. A rotated loop keeps the
+ * next iteration's scores, this one's P and the output accumulator in registers at once; where
+ * ptxas at hand says the warp-specialized entry then spills, the module is compiled again
+ * without rotation. */
 static bool rotation_spills(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch) > 0;
@@ -3365,11 +3367,10 @@ static bool rotation_spills(Arena *a, const char *ptx, GpuArch arch) {
 
 static char *compile_rotated(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                              int *retry_cap) {
-  bool rotate[2] = {true, false};
+  const char *on = getenv("TILEC_ROTATE");
+  bool rotate[2] = {on && !strcmp(on, "1"), false};
   char *out = compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
-  const char *keep = getenv("TILEC_ROTATE"); /* 1: keep rotated loops even where ptxas spills */
-  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || (keep && !strcmp(keep, "1")) ||
-      !rotation_spills(fs[0]->arena, out, o->arch))
+  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || !rotation_spills(fs[0]->arena, out, o->arch))
     return out;
   rotate[0] = false;
   return compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
@@ -3403,7 +3404,7 @@ char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) 
     caps[k] = 8;
     for (;;) {
       int retry = 0;
-      bool rotate[2] = {true, false};
+      bool rotate[2] = {false, false}; /* stage caps only */
       if (!compile_once(&fs[k], 1, &caps[k], rotate, o, d, NULL, &retry) && !retry)
         return NULL;
       if (!retry)

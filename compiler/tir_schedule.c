@@ -631,7 +631,7 @@ static int scalar_reg(TirFunc *g, ElemType e, int like) {
 /* Rewrites g's only pipe as described above; false (g untouched) when it is not legal. */
 static bool rotate(TirFunc *g, TirPipe *p) {
   Rotation R;
-  if (env_off("TILEC_ROTATE") || !plan_rotation(g, p, &R))
+  if (!plan_rotation(g, p, &R))
     return false;
   Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 24)), 0};
   const TirInst *fr = &g->insts[p->first];

@@ -84,7 +84,8 @@ static const Case cases[] = {
     {"attn_ws_cluster", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=20,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_ws_d64_causal", "attention", "-D D=64 -D CAUSAL=1 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3",
      "B=1,H=3,N=1030", SUITE_GPU, 0, NULL, 0},
-    /* Rotated loops (sm_90a ws entry, 3+ stages): S of the next iteration issued before P V of this one */
+    /* Rotated loops (sm_90a ws entry, 3+ stages; make gpu-prep compiles attn_rot_* with
+     * TILEC_ROTATE=1): S of the next iteration issued before P V of this one */
     {"attn_rot_d128", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=2,H=3,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=4 -D CAUSAL=1",
      "B=1,H=3,N=1030", SUITE_GPU, 0, NULL, 0},
