@@ -93,6 +93,17 @@ static const Case cases[] = {
     {"attn_rot_bf16_s3", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=2,N=300",
      SUITE_GPU, 0, NULL, 0},
     {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0, NULL, 0},
+    /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
+    {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},
+    {"gqa_window", "attention_gqa", "", "B=2,H=4,HKV=1,N=150,window=37", SUITE_ALL, 0, NULL, 0},
+    {"gqa_window_noncausal", "attention_gqa", "-D CAUSAL=0", "B=1,H=2,HKV=2,N=130,window=64", SUITE_SMALL | SUITE_GPU, 0,
+     NULL, 0},
+    {"gqa_bf16_d128", "attention_gqa", "-D T=bf16 -D D=128", "B=1,H=4,HKV=2,N=90,window=20", SUITE_SMALL | SUITE_GPU, 0,
+     NULL, 0},
+    {"gqa_ws_d128", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=8,HKV=2,N=1000,window=300",
+     SUITE_GPU, 0, NULL, 0},
+    {"gqa_ws_d128_nowin", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=2,H=8,HKV=2,N=700,window=0",
+     SUITE_GPU, 0, NULL, 0},
     /* dW across blocks with atomic_add: 37 rows are 3 blocks of CHUNK = 16, the last one short */
     {"rmsnorm_bwd_1000", "rmsnorm_backward", "", "M=37,N=1000", SUITE_ALL, 0, NULL, 0},
     {"rmsnorm_bwd_17", "rmsnorm_backward", "-D BLOCK=32 -D ROWS=4 -D CHUNK=2 -D WARPS=1", "M=9,N=17",
@@ -408,6 +419,11 @@ static bool run_reference(const Case *c, const TirFunc *f, HostTensor *t, int nt
     ref_cross_entropy_backward(M, N, T("X")->vals, T("label")->vals, T("dloss")->vals, E("loss"), E("dX"));
   else if (!strcmp(ex, "attention_backward"))
     return run_attention_backward_ref(c, f, t, nt, expect, scalars);
+  else if (!strcmp(ex, "attention_gqa"))
+    ref_attention_gqa(shape_value(c->shape, "B"), shape_value(c->shape, "H"), shape_value(c->shape, "HKV"), N,
+                      (int64_t)param_value(f, "D", 64), T("Q")->vals, T("K")->vals, T("V")->vals,
+                      scalar_named(f, scalars, "scale"), (int)param_value(f, "CAUSAL", 0),
+                      (int64_t)scalar_named(f, scalars, "window"), E("O"));
   else if (!strcmp(ex, "attention"))
     ref_attention(shape_value(c->shape, "B"), shape_value(c->shape, "H"), N,
                   (int64_t)param_value(f, "D", 64), T("Q")->vals, T("K")->vals, T("V")->vals,
@@ -546,8 +562,10 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *arg = &f->args[i];
     if (arg->kind == ARG_SCALAR) {
-      /* eps for the norms, 1/sqrt(D) for attention */
-      scalars[i] = !strcmp(arg->name, "scale") ? 1.0 / sqrt(param_value(f, "D", 64)) : 1e-5;
+      /* eps for the norms, 1/sqrt(D) for attention; a value in the case's shape string wins
+       * (attention_gqa's window) */
+      int64_t given = shape_value(c->shape, arg->name);
+      scalars[i] = given >= 0 ? (double)given : !strcmp(arg->name, "scale") ? 1.0 / sqrt(param_value(f, "D", 64)) : 1e-5;
       args[i] = tilert_arg_scalar(scalars[i]);
       continue;
     }

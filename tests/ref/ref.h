@@ -39,6 +39,11 @@ void ref_gemm(int64_t M, int64_t N, int64_t K, const double *a, const double *b,
               int act, double *c);
 
 /* o = softmax(q k^T * scale [causal: key j <= query i]) v per (b, h); q, k, v, o: [B, H, N, D] */
+/* attention_gqa: query head h reads K/V head h / (H / HKV); with window > 0, query i sees keys
+ * i - window < j (and j <= i when causal). */
+void ref_attention_gqa(int64_t B, int64_t H, int64_t HKV, int64_t N, int64_t D, const double *q,
+                       const double *k, const double *v, double scale, int causal, int64_t window,
+                       double *o);
 void ref_attention(int64_t B, int64_t H, int64_t N, int64_t D, const double *q, const double *k,
                    const double *v, double scale, int causal, double *o);
 
