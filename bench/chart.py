@@ -17,17 +17,18 @@ import os
 import sys
 from xml.sax.saxutils import escape
 
-IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch"]
+IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch-flex", "torch"]
 COLORS = {"tilec": "#d62728", "baseline": "#1f77b4", "cublas": "#2ca02c", "torch-sdpa-flash": "#ff7f0e",
-          "torch-sdpa-cudnn": "#9467bd", "torch": "#7f7f7f"}
-TENSOR_CORE = ("gemm", "attention", "attention_backward")
+          "torch-sdpa-cudnn": "#9467bd", "torch-flex": "#8c564b", "torch": "#7f7f7f"}
+TENSOR_CORE = ("gemm", "attention", "attention_gqa", "attention_backward")
 MARKERS = ["circle", "square", "triangle", "diamond", "cross", "star"]
 
 
 def shape_label(r):
     s, k = r["shape"], r["kernel"]
-    if k in ("attention", "attention_backward"):
-        return f"N{s['N']} d{s['D']}{' c' if r.get('causal') else ''} {r['dtype']}"
+    if k in ("attention", "attention_gqa", "attention_backward"):
+        w = f" W{s['W']}" if s.get("W") else ""
+        return f"N{s['N']} d{s['D']}{w}{' c' if r.get('causal') else ''} {r['dtype']}"
     if k == "gemm":
         return f"{s['M']}x{s['N']}x{s['K']} {r['dtype']}"
     if k == "vadd":

@@ -55,7 +55,9 @@ BACKWARD = ("layernorm_backward", "cross_entropy_backward", "attention_backward"
 # (as in FlashAttention), and dQ sums those products over every key block.
 TOL_ATTN_BWD = {"f32": 1e-5, "f16": 1e-2, "bf16": 2e-2}
 # Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
-TENSOR_CORE = ("gemm", "gemm_gelu", "attention", "attention_backward")
+TENSOR_CORE = ("gemm", "gemm_gelu", "attention", "attention_gqa", "attention_backward")
+# kernels whose cases carry `causal`
+ATTENTION_KERNELS = ("attention", "attention_gqa", "attention_backward")
 # Cases whose kernel is another example's: gemm_gelu is dsl/examples/gemm.tile with ACT=2 (the
 # GELU(tanh) epilogue), against torch's gelu(addmm(...)) (two kernels): does fusion pay.
 EXAMPLE_OF = {"gemm_gelu": "gemm"}
@@ -125,6 +127,11 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
             for n in seqlens:
                 for dt in dts:
                     add("attention", {"B": 16384 // n, "H": 2048 // d, "N": n, "D": d}, dt, causal)
+    # grouped-query heads (32 query heads over 8 K/V heads) and a sliding window of 1024 keys
+    # (issue 12), causal; the window has FlexAttention as its peer (SDPA takes no window)
+    for w in (0, 1024):
+        for dt in dts:
+            add("attention_gqa", {"B": 4, "H": 32, "HKV": 8, "N": 4096, "D": 128, "W": w}, dt, 1)
     # backward (training) kernels
     # (not N = 16384 yet: a row over 512 threads with dW, dB, X, dY in registers spills)
     for m, n in [(m, n) for m, n in row_shapes if n <= 4096]:
@@ -205,12 +212,16 @@ def impls_for(c, configs):
             absent.append(("tilec", "no variant in bench/configs.txt matches"))
     else:
         out += [("tilec", v["name"]) for v in vs]
-    if k != "gemm_gelu" and k not in BACKWARD:  # no hand-written baseline for those
+    if k not in ("gemm_gelu", "attention_gqa") and k not in BACKWARD:  # no hand-written baseline for those
         out.append(("baseline", None))
     if k == "gemm":
         out.append(("cublas", None))
     elif k in ("attention", "attention_backward"):
         out += [("torch-sdpa-flash", None), ("torch-sdpa-cudnn", None)]
+    elif k == "attention_gqa":
+        if not c["shape"].get("W"):
+            out += [("torch-sdpa-flash", None), ("torch-sdpa-cudnn", None)]
+        out.append(("torch-flex", None))
     else:
         out.append(("torch", None))
     if k in MEMORY_BOUND:
@@ -245,6 +256,10 @@ def flops_bytes(c):
         if c.get("causal"):
             f //= 2
         return f, 4 * b * h * n * d * e
+    if k == "attention_gqa":  # the (query, key) pairs the causal window keeps; K, V per K/V head
+        b, h, hkv, n, d, w = s["B"], s["H"], s["HKV"], s["N"], s["D"], s.get("W", 0)
+        pairs = sum(min(i + 1, w) if w > 0 else i + 1 for i in range(n)) if c.get("causal") else n * (min(n, w) if w > 0 else n)
+        return 4 * b * h * d * pairs, e * (2 * b * h * n * d + 2 * b * hkv * n * d)
     if k == "layernorm_backward":  # read X, dY, write dX; W, Mean, Rstd; dW, dB in f32
         m, n = s["M"], s["N"]
         return 12 * m * n, 3 * m * n * e + 8 * m + n * e + 8 * n
@@ -628,6 +643,23 @@ class Worker:
             ctx["peer_err"], ctx["peer_name"] = self.attention_peer_err(q, kt, v, ctx["scale"], bool(c["causal"]), ref)
             r = ref.to(dt)
             ctx["atol"] = 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
+        elif k == "attention_gqa":
+            B, H, HKV, N, D, W = s["B"], s["H"], s["HKV"], s["N"], s["D"], s.get("W", 0)
+            q, kt, v = rnd(B, H, N, D), rnd(B, HKV, N, D), rnd(B, HKV, N, D)
+            ctx["inputs"] = {"Q": q, "K": kt, "V": v}
+            ctx["outs"] = {"O": torch.empty_like(q)}
+            ctx["scale"], ctx["window"] = 1.0 / math.sqrt(D), W
+            rep = H // HKV
+            ref = self.attention_ref(q, kt.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), ctx["scale"],
+                                     bool(c["causal"]), W)
+            ctx["ref"] = {"O": ref}
+            try:  # the FA3 yardstick from the window's only peer
+                o = self.flex_fn(c, ctx)()["O"]
+                ctx["peer_err"], ctx["peer_name"] = (o.float() - ref).abs().max().item(), "torch-flex"
+            except Exception:  # noqa: BLE001
+                ctx["peer_err"], ctx["peer_name"] = None, None
+            r = ref.to(dt)
+            ctx["atol"] = 2 * ((r + 0.3 - 0.3) - r).abs().max().item()
         elif k == "layernorm_backward":
             m, n = s["M"], s["N"]
             x, w, b, dy = rnd(m, n, scale=2.0), rnd(n), rnd(n), rnd(m, n)
@@ -701,8 +733,9 @@ class Worker:
             del p, ds
         return o, lse, dq, dk, dv
 
-    def attention_ref(self, q, k, v, scale, causal):
-        """float32 attention, in query chunks so the score matrix stays under ~1 GB."""
+    def attention_ref(self, q, k, v, scale, causal, window=0):
+        """float32 attention, in query chunks so the score matrix stays under ~1 GB; window > 0
+        keeps key j for query i only when i - j < window."""
         torch = self.torch
         B, H, N, D = q.shape
         out = torch.empty(B, H, N, D, device=self.dev, dtype=torch.float32)
@@ -711,10 +744,12 @@ class Worker:
         for i in range(0, N, chunk):
             qs = q[:, :, i:i + chunk].float()
             sc = torch.matmul(qs, kf.transpose(-1, -2)) * scale
+            rows = torch.arange(i, min(N, i + chunk), device=self.dev)[:, None]
+            cols = torch.arange(N, device=self.dev)[None, :]
             if causal:
-                rows = torch.arange(i, min(N, i + chunk), device=self.dev)[:, None]
-                cols = torch.arange(N, device=self.dev)[None, :]
                 sc.masked_fill_(cols > rows, float("-inf"))
+            if window > 0:
+                sc.masked_fill_(rows - cols >= window, float("-inf"))
             out[:, :, i:i + chunk] = torch.matmul(torch.softmax(sc, -1), vf)
             del sc, qs
         return out
@@ -723,8 +758,26 @@ class Worker:
         import torch.nn.functional as F
         from torch.nn.attention import SDPBackend, sdpa_kernel
         be = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION}[backend]
+        gqa = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
         with sdpa_kernel([be]):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, **gqa)
+
+    def flex_fn(self, c, ctx):
+        """PyTorch FlexAttention (compiled once per case) with attention_gqa's mask: causal and,
+        with W > 0, the last W keys; K/V heads shared by groups of query heads."""
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        torch, s, I = self.torch, c["shape"], ctx["inputs"]
+        causal, w = bool(c["causal"]), s.get("W", 0)
+
+        def mask(b, h, qi, kj):
+            keep = qi >= kj if causal else qi >= 0
+            return keep & (qi - kj < w) if w > 0 else keep
+        if "flex" not in ctx:
+            bm = create_block_mask(mask, None, None, s["N"], s["N"], device=self.dev)
+            ctx["flex"] = (torch.compile(flex_attention), bm)
+        flex, bm = ctx["flex"]
+        gqa = s["H"] != s["HKV"]
+        return lambda: {"O": flex(I["Q"], I["K"], I["V"], block_mask=bm, scale=ctx["scale"], enable_gqa=gqa)}
 
     def attention_peer_err(self, q, k, v, scale, causal, ref):
         """FlashAttention-3's yardstick: the max error of a library doing the same math in the same
@@ -758,6 +811,7 @@ class Worker:
                 "gemm": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
                 "gemm_gelu": [I.get("A"), I.get("B"), I.get("bias"), O.get("C")],
                 "attention": [I.get("Q"), I.get("K"), I.get("V"), O.get("O"), ctx.get("scale")],
+                "attention_gqa": [I.get("Q"), I.get("K"), I.get("V"), O.get("O"), ctx.get("scale"), ctx.get("window")],
             }.get(k)
             if k in BACKWARD:
                 return self.tilec_backward_fn(c, ctx, variant)
@@ -822,9 +876,11 @@ class Worker:
             if hasattr(torch, "_addmm_activation"):  # cuBLASLt with the relu epilogue fused
                 return lambda: {"C": torch._addmm_activation(I["bias"], I["A"], I["B"])}
             return lambda: {"C": torch.relu(torch.addmm(I["bias"], I["A"], I["B"]))}
-        if k == "attention":
+        if k in ("attention", "attention_gqa") and impl.startswith("torch-sdpa-"):
             be = impl.rsplit("-", 1)[1]
             return lambda: {"O": self.sdpa(be, I["Q"], I["K"], I["V"], ctx["scale"], bool(c["causal"]))}
+        if k == "attention_gqa" and impl == "torch-flex":
+            return self.flex_fn(c, ctx)
         if k in BACKWARD:
             return self.autograd_fn(c, ctx, impl)
         raise ValueError(impl)
@@ -991,7 +1047,7 @@ class Worker:
                 why.append(f"{name}: rel err {rel:.3g} > {tol:g}")
             if not row <= ROW_FACTOR * tol:
                 why.append(f"{name}: worst row rel err {row:.3g} > {ROW_FACTOR * tol:g}")
-        if c["kernel"] == "attention":
+        if c["kernel"] in ("attention", "attention_gqa"):
             pe = ctx.get("peer_err")
             m["peer_max_abs_err"] = pe
             m["peer"] = ctx.get("peer_name")
@@ -1384,7 +1440,7 @@ def parent_main(a, plan, configs):
             with open(journal, "a") as f:
                 f.write(json.dumps({"event": "row", "key": key, "row": {
                     "kernel": parts[0], "shape": {kv.split("=")[0]: int(kv.split("=")[1]) for kv in parts[1].split(",") if kv},
-                    "dtype": parts[2], "causal": int(parts[3]) if parts[0] in ("attention", "attention_backward") else None,
+                    "dtype": parts[2], "causal": int(parts[3]) if parts[0] in ATTENTION_KERNELS else None,
                     "impl": parts[4], "variant": parts[5] or None, "verified": False, "status": status,
                     "error": f"worker {reason or 'exited with ' + str(rc)} during this row"}}) + "\n")
             log(f"bench: row {key} {status} (worker {reason or 'rc=' + str(rc)}); restarting the worker")
@@ -1456,6 +1512,9 @@ def watch(proc, journal, deadline, row_timeout, out, plan, configs, started, sta
 def shape_str(r):
     s = r["shape"]
     k = r["kernel"]
+    if k == "attention_gqa":
+        return (f"B{s['B']} H{s['H']}/{s['HKV']} N{s['N']} D{s['D']}" + (f" W{s['W']}" if s.get("W") else "")
+                + (" causal" if r.get("causal") else ""))
     if k in ("attention", "attention_backward"):
         return f"B{s['B']} H{s['H']} N{s['N']} D{s['D']}" + (" causal" if r.get("causal") else "")
     if k in ("gemm", "gemm_gelu"):
