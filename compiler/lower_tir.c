@@ -159,10 +159,43 @@ static int lower_branches(Lower *L, const AstExpr *c, const AstExpr *x, const As
   return vx < 0 || vy < 0 ? -1 : dst;
 }
 
+/* A scalar expression both of whose sides may run whatever the condition: names, literals, block
+ * indices, minimum / maximum and arithmetic without an integer division (which may fault). */
+static bool speculatable(const AstExpr *e, int depth) {
+  if (depth > 16 || e->ty.rank != 0)
+    return false;
+  switch (e->kind) {
+  case AST_INT: case AST_FLOAT: case AST_BOOL: case AST_NAME: case AST_BLOCK_ID:
+    return true;
+  case AST_UNARY:
+    return speculatable(e->args[0], depth + 1);
+  case AST_BINARY:
+    if ((e->op == OP_DIV || e->op == OP_REM) && !elem_is_float(e->opnd_ty.elem))
+      return false;
+    return speculatable(e->args[0], depth + 1) && speculatable(e->args[1], depth + 1);
+  case AST_TERNARY:
+    return speculatable(e->args[0], depth + 1) && speculatable(e->args[1], depth + 1) &&
+           speculatable(e->args[2], depth + 1);
+  case AST_CALL:
+    return (e->builtin == BI_MINIMUM || e->builtin == BI_MAXIMUM) && speculatable(e->args[0], depth + 1) &&
+           speculatable(e->args[1], depth + 1);
+  default:
+    return false;
+  }
+}
+
+/* c ? x : y: a SELECT when both sides are cheap scalars that cannot fault (so the value is one
+ * register written once: a warp-specialized producer can replay it, docs/architecture.md), else
+ * an IF / ELSE running one side. */
 static int lower_ternary(Lower *L, const AstExpr *e) {
   const AstExpr *c = e->args[0];
   if (c->is_const) /* compile-time condition: only the taken side exists */
     return operand(L, c->cval != 0 ? e->args[1] : e->args[2], e->ty);
+  if (speculatable(e->args[1], 0) && speculatable(e->args[2], 0)) {
+    int vc = operand(L, c, scalar_type(TY_BOOL)), vx = operand(L, e->args[1], e->ty),
+        vy = operand(L, e->args[2], e->ty);
+    return vc < 0 || vx < 0 || vy < 0 ? -1 : emit3(L, TIR_SELECT, e->ty, vc, vx, vy, e->loc);
+  }
   return lower_branches(L, c, e->args[1], e->args[2], e->ty, e->loc);
 }
 

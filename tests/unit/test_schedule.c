@@ -495,3 +495,31 @@ Test(schedule, several_kernels_in_one_module) {
     arena_free(a);
   }
 }
+
+/* attention_gqa's `window > 0 ? window : N + BM` is a run-time scalar ?:, lowered to a SELECT
+ * (both sides cheap, neither can fault), so the producer can replay the loop's lower bound and
+ * the kernel keeps its warp-specialized entry; an integer division on a side keeps the IF. */
+Test(schedule, runtime_scalar_ternary_is_a_select) {
+  Arena *a = arena_new();
+  Diag d;
+  const char *defs[] = {"D=128", "BM=128", "BN=128", "WARPS=8", NULL};
+  TirFunc *f = scheduled(a, "attention_gqa", defs, ARCH_SM90A, &d);
+  cr_assert(f->sched->ws, "the loop bound is replayable");
+  arena_free(a);
+  a = arena_new();
+  static const char *text =
+      "kernel k<BLOCK = 128>(X: f32[N], Y: out f32[N], w: i32)\n"
+      "  grid (cdiv(N, BLOCK)) threads (128)\n{\n"
+      "  let s = w > 0 ? N / w : 0;\n"
+      "  let t = w > 0 ? w : N + 1;\n"
+      "  Y[s : +BLOCK] = X[t : +BLOCK];\n}\n";
+  f = source_tir(a, "ternary.tile", text, NULL, ARCH_SM90A, &d);
+  int ifs = 0, selects = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    ifs += f->insts[i].op == TIR_IF;
+    selects += f->insts[i].op == TIR_SELECT && f->regs[f->insts[i].dst].type.rank == 0;
+  }
+  cr_assert_eq(ifs, 1, "N / w may divide by zero: only the taken side runs");
+  cr_assert_eq(selects, 1);
+  arena_free(a);
+}
