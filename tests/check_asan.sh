@@ -67,7 +67,8 @@ run --check "$tmp/missing.tile"
 declare -A shapes=([vadd]=N=1000 [softmax]=M=3,N=100 [softmax_online]=M=3,N=100
   [rmsnorm]=M=3,N=100 [layernorm]=M=3,N=100 [add_rmsnorm]=M=3,N=100 [cross_entropy]=M=3,N=100
   [gemm]=M=65,N=72,K=40 [attention]=B=1,H=2,N=70 [rmsnorm_backward]=M=37,N=100
-  [layernorm_backward]=M=37,N=100 [cross_entropy_backward]=M=3,N=100 [attention_backward]=B=1,H=2,N=70)
+  [layernorm_backward]=M=37,N=100 [cross_entropy_backward]=M=3,N=100 [attention_backward]=B=1,H=2,N=70
+  [attention_gqa]=B=1,H=4,HKV=2,N=70,window=20)
 for f in dsl/examples/*.tile; do
   name=$(basename "$f" .tile)
   run --emit=tir -o "$tmp/x.tir" "$f"
