@@ -1078,18 +1078,6 @@ static bool lower_dot_mma(Cg *g, const TirInst *in) {
 }
 
 /* wgmma (lower_nvptx_wgmma.c) in a kernel whose DOTs all qualify (layout_kernel_uses_wgmma). */
-/* Register r holds zeros: its only write is a CONST 0. */
-static bool is_zero_tile(const TirFunc *f, int r) {
-  int def = -1;
-  for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].dst == r) {
-      if (def >= 0)
-        return false;
-      def = i;
-    }
-  return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;
-}
-
 static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   int wgm, wgn;
   if (!g->wgmma)
@@ -1107,7 +1095,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   }
   NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
-                   .wgm = wgm, .wgn = wgn, .zero_acc = is_zero_tile(g->f, in->args[2])};
+                   .wgm = wgm, .wgn = wgn, .zero_acc = tir_is_zero_tile(g->f, in->args[2])};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   g->stage_ahead = in->stage;

@@ -353,6 +353,8 @@ TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc);
 int tir_new_reg(TirFunc *f, TileType type, const char *name);
 TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initialised to -1 */
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
+int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
+bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
 bool tir_updates_atomically(const TirFunc *f, int arg); /* an ATOMIC_* writes argument arg */
 void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
 /* Checks every structural and typing rule; reports through d (with locations) and returns

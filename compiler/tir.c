@@ -25,6 +25,22 @@ bool tile_same_shape(const TileType *a, const TileType *b) {
   return true;
 }
 
+int tir_only_write(const TirFunc *f, int r) {
+  int def = -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].dst == r) {
+      if (def >= 0)
+        return -1;
+      def = i;
+    }
+  return def;
+}
+
+bool tir_is_zero_tile(const TirFunc *f, int r) {
+  int def = tir_only_write(f, r);
+  return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;
+}
+
 bool tir_inst_reads(const TirInst *in, int r) {
   for (int i = 0; i < 3; i++)
     if (in->args[i] == r)

@@ -311,13 +311,7 @@ static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
 static bool slice_reg(const TirFunc *f, int first, int r, bool *mark, int depth) {
   if (depth > 32)
     return false;
-  int def = -1;
-  for (int k = 0; k < f->ninsts; k++)
-    if (is_written(&f->insts[k], r)) {
-      if (def >= 0)
-        return false;
-      def = k;
-    }
+  int def = tir_only_write(f, r);
   if (def < 0 || def >= first || !top_level(f, -1, def) || f->regs[r].type.rank != 0 ||
       !replayable_op(&f->insts[def], true))
     return false;
@@ -555,17 +549,6 @@ typedef struct Rotation {
   int d1, d2, acc_read; /* the two DOTs and the body's first read of acc (scheduled numbering) */
 } Rotation;
 
-static bool zero_tile(const TirFunc *f, int r) {
-  int def = -1;
-  for (int i = 0; i < f->ninsts; i++)
-    if (is_written(&f->insts[i], r)) {
-      if (def >= 0)
-        return false;
-      def = i;
-    }
-  return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;
-}
-
 static bool loop_invariant_operand(const TirFunc *f, const TirPipe *p, int r) {
   int t = operand_tile(f, r);
   return t >= 0 && (in_ring(p, f, t) || count_writes(f, t, p->first, p->last + 1) == 0);
@@ -586,7 +569,7 @@ static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
     return false;
   const TirInst *a = &g->insts[R->d1], *b = &g->insts[R->d2];
   int s = a->dst, acc = b->dst;
-  if (!zero_tile(g, a->args[2]) || b->args[2] != acc ||
+  if (!tir_is_zero_tile(g, a->args[2]) || b->args[2] != acc ||
       g->regs[acc].type.place == PLACE_SHARED || g->regs[s].type.place == PLACE_SHARED)
     return false;
   for (int o = 0; o < 2; o++)

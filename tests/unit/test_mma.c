@@ -237,15 +237,6 @@ Test(mma, layout_pass_gives_dot_results_the_accumulator_layout) {
 
 /* ------------------------------------------------------- PTX of the examples */
 
-static char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch) {
-  Diag d;
-  TirFunc *f = source_tir(a, path, text, defs, arch, &d);
-  NvptxOptions o = {.arch = arch, .opt_level = 3};
-  char *ptx = nvptx_compile(f, &o, &d, NULL);
-  cr_assert(ptx, "%s: nvptx_compile failed", path);
-  return ptx;
-}
-
 static char *example_ptx(Arena *a, const char *example, const char **defs, GpuArch arch) {
   const char *path = arena_printf(a, "dsl/examples/%s.tile", example);
   return ptx_without_ws(a, source_ptx(a, path, example_text(a, example), defs, arch));

@@ -98,16 +98,4 @@ Test(shape, interpreter) {
   arena_free(a);
 }
 
-Test(shape, ptx) {
-  for (int k = 0; k < 2; k++) {
-    Arena *a = arena_new();
-    Diag d;
-    GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;
-    TirFunc *f = source_tir(a, "shape.tile", src, NULL, arch, &d);
-    NvptxOptions o = {.arch = arch, .opt_level = 3};
-    char *ptx = nvptx_compile(f, &o, &d, NULL);
-    cr_assert(ptx);
-    ptxas_assert_clean(ptx, arch);
-    arena_free(a);
-  }
-}
+Test(shape, ptx) { source_assembles("shape.tile", src); }

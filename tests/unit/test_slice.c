@@ -86,19 +86,7 @@ Test(slice, interpreter) {
   arena_free(a);
 }
 
-Test(slice, ptx) {
-  for (int k = 0; k < 2; k++) {
-    Arena *a = arena_new();
-    Diag d;
-    GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;
-    TirFunc *f = source_tir(a, "slice.tile", src, NULL, arch, &d);
-    NvptxOptions o = {.arch = arch, .opt_level = 3};
-    char *ptx = nvptx_compile(f, &o, &d, NULL);
-    cr_assert(ptx);
-    ptxas_assert_clean(ptx, arch);
-    arena_free(a);
-  }
-}
+Test(slice, ptx) { source_assembles("slice.tile", src); }
 
 /* The verifier keeps a box inside its source. */
 Test(slice, verify_rejects_a_box_outside) {

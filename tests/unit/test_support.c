@@ -84,6 +84,24 @@ TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const c
   return f;
 }
 
+char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch) {
+  Diag d;
+  TirFunc *f = source_tir(a, path, text, defs, arch, &d);
+  NvptxOptions o = {.arch = arch, .opt_level = 3};
+  char *ptx = nvptx_compile(f, &o, &d, NULL);
+  cr_assert(ptx, "%s: nvptx_compile failed", path);
+  return ptx;
+}
+
+void source_assembles(const char *path, const char *text) {
+  GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
+  for (int k = 0; k < 2; k++) {
+    Arena *a = arena_new();
+    ptxas_assert_clean(source_ptx(a, path, text, NULL, arches[k]), arches[k]);
+    arena_free(a);
+  }
+}
+
 char *example_text(Arena *a, const char *name) {
   char *path = arena_printf(a, "dsl/examples/%s.tile", name);
   FILE *fp = fopen(path, "rb");

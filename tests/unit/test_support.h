@@ -16,6 +16,10 @@ TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **d
 /* The same for the index-th kernel of the file (from 0). */
 TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, int index,
                            Diag *d);
+/* Its PTX (-O3) for arch; a Criterion assertion fails when the compile does. */
+char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch);
+/* source_ptx for sm_80 and sm_90a, each assembled by ptxas without spills. */
+void source_assembles(const char *path, const char *text);
 /* The text of dsl/examples/NAME.tile (tests run from the repository root). */
 char *example_text(Arena *a, const char *name);
 
