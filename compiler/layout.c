@@ -475,18 +475,6 @@ bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int 
   return layout_wgmma_warpgroups(M, N, f->threads / 128, rows_in_warps(f), wgm, wgn);
 }
 
-/* The one instruction writing r, or -1. */
-static int sole_def(const TirFunc *f, int r) {
-  int def = -1;
-  for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].dst == r) {
-      if (def >= 0)
-        return -1;
-      def = i;
-    }
-  return def;
-}
-
 /* Every read of t is as operand B of a DOT (a TRANS result wgmma reads in place). */
 static bool only_dot_b(const TirFunc *f, int t) {
   bool any = false;
@@ -525,7 +513,7 @@ static bool operand_tile_exclusive(const TirFunc *f, int r) {
       continue;
     if (in->op == TIR_DOT && in->args[2] != r)
       continue;
-    if (in->op == TIR_TRANS && f->regs[in->dst].type.place != PLACE_SHARED && sole_def(f, in->dst) == i &&
+    if (in->op == TIR_TRANS && f->regs[in->dst].type.place != PLACE_SHARED && tir_only_write(f, in->dst) == i &&
         only_dot_b(f, in->dst))
       continue;
     return false;
@@ -555,7 +543,7 @@ static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
   int32_t Nw = layout_pow2_ceil(f->regs[in->dst].type.dims[1]) / wgn;
   if (b->place == PLACE_SHARED) /* [K, N], MN-major: a warpgroup starts at a block of T columns */
     return smem_ok(b, &T) && (wgn == 1 || Nw % T == 0);
-  int def = sole_def(f, in->args[1]);
+  int def = tir_only_write(f, in->args[1]);
   if (def < 0 || f->insts[def].op != TIR_TRANS)
     return false;
   const TileType *s = &f->regs[f->insts[def].args[0]].type;
