@@ -579,6 +579,8 @@ static bool block_exec(Machine *m) {
     case TIR_PIPE_WAIT: /* a scheduled function runs as its unscheduled self: loads are synchronous */
     case TIR_PIPE_RELEASE:
     case TIR_DOT_WAIT:
+    case TIR_WG_TURN:
+    case TIR_WG_PASS:
       pc++;
       continue;
     default:

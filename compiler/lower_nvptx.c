@@ -1125,6 +1125,34 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   return true;
 }
 
+/* Turns (sched->turns warpgroups, tir_schedule.c): warpgroup w's turn is named barrier
+ * TURN_BARRIER + w, completed by w's bar.sync and the previous warpgroup's bar.arrive. */
+enum { TURN_BARRIER = 3 }; /* after 0 (the block) and 1, 2 (the consumer groups: barrier()) */
+
+static void asm_call_void(Cg *g, const char *text, const char *cons, LLVMValueRef *args, int n);
+
+static LLVMValueRef turn_barrier(Cg *g, LLVMValueRef w) {
+  return LLVMBuildAdd(g->b, w, ci32(g, TURN_BARRIER), "");
+}
+
+static void turn_arrive(Cg *g, LLVMValueRef w) {
+  LLVMValueRef a[2] = {turn_barrier(g, w), ci32(g, 2 * 128)};
+  asm_call_void(g, "bar.arrive $0, $1;", "r,r,~{memory}", a, 2);
+}
+
+/* WG_TURN: wait until the previous warpgroup passed; WG_PASS: pass to the next one. */
+static void lower_turn(Cg *g, const TirInst *in) {
+  LLVMValueRef w = LLVMBuildLShr(g->b, g->tid, ci32(g, 7), "wg");
+  if (in->op == TIR_WG_TURN) {
+    LLVMValueRef a[2] = {turn_barrier(g, w), ci32(g, 2 * 128)};
+    asm_call_void(g, "bar.sync $0, $1;", "r,r,~{memory}", a, 2);
+    return;
+  }
+  LLVMValueRef next = LLVMBuildAdd(g->b, w, ci32(g, 1), "");
+  LLVMValueRef wrap = LLVMBuildICmp(g->b, LLVMIntEQ, next, ci32(g, g->sched->turns), "");
+  turn_arrive(g, LLVMBuildSelect(g->b, wrap, ci32(g, 0), next, ""));
+}
+
 /* wgmma.wait_group imm; the register's values (an async DOT's result) pinned after it. */
 static void lower_dot_wait(Cg *g, const TirInst *in) {
   int r = in->args[0];
@@ -1953,6 +1981,13 @@ static void emit_roles(Cg *g) {
   inline_asm0(g, text);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].rslot);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].phase);
+  if (s->turns) { /* warpgroup 0 has the first turn: the last one passes it once, up front */
+    LLVMValueRef last = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""),
+                                      ci32(g, s->turns - 1), "");
+    LLVMBasicBlockRef join = begin_if(g, last);
+    turn_arrive(g, ci32(g, 0));
+    end_if(g, join);
+  }
   if (g->groups == 2) { /* from here on a group sees its own threads 0..127, as the kernel did */
     g->group = LLVMBuildLShr(g->b, g->tid, ci32(g, 7), "group");
     g->tid = LLVMBuildAnd(g->b, g->tid, ci32(g, 127), "");
@@ -2377,6 +2412,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_PIPE_WAIT:
     case TIR_PIPE_RELEASE: lower_pipe_sync(g, in); break;
     case TIR_DOT_WAIT: lower_dot_wait(g, in); break;
+    case TIR_WG_TURN:
+    case TIR_WG_PASS: lower_turn(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }

@@ -246,7 +246,11 @@ enum {
   X(TIR_PIPE_RELEASE, "pipe_release", 0, OPF_SIDEFX) /* stage of iteration i-imm free */ \
   /* rotated loops: wgmma groups issued by async DOTs (imm 1) retire, at most imm left in \
      flight; args[0]'s values are read only from here on */                            \
-  X(TIR_DOT_WAIT, "dot_wait", 1, OPF_SIDEFX)
+  X(TIR_DOT_WAIT, "dot_wait", 1, OPF_SIDEFX)                                           \
+  /* ping-pong of the consumer warpgroups (rotated loops): wait for this warpgroup's turn to \
+     issue its dots; hand the turn to the next warpgroup (named barriers, role-scoped) */ \
+  X(TIR_WG_TURN, "wg_turn", 0, OPF_SIDEFX)                                             \
+  X(TIR_WG_PASS, "wg_pass", 0, OPF_SIDEFX)
 
 typedef enum {
 #define X(e, name, nargs, flags) e,
@@ -428,6 +432,7 @@ typedef struct TirPipe {
   bool rotated;
   int acc_wait;            /* rotated: the DOT_WAIT 0 before the body's first read of the
                               overlapped DOT's accumulator (the release follows it) */
+  int turn, pass;          /* rotated with turns: the body's WG_TURN and WG_PASS, or -1 */
 } TirPipe;
 
 /* One TMA tensor map (a kernel parameter): a LOAD of a ring as `chunks` boxes per stage. */
@@ -463,6 +468,10 @@ typedef struct TirSchedule {
    * the body on alternate tiles of the block's walk, consuming the one ring in turn: one group's
    * epilogue runs under the other's main loop. */
   int groups;              /* 1 or 2 */
+  /* Turns (rotated loop, one group of 2+ warpgroups): the consumer warpgroups issue their dots
+   * in a fixed cyclic order, each between a WG_TURN and a WG_PASS (FlashAttention-3's ping-pong):
+   * one warpgroup's softmax runs while the tensor cores work on the other's products. */
+  int turns;               /* the warpgroups taking turns, or 0 */
   int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */

@@ -247,7 +247,8 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
     if (fi->op != TIR_FOR || stages < 2)
       continue;
     TirPipe *p = &pipes[*npipes];
-    *p = (TirPipe){.first = i, .last = match_endfor(f, i), .stages = stages, .overlap_dot = -1};
+    *p = (TirPipe){.first = i, .last = match_endfor(f, i), .stages = stages, .overlap_dot = -1,
+                    .turn = -1, .pass = -1};
     if (p->last < 0)
       continue;
     memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
@@ -537,6 +538,12 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirPipe *pipes, int npipes
  *     acc = dot(p, c, acc) async                         issued after S of i+1
  *     dot_wait 1 s                                       S of i+1 done, P V of i in flight
  *
+ * With two or more consumer warpgroups (one group) the dots of an iteration, from before the
+ * next-stage IF to after P V, and the first iteration's S form a turn: wg_turn waits for this
+ * warpgroup's turn, wg_pass hands it to the next one (FlashAttention-3's ping-pong: while one
+ * warpgroup runs its softmax the tensor cores work through the other's two products, queued in
+ * a fixed order instead of racing). TILEC_WG_TURNS=0 leaves them out.
+ *
  * and the loop exit drains acc and releases the last stage (the overlapped-DOT path). Legal
  * when: both DOTs are at the top level of the body and the only ones; the first has a zero
  * accumulator and a result nothing reads or writes outside the stretch up to the second DOT; its operands
@@ -617,6 +624,9 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   if (!plan_rotation(g, p, &R))
     return false;
   Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 24)), 0};
+  TirSchedule *sc = g->sched;
+  bool turns = sc->groups == 1 && g->threads >= 2 * WARPGROUP && !env_off("TILEC_WG_TURNS");
+  sc->turns = turns ? g->threads / WARPGROUP : 0;
   const TirInst *fr = &g->insts[p->first];
   SrcLoc loc = g->insts[R.d1].loc;
   int iv = fr->dst, hi = fr->args[1], step = fr->args[2];
@@ -632,8 +642,12 @@ static bool rotate(TirFunc *g, TirPipe *p) {
     map[i] = e.n;
     if (i == R.d1) {
       put_inst(&e, op_inst(TIR_IF, -1, first, -1, loc));
+      if (turns)
+        put_inst(&e, op_inst(TIR_WG_TURN, -1, -1, -1, loc));
       map[i] = e.n;
       put_inst(&e, s_dot);
+      if (turns)
+        put_inst(&e, op_inst(TIR_WG_PASS, -1, -1, -1, loc));
       put_inst(&e, op_inst(TIR_CONST, first, -1, -1, loc))->imm = 0;
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
       continue;
@@ -648,6 +662,10 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       map[i] = e.n;
     }
     if (i == R.d2) {
+      if (turns) {
+        p->turn = e.n;
+        put_inst(&e, op_inst(TIR_WG_TURN, -1, -1, -1, loc));
+      }
       put_inst(&e, op_inst(TIR_SUB, span, hi, iv, loc));
       put_inst(&e, op_inst(TIR_LT, has, step, span, loc));
       put_inst(&e, op_inst(TIR_IF, -1, has, -1, loc));
@@ -667,6 +685,10 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       TirInst pv = *in;
       pv.imm = 1;
       put_inst(&e, pv);
+      if (turns) {
+        p->pass = e.n;
+        put_inst(&e, op_inst(TIR_WG_PASS, -1, -1, -1, in->loc));
+      }
       put_inst(&e, op_inst(TIR_DOT_WAIT, -1, s_dot.dst, -1, in->loc))->imm = 1;
       continue;
     }
@@ -740,8 +762,8 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
       f->insts[p->acc_wait].args[0] != acc || p->release != p->acc_wait + 1 || !top_level(f, p->first, p->acc_wait))
     return sfail(v, p->acc_wait, "rotated pipe: no dot_wait 0 of the accumulator before the release");
   const TirInst *ov = &f->insts[p->overlap_dot];
-  if (ov->imm != 1 || p->overlap_dot + 1 >= p->last || f->insts[p->overlap_dot + 1].op != TIR_DOT_WAIT ||
-      f->insts[p->overlap_dot + 1].imm != 1)
+  int wait1 = p->overlap_dot + 1 + (p->pass == p->overlap_dot + 1); /* past the turn's wg_pass */
+  if (ov->imm != 1 || wait1 >= p->last || f->insts[wait1].op != TIR_DOT_WAIT || f->insts[wait1].imm != 1)
     return sfail(v, p->overlap_dot, "rotated pipe: the overlapped dot is not async and followed by dot_wait 1");
   for (int j = p->first + 1; j < p->acc_wait; j++)
     if (j != p->wait && (tir_inst_reads(&f->insts[j], acc) || is_written(&f->insts[j], acc)))
@@ -754,9 +776,92 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
     if (in->imm != 1 || w->op != TIR_PIPE_WAIT || w->stage != 1 || f->insts[j - 2].op != TIR_IF ||
         f->insts[j + 1].op != TIR_ELSE || f->insts[j + 3].op != TIR_ENDIF || j + 4 != p->overlap_dot)
       return sfail(v, j, "rotated pipe: a next-stage dot without its wait, or not right before the overlapped dot");
-    int wait1 = p->overlap_dot + 1;
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
+  }
+  return true;
+}
+
+/* What may run between a wg_turn and its wg_pass: nothing that waits for the other warpgroups
+ * (a consumer-wide barrier there deadlocks: they wait for this turn's pass) or for a dot (the
+ * turn is for issuing): scalars, control flow, the next stage's wait, dots and constants into
+ * registers. */
+static bool turn_safe(const TirFunc *f, const TirInst *in) {
+  switch (in->op) {
+  case TIR_IF:
+  case TIR_ELSE:
+  case TIR_ENDIF:
+  case TIR_PIPE_WAIT:
+    return true;
+  case TIR_DOT:
+  case TIR_CONST:
+    return f->regs[in->dst].type.place != PLACE_SHARED;
+  default:
+    return in->dst >= 0 && f->regs[in->dst].type.rank == 0 && replayable_op(in, false);
+  }
+}
+
+/* Turns: wg_turn / wg_pass pairs only inside the rotated loop, each pair at one nesting level
+ * with only turn-safe instructions between; the loop's own pair at its top level around every
+ * dot issued at the end of the iteration. Every warpgroup runs the same pairs (the conditions
+ * around them are scalars, uniform over the block), so the turns go round in order; the next
+ * stage's wait inside a turn needs 3+ stages (the warpgroup one turn behind has released the
+ * stage the producer refills). */
+static bool verify_turns(const SchedVerifier *v) {
+  const TirFunc *f = v->f;
+  const TirSchedule *s = f->sched;
+  const TirPipe *p = &s->pipes[0];
+  int open = -1, depth = 0, open_depth = 0;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    depth += in->op == TIR_IF || in->op == TIR_FOR;
+    depth -= in->op == TIR_ENDIF || in->op == TIR_ENDFOR;
+    /* the end or the ELSE of the block the turn started in */
+    if (open >= 0 && (depth < open_depth || (in->op == TIR_ELSE && depth == open_depth)))
+      return sfail(v, j, "a turn (wg_turn @%d) leaves the block it started in", open);
+    if (in->op != TIR_WG_TURN && in->op != TIR_WG_PASS) {
+      if (open >= 0 && !turn_safe(f, in))
+        return sfail(v, j, "%s inside a turn (between wg_turn @%d and its wg_pass)", tir_op_info[in->op].name, open);
+      continue;
+    }
+    if (!s->turns || !s->ws || s->npipes != 1 || s->groups != 1 || !p->rotated || p->stages < 3 || s->turns < 2 ||
+        s->turns * 128 != s->consumer_threads)
+      return sfail(v, j, "%s without turns over 2+ warpgroups of a rotated 3+ stage loop", tir_op_info[in->op].name);
+    if (j <= p->first || j >= p->last)
+      return sfail(v, j, "%s outside the rotated loop", tir_op_info[in->op].name);
+    if (in->op == TIR_WG_TURN) {
+      if (open >= 0)
+        return sfail(v, j, "wg_turn before the wg_pass of the turn at @%d", open);
+      open = j, open_depth = depth;
+      for (int k = j - 1, d = 0; k > p->first; k--) { /* the IFs around it test scalars */
+        if (f->insts[k].op == TIR_ENDIF)
+          d++;
+        else if (f->insts[k].op == TIR_IF && d > 0)
+          d--;
+        else if (f->insts[k].op == TIR_IF && f->regs[f->insts[k].args[0]].type.rank != 0)
+          return sfail(v, j, "wg_turn under a condition that is not a scalar");
+      }
+    } else {
+      if (open < 0)
+        return sfail(v, j, "wg_pass without a wg_turn");
+      if (depth != open_depth)
+        return sfail(v, j, "wg_pass at another nesting level than its wg_turn @%d", open);
+      open = -1;
+    }
+  }
+  if (open >= 0)
+    return sfail(v, open, "wg_turn without a wg_pass");
+  if (!s->turns)
+    return true;
+  if (s->npipes != 1 || !p->rotated)
+    return sfail(v, -1, "turns without a rotated loop");
+  if (p->turn < 0 || p->pass < 0 || f->insts[p->turn].op != TIR_WG_TURN || f->insts[p->pass].op != TIR_WG_PASS ||
+      !top_level(f, p->first, p->turn) || !top_level(f, p->first, p->pass))
+    return sfail(v, p->turn, "turns, but the rotated loop has no wg_turn / wg_pass at its top level");
+  for (int j = p->first + 1; j < p->last; j++) {
+    const TirInst *in = &f->insts[j];
+    if ((j == p->overlap_dot || (in->op == TIR_DOT && in->stage == 1)) && (j < p->turn || j > p->pass))
+      return sfail(v, j, "a dot of the iteration's end issued outside its turn");
   }
   return true;
 }
@@ -870,6 +975,8 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
         (f->insts[j].axis < 0 || f->insts[j].axis >= f->sched->npipes))
       return sfail(&v, j, "%s of no pipe", tir_op_info[op].name);
   }
+  if (!verify_turns(&v))
+    return false;
   for (int k = 0; k < f->sched->npipes; k++)
     if (!verify_pipe(&v, k))
       return false;
@@ -892,6 +999,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
       fprintf(out, ", overlapped dot @%d", p->overlap_dot);
     if (p->rotated)
       fprintf(out, ", rotated (accumulator wait @%d)", p->acc_wait);
+    if (p->turn >= 0)
+      fprintf(out, ", turn @%d .. @%d", p->turn, p->pass);
     fputc('\n', out);
   }
   if (!s->ws)
@@ -903,6 +1012,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// cluster of 2 along grid axis %c\n", "xyz"[s->cluster_axis]);
   if (s->groups == 2)
     fprintf(out, "// ping-pong: 2 consumer groups on alternate tiles\n");
+  if (s->turns)
+    fprintf(out, "// turns: %d consumer warpgroups issue their dots in turn\n", s->turns);
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);

@@ -80,7 +80,8 @@ static bool check_operands(Verifier *v) {
     if (!v->written[r])
       return fail(v, "operand %d (register %d) is read before any write", i, r);
   }
-  bool sync = in->op == TIR_PIPE_WAIT || in->op == TIR_PIPE_RELEASE || in->op == TIR_DOT_WAIT;
+  bool sync = in->op == TIR_PIPE_WAIT || in->op == TIR_PIPE_RELEASE || in->op == TIR_DOT_WAIT ||
+              in->op == TIR_WG_TURN || in->op == TIR_WG_PASS;
   bool wants_dst = !tir_op_writes_tensor(in->op) && !sync && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
   if (wants_dst && (in->dst < 0 || in->dst >= v->f->nregs))
     return fail(v, "result register %d out of range (%d registers)", in->dst, v->f->nregs);
@@ -358,6 +359,9 @@ static bool check_types(Verifier *v) {
   case TIR_DOT_WAIT: /* its protocol: tir_verify_schedule */
     if (v->in->imm != 0 && v->in->imm != 1)
       return fail(v, "dot_wait leaves %g groups in flight (0 or 1)", v->in->imm);
+    return true;
+  case TIR_WG_TURN:
+  case TIR_WG_PASS: /* their protocol: tir_verify_schedule */
     return true;
   case TIR_PIPE_WAIT:
   case TIR_PIPE_RELEASE: /* which pipe, and its rules: tir_verify_schedule */

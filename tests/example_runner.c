@@ -92,6 +92,10 @@ static const Case cases[] = {
     {"attn_rot_d64_persist", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=1,H=40,N=1000", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_bf16_s3", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=2,N=300",
      SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3",
+     "B=1,H=8,HKV=2,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_d64_causal_nt", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3 -D CAUSAL=1",
+     "B=1,H=5,N=777", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0, NULL, 0},
     /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
     {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},

@@ -256,7 +256,9 @@ Test(schedule, attention_loop_is_rotated) {
   const TirPipe *p = &f->sched->pipes[0];
   cr_assert(p->rotated);
   int first_if = find_op(f, p->wait, TIR_IF), d1 = find_op(f, p->wait, TIR_DOT);
-  cr_assert_eq(d1, first_if + 1, "the first iteration's S sits in an IF of its own");
+  cr_assert_eq(d1, first_if + 2, "the first iteration's S sits in an IF of its own, in a turn");
+  cr_assert_eq(f->insts[d1 - 1].op, TIR_WG_TURN);
+  cr_assert_eq(f->insts[d1 + 1].op, TIR_WG_PASS);
   cr_assert_eq(f->insts[d1].stage, 0);
   cr_assert_eq(f->insts[d1].imm, 0, "synchronous");
   cr_assert_eq(f->insts[p->acc_wait].op, TIR_DOT_WAIT);
@@ -271,9 +273,16 @@ Test(schedule, attention_loop_is_rotated) {
   cr_assert_eq(f->insts[next + 1].op, TIR_ELSE);
   cr_assert_eq(p->overlap_dot, next + 4, "P V right after the IF");
   cr_assert_eq(f->insts[p->overlap_dot].imm, 1);
-  cr_assert_eq(f->insts[p->overlap_dot + 1].op, TIR_DOT_WAIT);
-  cr_assert_eq(f->insts[p->overlap_dot + 1].imm, 1, "S of the next iteration done, P V in flight");
-  cr_assert_eq(f->insts[p->overlap_dot + 1].args[0], f->insts[next].dst);
+  /* two consumer warpgroups take turns issuing: wg_turn before the next-stage IF, wg_pass after
+   * P V, before any wait */
+  cr_assert_eq(f->sched->turns, 2);
+  cr_assert_eq(f->insts[p->turn].op, TIR_WG_TURN);
+  cr_assert_eq(p->turn, next - 5, "the turn opens before the next-stage IF (span, has, if, wait)");
+  cr_assert_eq(p->pass, p->overlap_dot + 1);
+  cr_assert_eq(f->insts[p->pass].op, TIR_WG_PASS);
+  cr_assert_eq(f->insts[p->overlap_dot + 2].op, TIR_DOT_WAIT);
+  cr_assert_eq(f->insts[p->overlap_dot + 2].imm, 1, "S of the next iteration done, P V in flight");
+  cr_assert_eq(f->insts[p->overlap_dot + 2].args[0], f->insts[next].dst);
   cr_assert_gt(p->acc_wait, d1);
   cr_assert_lt(p->acc_wait, next);
   cr_assert_str_eq(verify_msg(a, f), "");
@@ -308,9 +317,85 @@ Test(schedule, verifier_rejects_broken_rotations) {
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   p = &f->sched->pipes[0];
-  f->insts[p->overlap_dot + 1].args[0] = f->insts[p->overlap_dot].dst;
+  f->insts[p->overlap_dot + 2].args[0] = f->insts[p->overlap_dot].dst;
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "does not retire the next-stage dot"), "%s", msg);
+  arena_free(a);
+}
+
+/* Without turns (TILEC_WG_TURNS=0, or one consumer warpgroup) the rotated loop has none. */
+Test(schedule, turns_are_optional) {
+  Arena *a = arena_new();
+  Diag d;
+  setenv("TILEC_WG_TURNS", "0", 1);
+  TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  unsetenv("TILEC_WG_TURNS");
+  const TirPipe *p = &f->sched->pipes[0];
+  cr_assert(p->rotated);
+  cr_assert_eq(f->sched->turns, 0);
+  cr_assert_eq(p->turn, -1);
+  for (int j = 0; j < f->ninsts; j++)
+    cr_assert(f->insts[j].op != TIR_WG_TURN && f->insts[j].op != TIR_WG_PASS);
+  cr_assert_eq(f->insts[p->overlap_dot + 1].op, TIR_DOT_WAIT);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  arena_free(a);
+}
+
+/* A wait inside a turn would stall the other warpgroup's products (a consumer-wide barrier
+ * there would deadlock); a turn must close where it opened; the loop's dots sit inside it. */
+Test(schedule, verifier_rejects_broken_turns) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  swap_insts(f, p->turn - 1, p->turn); /* the softmax's last tile op inside the turn */
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "inside a turn"), "%s", msg);
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  f->insts[p->pass].op = TIR_WG_TURN;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "wg_turn before the wg_pass"), "%s", msg);
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  int first_pass = find_op(f, p->wait, TIR_WG_PASS); /* in the first iteration's IF */
+  swap_insts(f, first_pass, first_pass + 2);          /* past the IF's end */
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "leaves the block it started in"), "%s", msg);
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  swap_insts(f, p->pass, p->overlap_dot); /* P V after the pass */
+  p->pass--;
+  p->overlap_dot++;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "outside its turn"), "%s", msg);
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  f->sched->turns = 0;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "without turns"), "%s", msg);
+  arena_free(a);
+}
+
+/* In the PTX: warpgroup w waits on named barrier 3 + w and arrives on the next one's. */
+Test(schedule, turns_in_the_ptx) {
+  Arena *a = arena_new();
+  setenv("TILEC_ROTATE", "1", 1);
+  char *ptx = module_ptx(a, "attention", ATTN_ROT, ARCH_SM90A);
+  unsetenv("TILEC_ROTATE");
+  char *ws = ptx_entry(a, ptx, "attention__ws");
+  cr_assert(ws);
+  cr_assert_eq(count(ws, "bar.sync %r"), 2, "the first iteration's turn and the loop's");
+  cr_assert_eq(count(ws, "bar.arrive"), 3, "their passes, and the last warpgroup's up front");
+  cr_assert_eq(count(ptx_entry(a, ptx, "attention"), "bar.arrive"), 0, "the cp.async entry has no turns");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
 
