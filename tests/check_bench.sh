@@ -9,7 +9,11 @@
 #   6. the GEMM / attention baselines' fragment and shared-memory index arithmetic, replayed with
 #      per-lane models of ldmatrix and mma.sync, matches numpy (skipped without numpy);
 #   7. with a CPU torch (python3-torch), the whole driver runs on toy sizes, including recovery
-#      from a worker that crashes in a row and one that hangs (skipped without torch).
+#      from a worker that crashes in a row and one that hangs (skipped without torch);
+#   8. the attention family's accuracy rule (FlashAttention-3's, per output tensor; per-row figures
+#      recorded: bench/tools/check_fa3_rule.py)
+#      on synthetic numpy arrays, and with torch the worker's check path on CPU toy cases (skipped
+#      without numpy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -94,6 +98,16 @@ for f in ("bars.svg", "roofline.svg"):
 res = json.load(open("bench/fixtures/sample_results.json"))
 t = run.render_tables(res)
 assert "## attention" in t and "✗ failed-check" in t, t
+# the attention family's sections show FA3's ratio and, as information, the rows over 2x (a row
+# with some passes: the rule is per tensor); a failed row names the rule it broke
+sec = t.split("## attention_backward")[1].split("\n## ")[0]
+assert "err / lowp | rows > 2x |" in sec and "| 3.10 | 12 (5.20x) | ✗ failed-check (fa3) |" in sec, sec
+assert "| 1.40 | 3 (4.20x) | ✓ |" in sec, sec
+assert "err / lowp" not in t.split("## gemm")[1].split("\n## ")[0]
+assert "✗ failed-check (rel) |" in t, t
+fails = t.split("## Rows that failed")[1]
+assert "attention_backward B16 H32 N1024 D64 causal bf16 tilec attnb_bf16_d64_c1_split: failed-check (fa3): [fa3] dQ: " \
+    "max err 0.093 > 2 x" in fails and "12 of 524288 rows over 2x" in fails, fails
 s = run.summary(res)
 assert "x0.30" in s, s
 PY
@@ -133,6 +147,9 @@ assert st[("layernorm", "torch")]["status"] == "timeout"
 assert st[("vadd", "torch")]["verified"] and st[("vadd", "torch")]["median_ms"] > 0, st[("vadd", "torch")]
 assert st[("gemm", "cublas")]["verified"], st[("gemm", "cublas")]   # rows after the crash and the hang ran
 assert all(x["status"] != "not-run" for x in r["rows"]), [x for x in r["rows"] if x["status"] == "not-run"]
+# the attention cases' setup (float32 reference, the low-precision baseline of FA3's rule) ran
+assert not [x for x in r["rows"] if (x.get("error") or "").startswith("setup:")], \
+    [x["error"] for x in r["rows"] if (x.get("error") or "").startswith("setup:")]
 assert r["ceilings"]["copy_gbps"] > 0
 for k in ("commit", "date", "gpu", "driver", "ceilings", "rows"):
     assert k in r, k
@@ -140,5 +157,13 @@ PY
   echo "check_bench: CPU smoke run recovered from a crash and a hang ($PY3)"
 else
   echo "check_bench: SKIP CPU smoke run (no torch for python3; apt-get install python3-torch)"
+fi
+# 8. FlashAttention-3's rule (numpy; with torch too, the worker's low-precision baseline
+#    and check() on CPU)
+if [ -n "$NPY" ]; then
+  "$NPY" bench/tools/check_fa3_rule.py >"$tmp/fa3.log" 2>&1 || { cat "$tmp/fa3.log"; fail "the attention family's FA3 rule"; }
+  grep "^check_fa3_rule:" "$tmp/fa3.log" | sed 's/^check_fa3_rule/check_bench/'
+else
+  echo "check_bench: SKIP the FA3 rule's check (no numpy)"
 fi
 echo "check_bench: all passed"
