@@ -129,6 +129,10 @@ gcc -std=c99 -Wall -Wextra -Werror -I"$M" tests/aot/bundle_test.c "$M/ln.c" "$M/
   "$M/ln_any.c" -ldl -o "$M/bundle_test"
 TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$M/bundle_test"
 TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/bundle_test"
+# Its GPU run (make gpu-prep builds it, make gpu-test runs it): compiled here.
+gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$M" -Icompiler -Itests/ref -I"$CUDA/include" \
+  tests/aot/bundle_gpu.c "$M/ln.c" tests/ref/*.c "$B/libtilec.a" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+  -o "$M/bundle_gpu"
 # Output names: files keep their names (the .c includes exactly that header), the C prefix is
 # the name made an identifier; a directory or an un-#include-able name is refused.
 N=$W/names
