@@ -58,6 +58,12 @@ static const char *default_output(Arena *a, const char *input, const char *ext) 
 
 static GpuArch driver_arch(const TilecOptions *o) { return o->narchs ? o->archs[0] : ARCH_SM90A; }
 
+/* The PTX (or LLVM IR) of the kernels: one module with every one of them. */
+static char *driver_compile(TirFunc **funcs, int n, const NvptxOptions *no, Diag *d) {
+  int smem = 0;
+  return n == 1 ? nvptx_compile(funcs[0], no, d, &smem) : nvptx_compile_module(funcs, n, no, d);
+}
+
 static int emit_tir(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
   OutFile out;
   if (!out_open(a, &out, o->output, d))
@@ -103,8 +109,7 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
   }
   NvptxOptions no = {.arch = driver_arch(o), .opt_level = o->opt_level,
                      .dump_llvm = o->emit == EMIT_LLVM};
-  int smem = 0;
-  char *text = n == 1 ? nvptx_compile(funcs[0], &no, d, &smem) : nvptx_compile_module(funcs, n, &no, d);
+  char *text = driver_compile(funcs, n, &no, d);
   if (!text)
     return 1;
   for (int i = 0; i < n && o->emit == EMIT_PTX; i++)
@@ -120,7 +125,8 @@ static int emit_llvm_or_ptx(Arena *a, TirFunc **funcs, int n, const TilecOptions
 }
 
 /* --emit=c: NAME.h + NAME.c with the PTX of every --arch embedded (emit_c.c). A file of several
- * kernels gives NAME_<kernel>.{h,c} for each. */
+ * kernels gives one pair too: per arch one module with all of them, loaded once (NAME_load),
+ * and NAME_<kernel>_launch for each; --kernel picks one. */
 static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag *d) {
   const char *base = o->output ? o->output : default_output(a, o->input, "");
   if (!strcmp(base, "-")) {
@@ -129,19 +135,13 @@ static int emit_c(Arena *a, TirFunc **funcs, int n, const TilecOptions *o, Diag 
   }
   if (!emit_c_name_ok(base, "--emit=c", d))
     return 1;
-  for (int i = 0; i < n; i++) {
-    const char *ptx[ARCH_COUNT];
-    for (int j = 0; j < o->narchs; j++) {
-      NvptxOptions no = {.arch = o->archs[j], .opt_level = o->opt_level};
-      int smem = 0;
-      if (!(ptx[j] = nvptx_compile(funcs[i], &no, d, &smem)))
-        return 1;
-    }
-    const char *name = n == 1 ? base : arena_printf(a, "%s_%s", base, funcs[i]->name);
-    if (!emit_c_files(a, name, funcs[i], ptx, o->archs, o->narchs, o->cubin, d))
+  const char *ptx[ARCH_COUNT];
+  for (int j = 0; j < o->narchs; j++) {
+    NvptxOptions no = {.arch = o->archs[j], .opt_level = o->opt_level};
+    if (!(ptx[j] = driver_compile(funcs, n, &no, d)))
       return 1;
   }
-  return 0;
+  return emit_c_files(a, base, ptx, o->archs, o->narchs, o->cubin, d) ? 0 : 1;
 }
 
 /* ------------------------------------------------------------ tilec run */

@@ -223,7 +223,6 @@ static const char tk_runtime_src[] =
     "  int arch_specific;               /* sm_90a: runs on exactly that compute capability */\n"
     "  int is_cubin;\n"
     "  const void *data;\n"
-    "  int smem;                        /* dynamic shared bytes per block of this image */\n"
     "} tk_image;\n"
     "\n"
     "typedef struct tk_kernel {\n"
@@ -239,17 +238,25 @@ static const char tk_runtime_src[] =
     "  const char *const *req_text;\n"
     "  const unsigned long long *req_dims; /* bit i: the requirement names dim i */\n"
     "  int nreqs;\n"
+    "  const int *smem;                    /* dynamic shared bytes per block, per module image */\n"
+    "} tk_kernel;\n"
+    "\n"
+    "/* The file's one module: an image per arch (PTX, and cubin), each with every kernel. */\n"
+    "typedef struct tk_module {\n"
+    "  const char *name;                /* its kernels' names, for messages */\n"
     "  const tk_image *images;\n"
     "  int nimages;\n"
-    "  const char *image_list;             /* \"sm_90a (cubin), sm_90a (PTX)\" */\n"
-    "} tk_kernel;\n"
+    "  const char *image_list;          /* \"sm_90a (cubin), sm_90a (PTX)\" */\n"
+    "  const tk_kernel *const *kernels;\n"
+    "  int nkernels;\n"
+    "} tk_module;\n"
     "\n"
     "typedef struct tk_state {\n"
     "  tk_CUcontext ctx;                /* where the module was loaded */\n"
     "  tk_CUmodule mod;\n"
-    "  tk_CUfunction fn;\n"
-    "  const tk_image *image;\n"
+    "  int image;                       /* the loaded one, an index into the module's images */\n"
     "  int retained_dev;                /* >= 0: P_load retained this device's primary context */\n"
+    "  tk_CUfunction *fn;               /* per kernel of the module, found by name at load */\n"
     "} tk_state;\n"
     "\n"
     "static const char *const tk_dtype_names[] = {\"bool\", \"i32\", \"f16\", \"bf16\", \"f32\"};\n"
@@ -500,23 +507,23 @@ static const char tk_runtime_src[] =
     "\n"
     "/* The best image for compute capability cc: a cubin built for it (same major, not newer), else\n"
     " * the newest PTX not newer than the device (the driver JIT-compiles it). */\n"
-    "static const tk_image *tk_pick(const tk_kernel *k, int cc) {\n"
-    "  const tk_image *best = NULL;\n"
-    "  for (int i = 0; i < k->nimages; i++) {\n"
-    "    const tk_image *m = &k->images[i];\n"
+    "static int tk_pick(const tk_module *mod, int cc) {\n"
+    "  int best = -1;\n"
+    "  for (int i = 0; i < mod->nimages; i++) {\n"
+    "    const tk_image *m = &mod->images[i], *b = best < 0 ? NULL : &mod->images[best];\n"
     "    int ok = m->arch_specific ? m->cc == cc\n"
     "                              : (m->is_cubin ? m->cc / 10 == cc / 10 && m->cc <= cc : m->cc <= cc);\n"
     "    if (!ok)\n"
     "      continue;\n"
-    "    if (!best || m->is_cubin > best->is_cubin ||\n"
-    "        (m->is_cubin == best->is_cubin && m->cc > best->cc))\n"
-    "      best = m;\n"
+    "    if (!b || m->is_cubin > b->is_cubin || (m->is_cubin == b->is_cubin && m->cc > b->cc))\n"
+    "      best = i;\n"
     "  }\n"
     "  return best;\n"
     "}\n"
     "\n"
-    "static tilec_result tk_load(tk_state *s, const tk_kernel *k) {\n"
-    "  if (s->fn)\n"
+    "/* Loads the module once and finds every kernel of it by name. */\n"
+    "static tilec_result tk_load(tk_state *s, const tk_module *m) {\n"
+    "  if (s->mod)\n"
     "    return TILEC_OK;\n"
     "  tilec_result res = tk_driver_load();\n"
     "  if (res != TILEC_OK)\n"
@@ -536,30 +543,32 @@ static const char tk_runtime_src[] =
     "          tk_drv.DeviceGetAttribute(&major, TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));\n"
     "  TK_CALL(\"cuDeviceGetAttribute\",\n"
     "          tk_drv.DeviceGetAttribute(&minor, TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));\n"
-    "  const tk_image *img = tk_pick(k, major * 10 + minor);\n"
-    "  if (!img)\n"
+    "  int img = tk_pick(m, major * 10 + minor);\n"
+    "  if (img < 0)\n"
     "    return tk_fail(TILEC_ERROR_UNSUPPORTED, \"%s: no embedded image runs on sm_%d%d (embedded: %s)\",\n"
-    "                   k->name, major, minor, k->image_list);\n"
+    "                   m->name, major, minor, m->image_list);\n"
     "  static char log[8192]; /* loads are not concurrent (see the header) */\n"
     "  log[0] = 0;\n"
     "  /* the driver may fill every byte it is given with no NUL: the last one stays the NUL */\n"
     "  int opt[2] = {TK_CU_JIT_ERROR_LOG_BUFFER, TK_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};\n"
     "  void *val[2] = {log, (void *)(size_t)(sizeof log - 1)};\n"
-    "  tk_CUresult r = tk_drv.ModuleLoadDataEx(&s->mod, img->data, 2, opt, val);\n"
+    "  tk_CUresult r = tk_drv.ModuleLoadDataEx(&s->mod, m->images[img].data, 2, opt, val);\n"
     "  if (r != 0)\n"
     "    return tk_cu_fail(\"cuModuleLoadDataEx\", r, log);\n"
-    "  const char *call = \"cuModuleGetFunction\";\n"
-    "  r = tk_drv.ModuleGetFunction(&s->fn, s->mod, k->name);\n"
-    "  if (r == 0 && img->smem > TK_DEFAULT_SMEM) {\n"
-    "    call = \"cuFuncSetAttribute\";\n"
-    "    r = tk_drv.FuncSetAttribute(s->fn, TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,\n"
-    "                                img->smem);\n"
-    "  }\n"
-    "  if (r != 0) {\n"
-    "    tk_drv.ModuleUnload(s->mod);\n"
-    "    s->mod = NULL;\n"
-    "    s->fn = NULL;\n"
-    "    return tk_cu_fail(call, r, k->name);\n"
+    "  for (int i = 0; i < m->nkernels; i++) {\n"
+    "    const tk_kernel *k = m->kernels[i];\n"
+    "    const char *call = \"cuModuleGetFunction\";\n"
+    "    r = tk_drv.ModuleGetFunction(&s->fn[i], s->mod, k->name);\n"
+    "    if (r == 0 && k->smem[img] > TK_DEFAULT_SMEM) {\n"
+    "      call = \"cuFuncSetAttribute\";\n"
+    "      r = tk_drv.FuncSetAttribute(s->fn[i], TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,\n"
+    "                                  k->smem[img]);\n"
+    "    }\n"
+    "    if (r != 0) {\n"
+    "      tk_drv.ModuleUnload(s->mod);\n"
+    "      s->mod = NULL;\n"
+    "      return tk_cu_fail(call, r, k->name);\n"
+    "    }\n"
     "  }\n"
     "  s->ctx = ctx;\n"
     "  s->image = img;\n"
@@ -572,20 +581,20 @@ static const char tk_runtime_src[] =
     "  if (s->retained_dev >= 0 && tk_drv.DevicePrimaryCtxRelease)\n"
     "    tk_drv.DevicePrimaryCtxRelease(s->retained_dev);\n"
     "  s->mod = NULL;\n"
-    "  s->fn = NULL;\n"
     "  s->ctx = NULL;\n"
-    "  s->image = NULL;\n"
+    "  s->image = -1;\n"
     "  s->retained_dev = -1;\n"
     "}\n"
     "\n"
     "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
     " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer. */\n"
-    "static tilec_result tk_launch(tk_state *s, const tk_kernel *k, struct CUstream_st *stream,\n"
+    "static tilec_result tk_launch(tk_state *s, const tk_module *m, int ki, struct CUstream_st *stream,\n"
     "                              const tilec_tensor *const *t, const double *sc, const int64_t *d,\n"
     "                              const int64_t grid[3]) {\n"
+    "  const tk_kernel *k = m->kernels[ki];\n"
     "  if (!grid[0] || !grid[1] || !grid[2])\n"
     "    return TILEC_OK; /* an empty problem: no block has anything to do */\n"
-    "  tilec_result res = tk_load(s, k);\n"
+    "  tilec_result res = tk_load(s, m);\n"
     "  if (res != TILEC_OK)\n"
     "    return res;\n"
     "  tk_CUcontext cur = NULL;\n"
@@ -617,9 +626,9 @@ static const char tk_runtime_src[] =
     "      int32_t v = (int32_t)d[i];\n"
     "      slot[n] = 0, memcpy(&slot[n], &v, 4), ptr[n] = &slot[n], n++;\n"
     "    }\n"
-    "  tk_CUresult r = tk_drv.LaunchKernel(s->fn, (unsigned)grid[0], (unsigned)grid[1],\n"
+    "  tk_CUresult r = tk_drv.LaunchKernel(s->fn[ki], (unsigned)grid[0], (unsigned)grid[1],\n"
     "                                      (unsigned)grid[2], (unsigned)k->threads, 1, 1,\n"
-    "                                      (unsigned)s->image->smem, stream, ptr, NULL);\n"
+    "                                      (unsigned)k->smem[s->image], stream, ptr, NULL);\n"
     "  if (r != 0)\n"
     "    return tk_cu_fail(\"cuLaunchKernel\", r, k->name);\n"
     "  return TILEC_OK;\n"
@@ -759,6 +768,13 @@ static char *c_prefix(Arena *a, const char *base) {
     p[j++] = isalnum((unsigned char)s[i]) ? s[i] : '_';
   p[j] = '\0';
   return p;
+}
+
+/* The C prefix of a kernel in a file of nk kernels whose prefix is p: p itself when it is the only
+ * one, else p_KERNEL (functions p_KERNEL_check, p_KERNEL_launch). What it adds to p ("" or
+ * "_KERNEL") also ends the names of the kernel's tables in the .c. */
+static const char *kernel_prefix(Arena *a, const char *p, int nk, const char *name) {
+  return nk == 1 ? p : arena_printf(a, "%s_%s", p, name);
 }
 
 static const char *dtype_c_enum(tilert_dtype t) {
@@ -913,26 +929,57 @@ static char *params_call(Arena *a, const tilert_kernel_info *k) {
   return s;
 }
 
-/* The public part of a header: the same for one specialization and for a linked entry point. */
-static void put_declarations(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k) {
-  const char *params = params_decl(a, k);
-  const char *check_params = k->nargs ? params : "void";
-  const char *launch_params = k->nargs ? arena_printf(a, ", %s", params) : "";
-  fprintf(fp,
-          "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-          "/* Loads the kernel into the current CUDA context (when none is current: device 0's\n"
+/* The public part of a header, in three pieces: the file's functions (load, unload), each
+ * kernel's (check, launch), the file's error. A single kernel, a linked entry point and a
+ * multi-kernel file all declare through them. several: what P_load loads when there are
+ * several kernels ("every kernel of the file"), else NULL. */
+static void put_decls_open(FILE *fp, const char *p, const char *several) {
+  fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", fp);
+  if (several)
+    fprintf(fp, "/* Loads %s into the current CUDA context\n"
+                " * (when none is current: device 0's primary context, which it then makes current).\n"
+                " * The first launch of any of them loads them if needed; call it once before\n"
+                " * launching from several threads. */\n",
+            several);
+  else
+    fputs("/* Loads the kernel into the current CUDA context (when none is current: device 0's\n"
           " * primary context, which it then makes current). The first launch loads it if needed;\n"
-          " * call it once before launching from several threads. */\n"
-          "tilec_result %s_load(void);\n"
-          "void %s_unload(void);\n\n"
+          " * call it once before launching from several threads. */\n",
+          fp);
+  fprintf(fp, "tilec_result %s_load(void);\nvoid %s_unload(void);\n\n", p, p);
+}
+
+/* pk: the kernel's C prefix (the file's, or FILE_KERNEL in a file of several kernels). */
+static void put_kernel_decls(Arena *a, FILE *fp, const char *pk, const tilert_kernel_info *k) {
+  const char *params = params_decl(a, k);
+  fprintf(fp,
           "/* Checks the arguments against the kernel's contract; no GPU needed. */\n"
           "tilec_result %s_check(%s);\n\n"
           "/* Checks, computes the grid and launches (asynchronous, on stream). */\n"
-          "tilec_result %s_launch(struct CUstream_st *stream%s);\n\n"
+          "tilec_result %s_launch(struct CUstream_st *stream%s);\n\n",
+          pk, k->nargs ? params : "void", pk, k->nargs ? arena_printf(a, ", %s", params) : "");
+}
+
+static void put_decls_close(FILE *fp, const char *p) {
+  fprintf(fp,
           "/* What the last failing %s_ call on this thread said (\"\" after a success). */\n"
           "const char *%s_error(void);\n\n"
           "#ifdef __cplusplus\n}\n#endif\n",
-          p, p, p, check_params, p, launch_params, p, p);
+          p, p);
+}
+
+/* Everything after the header's comments: the guard, the shared types and the declarations of
+ * the nk kernels ks. several: what P_load loads when nk > 1. */
+static void put_guarded_decls(Arena *a, FILE *fp, const char *p, const char *several,
+                              const tilert_kernel_info *const *ks, int nk) {
+  fprintf(fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
+  fputs(common_header, fp);
+  fputc('\n', fp);
+  put_decls_open(fp, p, nk > 1 ? several : NULL);
+  for (int i = 0; i < nk; i++)
+    put_kernel_decls(a, fp, kernel_prefix(a, p, nk, ks[i]->name), ks[i]);
+  put_decls_close(fp, p);
+  fprintf(fp, "#endif /* TILEC_AOT_%s_H */\n", p);
 }
 
 /* Text inside a block comment: a "*" never meets a "/" (tilec's own requirement texts hold no
@@ -945,10 +992,13 @@ static void put_comment_text(FILE *fp, const char *s) {
   }
 }
 
-/* name: the header's file name without ".h". */
-static void put_header_intro(Arena *a, FILE *fp, const char *name, const tilert_kernel_info *k,
-                             const char *what) {
+/* The first line of a header's comment; name: the header's file name without ".h". The
+ * kernels' signatures follow (put_signature), then " * /". */
+static void put_header_intro(FILE *fp, const char *name, const char *what) {
   fprintf(fp, "/* %s.h — generated by tilec --emit=c (%s); do not edit. docs/aot.md.\n", name, what);
+}
+
+static void put_signature(Arena *a, FILE *fp, const tilert_kernel_info *k) {
   fprintf(fp, " *\n * %s(", k->name);
   for (int i = 0; i < k->nargs; i++)
     fprintf(fp, "%s%s", i ? ", " : "", arg_doc(a, k, &k->args[i]));
@@ -960,28 +1010,72 @@ static void put_header_intro(Arena *a, FILE *fp, const char *name, const tilert_
     fputs("; require ", fp);
     put_comment_text(fp, k->requires_text[i]);
   }
-  fprintf(fp, "\n */\n");
+  fputc('\n', fp);
+}
+
+/* ---------------------------------------------------------------- metadata lines */
+
+static const char meta_tag[] = "// tilec: ";
+enum { META_TAG_LEN = sizeof meta_tag - 1 };
+
+/* The next "// tilec: " line at or after *cur (its start and length; *cur moves past it), or
+ * false at the end of the text. */
+static bool next_meta_line(const char **cur, const char **line, size_t *len) {
+  while (**cur) {
+    const char *start = *cur, *end = strchr(start, '\n');
+    size_t n = end ? (size_t)(end - start) : strlen(start);
+    *cur = start + n + (end != NULL);
+    if (n >= META_TAG_LEN && !memcmp(start, meta_tag, META_TAG_LEN)) {
+      *line = start, *len = n;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The NAME of a "kernel NAME" line (its length in *n), or NULL for any other line. */
+static const char *meta_kernel_name(const char *line, size_t len, size_t *n) {
+  const char *rest = line + META_TAG_LEN;
+  if (len < META_TAG_LEN + 7 || strncmp(rest, "kernel ", 7))
+    return NULL;
+  *n = len - META_TAG_LEN - 7;
+  return rest + 7;
+}
+
+/* The names of the kernels the metadata of text describes, in order (*n of them). */
+static const char **meta_kernel_names(Arena *a, const char *text, int *n) {
+  const char *line, *name;
+  size_t len, nlen;
+  *n = 0;
+  for (const char *cur = text; next_meta_line(&cur, &line, &len);)
+    *n += meta_kernel_name(line, len, &nlen) != NULL;
+  const char **names = arena_alloc(a, sizeof *names * (size_t)(*n + 1));
+  int i = 0;
+  for (const char *cur = text; next_meta_line(&cur, &line, &len);)
+    if ((name = meta_kernel_name(line, len, &nlen)))
+      names[i++] = arena_strndup(a, name, nlen);
+  return names;
+}
+
+/* "a, b, c" */
+static char *join_names(Arena *a, const char *const *names, int n) {
+  char *s = arena_strdup(a, "");
+  for (int i = 0; i < n; i++)
+    s = arena_printf(a, "%s%s%s", s, i ? ", " : "", names[i]);
+  return s;
 }
 
 /* The contract as "// tilec:" lines (valid C comments), read back by `tilec --link`: the kernel's
  * own lines of the PTX, copied, so meta.c stays the one writer of the format. */
 static void put_meta_comment(FILE *fp, const char *ptx, const char *kernel) {
-  static const char tag[] = "// tilec: ";
+  const char *line, *name;
+  size_t len, nlen;
   bool mine = false;
-  for (const char *line = ptx; *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    if (len >= sizeof tag - 1 && !memcmp(line, tag, sizeof tag - 1)) {
-      const char *rest = line + sizeof tag - 1;
-      if (!strncmp(rest, "kernel ", 7)) {
-        const char *name = rest + 7;
-        size_t n = strlen(kernel);
-        mine = (size_t)(line + len - name) == n && !strncmp(name, kernel, n);
-      }
-      if (mine)
-        fprintf(fp, "%.*s\n", (int)len, line);
-    }
-    line += len + (end != NULL);
+  for (const char *cur = ptx; next_meta_line(&cur, &line, &len);) {
+    if ((name = meta_kernel_name(line, len, &nlen)))
+      mine = nlen == strlen(kernel) && !strncmp(name, kernel, nlen);
+    if (mine)
+      fprintf(fp, "%.*s\n", (int)len, line);
   }
 }
 
@@ -1031,15 +1125,22 @@ static bool run_ptxas(Arena *a, const char *ptxas, const char *ptx, GpuArch arch
   return ok;
 }
 
-/* ---------------------------------------------------------------- one specialization */
+/* ---------------------------------------------------------------- the generated pair */
 
 typedef struct Image {
   GpuArch arch;
   const char *ptx;
-  int smem;
   unsigned char *cubin;
   size_t cubin_size;
 } Image;
+
+/* One kernel of the module. Its tables in the .c end in sfx: "" when it is the file's only
+ * kernel, "_NAME" in a file of several, whose functions are PREFIX_NAME_check/_launch. */
+typedef struct Kernel {
+  tilert_kernel_info info;         /* the contract, from the first arch's PTX */
+  int smem[ARCH_COUNT];            /* dynamic shared bytes per block, per arch */
+  const char *prefix, *sfx;
+} Kernel;
 
 static void put_images(FILE *fp, const Image *im, int n) {
   for (int i = 0; i < n; i++) {
@@ -1068,16 +1169,22 @@ static void put_images(FILE *fp, const Image *im, int n) {
     int cc = atoi(an + 3);
     int specific = an[strlen(an) - 1] == 'a';
     if (im[i].cubin)
-      fprintf(fp, "    {\"%s\", %d, %d, 1, tk_cubin_%s, %d},\n", an, cc, specific, an, im[i].smem);
-    fprintf(fp, "    {\"%s\", %d, %d, 0, tk_ptx_%s, %d},\n", an, cc, specific, an, im[i].smem);
+      fprintf(fp, "    {\"%s\", %d, %d, 1, tk_cubin_%s},\n", an, cc, specific, an);
+    fprintf(fp, "    {\"%s\", %d, %d, 0, tk_ptx_%s},\n", an, cc, specific, an);
   }
   fputs("};\n", fp);
 }
 
-static void put_contract(Arena *a, FILE *fp, const tilert_kernel_info *k) {
-  fputs("\n/* ------------------------------------------------------------ this kernel */\n\n",
-        fp);
-  fprintf(fp, "static const tk_arg tk_args[%d] = {\n", k->nargs + 1);
+static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
+  const tilert_kernel_info *k = &kn->info;
+  const char *sfx = kn->sfx;
+  if (*sfx)
+    fprintf(fp, "\n/* ------------------------------------------------------------ kernel %s */\n\n",
+            k->name);
+  else
+    fputs("\n/* ------------------------------------------------------------ this kernel */\n\n",
+          fp);
+  fprintf(fp, "static const tk_arg tk_args%s[%d] = {\n", sfx, k->nargs + 1);
   for (int i = 0; i < k->nargs; i++) {
     const tilert_arg_info *ai = &k->args[i];
     int dims[4] = {0, 0, 0, 0};
@@ -1089,40 +1196,59 @@ static void put_contract(Arena *a, FILE *fp, const tilert_kernel_info *k) {
             arg_doc(a, k, ai));
   }
   fputs("    {\"\", 0, 0, 0, 0, {0, 0, 0, 0}}};\n", fp);
-  fprintf(fp, "static const tk_dim tk_dims[%d] = {\n", k->ndims + 1);
+  fprintf(fp, "static const tk_dim tk_dims%s[%d] = {\n", sfx, k->ndims + 1);
   for (int i = 0; i < k->ndims; i++)
     fprintf(fp, "    {\"%s\", %d, %lld},\n", k->dims[i].name, k->dims[i].pinned,
             (long long)k->dims[i].value);
   fputs("    {\"\", 0, 0}};\n\n", fp);
   for (int i = 0; i < 3; i++)
-    put_expr_fn(a, fp, k, arena_printf(a, "tk_grid%d", i), k->grid[i]);
+    put_expr_fn(a, fp, k, arena_printf(a, "tk_grid%d%s", i, sfx), k->grid[i]);
   for (int i = 0; i < k->nrequires; i++)
-    put_expr_fn(a, fp, k, arena_printf(a, "tk_req%d", i), k->requires[i]);
-  fprintf(fp, "static const tk_expr tk_reqs[%d] = {", k->nrequires + 1);
+    put_expr_fn(a, fp, k, arena_printf(a, "tk_req%d%s", i, sfx), k->requires[i]);
+  fprintf(fp, "static const tk_expr tk_reqs%s[%d] = {", sfx, k->nrequires + 1);
   for (int i = 0; i < k->nrequires; i++)
-    fprintf(fp, "tk_req%d, ", i);
-  fprintf(fp, "NULL};\nstatic const char *const tk_req_text[%d] = {", k->nrequires + 1);
+    fprintf(fp, "tk_req%d%s, ", i, sfx);
+  fprintf(fp, "NULL};\nstatic const char *const tk_req_text%s[%d] = {", sfx, k->nrequires + 1);
   for (int i = 0; i < k->nrequires; i++) {
     put_c_string(fp, k->requires_text[i]);
     fputs(", ", fp);
   }
-  fprintf(fp, "NULL};\nstatic const unsigned long long tk_req_dims[%d] = {", k->nrequires + 1);
+  fprintf(fp, "NULL};\nstatic const unsigned long long tk_req_dims%s[%d] = {", sfx,
+          k->nrequires + 1);
   for (int i = 0; i < k->nrequires; i++)
     fprintf(fp, "0x%llxULL, ", rpn_dims_mask(k, k->requires[i]));
   fputs("0};\n", fp);
 }
 
-static void put_kernel_table(FILE *fp, const tilert_kernel_info *k, const Image *im, int n) {
-  fputs("\nstatic const tk_kernel tk_k = {\n", fp);
-  fprintf(fp, "    \"%s\", %d, tk_args, %d, tk_dims, %d,\n", k->name, k->threads, k->nargs,
-          k->ndims);
-  fprintf(fp, "    {tk_grid0, tk_grid1, tk_grid2},\n    {\"%s\", \"%s\", \"%s\"},\n", k->grid[0],
-          k->grid[1], k->grid[2]);
-  fprintf(fp, "    tk_reqs, tk_req_text, tk_req_dims, %d,\n", k->nrequires);
+/* The kernel's table, with its shared memory per image in tk_images' order. */
+static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n) {
+  const tilert_kernel_info *k = &kn->info;
+  const char *sfx = kn->sfx;
+  fprintf(fp, "\nstatic const int tk_smem%s[] = {", sfx);
+  for (int i = 0; i < n; i++)
+    fprintf(fp, im[i].cubin ? "%s%d, %d" : "%s%d", i ? ", " : "", kn->smem[i], kn->smem[i]);
+  fprintf(fp, "};\n\nstatic const tk_kernel tk_k%s = {\n", sfx);
+  fprintf(fp, "    \"%s\", %d, tk_args%s, %d, tk_dims%s, %d,\n", k->name, k->threads, sfx,
+          k->nargs, sfx, k->ndims);
+  fprintf(fp, "    {tk_grid0%s, tk_grid1%s, tk_grid2%s},\n    {\"%s\", \"%s\", \"%s\"},\n", sfx,
+          sfx, sfx, k->grid[0], k->grid[1], k->grid[2]);
+  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s};\n", sfx, sfx, sfx,
+          k->nrequires, sfx);
+}
+
+/* The module: its images, its kernels, and the load state they share. */
+static void put_module(Arena *a, FILE *fp, const Kernel *ks, int nk, const Image *im, int n) {
+  const char **names = arena_alloc(a, sizeof *names * (size_t)nk);
+  fprintf(fp, "\nstatic const tk_kernel *const tk_kernels[%d] = {", nk);
+  for (int i = 0; i < nk; i++) {
+    names[i] = ks[i].info.name;
+    fprintf(fp, "%s&tk_k%s", i ? ", " : "", ks[i].sfx);
+  }
   int nimg = 0;
   for (int i = 0; i < n; i++)
     nimg += 1 + (im[i].cubin != NULL);
-  fprintf(fp, "    tk_images, %d, \"", nimg);
+  fprintf(fp, "};\n\nstatic const tk_module tk_m = {\n    \"%s\", tk_images, %d, \"",
+          join_names(a, names, nk), nimg);
   for (int i = 0; i < n; i++) {
     const char *an = arch_name(im[i].arch);
     if (im[i].cubin)
@@ -1130,13 +1256,25 @@ static void put_kernel_table(FILE *fp, const tilert_kernel_info *k, const Image 
     else
       fprintf(fp, "%s%s (PTX)", i ? ", " : "", an);
   }
-  fputs("\"};\n\nstatic tk_state tk_st = {NULL, NULL, NULL, NULL, -1};\n", fp);
+  fprintf(fp, "\", tk_kernels, %d};\n\nstatic tk_CUfunction tk_fn[%d];\n"
+              "static tk_state tk_st = {NULL, NULL, -1, -1, tk_fn};\n",
+          nk, nk);
 }
 
-/* The public functions of one specialization. */
-static void put_entry_points(Arena *a, FILE *fp, const char *p, const tilert_kernel_info *k) {
-  const char *params = params_decl(a, k);
+/* The file's public functions: one load, unload and error for the module. */
+static void put_module_entries(FILE *fp, const char *p) {
   fputs("\n/* ------------------------------------------------------------ entry points */\n", fp);
+  fprintf(fp,
+          "\ntilec_result %s_load(void) {\n  tk_msg[0] = 0;\n  return tk_load(&tk_st, &tk_m);\n}\n"
+          "\nvoid %s_unload(void) { tk_unload(&tk_st); }\n"
+          "\nconst char *%s_error(void) { return tk_msg; }\n",
+          p, p, p);
+}
+
+/* A kernel's public functions (check and launch); ki: its index in the module. */
+static void put_kernel_entries(Arena *a, FILE *fp, const Kernel *kn, int ki) {
+  const tilert_kernel_info *k = &kn->info;
+  const char *params = params_decl(a, k), *pk = kn->prefix;
   /* Arrays of the arguments in contract order: tensors in t[], scalars in sc[]. */
   char *tens = arena_strdup(a, ""), *scal = arena_strdup(a, "");
   for (int i = 0; i < k->nargs; i++) {
@@ -1152,38 +1290,45 @@ static void put_entry_points(Arena *a, FILE *fp, const char *p, const tilert_ker
                                     "  tilec_result r;\n"
                                     "  (void)sc;\n"
                                     "  tk_msg[0] = 0;\n"
-                                    "  r = tk_bind(&tk_k, t, d, grid);\n",
-                                    k->nargs + 1, tens, k->nargs + 1, scal, k->ndims + 1);
-  fprintf(fp,
-          "\ntilec_result %s_load(void) {\n  tk_msg[0] = 0;\n  return tk_load(&tk_st, &tk_k);\n}\n"
-          "\nvoid %s_unload(void) { tk_unload(&tk_st); }\n"
-          "\nconst char *%s_error(void) { return tk_msg; }\n",
-          p, p, p);
-  fprintf(fp, "\ntilec_result %s_check(%s) {\n%s  return r;\n}\n", p, k->nargs ? params : "void",
+                                    "  r = tk_bind(&tk_k%s, t, d, grid);\n",
+                                    k->nargs + 1, tens, k->nargs + 1, scal, k->ndims + 1, kn->sfx);
+  fprintf(fp, "\ntilec_result %s_check(%s) {\n%s  return r;\n}\n", pk, k->nargs ? params : "void",
           gather);
   fprintf(fp,
           "\ntilec_result %s_launch(struct CUstream_st *stream%s%s) {\n%s"
           "  if (r != TILEC_OK)\n    return r;\n"
-          "  return tk_launch(&tk_st, &tk_k, stream, t, sc, d, grid);\n}\n",
-          p, k->nargs ? ", " : "", params, gather);
+          "  return tk_launch(&tk_st, &tk_m, %d, stream, t, sc, d, grid);\n}\n",
+          pk, k->nargs ? ", " : "", params, gather, ki);
 }
 
-static bool write_spec(Arena *a, const char *base, const char *p, const tilert_kernel_info *k,
-                       const Image *im, int n, Diag *d) {
-  Buf h, c;
-  if (!buf_open(&h, d))
-    return false;
+static void put_header(Arena *a, FILE *fp, const char *base, const Kernel *ks, int nk,
+                       const Image *im, int n) {
+  const char **names = arena_alloc(a, sizeof *names * (size_t)nk);
+  const tilert_kernel_info **infos = arena_alloc(a, sizeof *infos * (size_t)nk);
+  for (int i = 0; i < nk; i++)
+    names[i] = ks[i].info.name, infos[i] = &ks[i].info;
   char *arches = arena_strdup(a, "");
   for (int i = 0; i < n; i++)
     arches = arena_printf(a, "%s%s%s%s", arches, i ? ", " : "", arch_name(im[i].arch),
                           im[i].cubin ? " +cubin" : "");
-  put_header_intro(a, h.fp, file_part(base), k, arena_printf(a, "kernel %s, %s", k->name, arches));
-  put_meta_comment(h.fp, im[0].ptx, k->name);
-  fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
-  fputs(common_header, h.fp);
-  fputc('\n', h.fp);
-  put_declarations(a, h.fp, p, k);
-  fprintf(h.fp, "#endif /* TILEC_AOT_%s_H */\n", p);
+  put_header_intro(fp, file_part(base),
+                   nk == 1 ? arena_printf(a, "kernel %s, %s", names[0], arches)
+                           : arena_printf(a, "%d kernels, %s", nk, arches));
+  for (int i = 0; i < nk; i++)
+    put_signature(a, fp, &ks[i].info);
+  fputs(" */\n", fp);
+  for (int i = 0; i < nk; i++)
+    put_meta_comment(fp, im[0].ptx, names[i]);
+  put_guarded_decls(a, fp, c_prefix(a, base), "every kernel of the file (one module, loaded once)",
+                    infos, nk);
+}
+
+static bool write_pair(Arena *a, const char *base, const Kernel *ks, int nk, const Image *im,
+                       int n, Diag *d) {
+  Buf h, c;
+  if (!buf_open(&h, d))
+    return false;
+  put_header(a, h.fp, base, ks, nk, im, n);
   if (!buf_open(&c, d)) {
     fclose(h.fp);
     free(h.data);
@@ -1195,10 +1340,15 @@ static bool write_spec(Arena *a, const char *base, const char *p, const tilert_k
           "#include \"%s.h\"\n\n",
           file_part(base), file_part(base));
   fputs(tk_runtime_src, c.fp);
-  put_contract(a, c.fp, k);
+  for (int i = 0; i < nk; i++)
+    put_contract(a, c.fp, &ks[i]);
   put_images(c.fp, im, n);
-  put_kernel_table(c.fp, k, im, n);
-  put_entry_points(a, c.fp, p, k);
+  for (int i = 0; i < nk; i++)
+    put_kernel_table(c.fp, &ks[i], im, n);
+  put_module(a, c.fp, ks, nk, im, n);
+  put_module_entries(c.fp, c_prefix(a, base));
+  for (int i = 0; i < nk; i++)
+    put_kernel_entries(a, c.fp, &ks[i], i);
   return buf_commit_pair(a, &h, &c, base, d);
 }
 
@@ -1216,7 +1366,35 @@ static bool meta_is_c_safe(const tilert_kernel_info *k, Diag *d) {
   return true;
 }
 
-bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
+/* Reads the contract of every kernel from the PTX of arch i into ks (i == 0) or checks that it
+ * is the one arch 0 gave (only shared memory may differ per arch). */
+static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int nk,
+                           const Image *im, int i, Diag *d) {
+  tilert_kernel_info *other = arena_alloc(a, sizeof *other);
+  int found = 0;
+  meta_kernel_names(a, im[i].ptx, &found);
+  for (int j = 0; j < nk; j++) {
+    tilert_kernel_info *ki = i == 0 ? &ks[j].info : other;
+    tilert_status st = tilert_parse_kernel_info_named(im[i].ptx, names[j], ki);
+    if (st.code != TILERT_OK) {
+      diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(im[i].arch), st.message);
+      return false;
+    }
+    /* The AOT launcher runs the cp.async entry point; a warp-specialized one (sm_90a) is the
+     * runtime's to pick (it needs tensor maps made per launch): not part of the contract. */
+    memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
+    ks[j].smem[i] = ki->smem_bytes;
+    other->smem_bytes = ks[j].info.smem_bytes;
+    if (i > 0 && (found != nk || memcmp(&ks[j].info, other, sizeof *other) != 0)) {
+      diag_plain(d, DIAG_ERROR, "--emit=c: the PTX for %s has a different launch contract "
+                                "than the one for %s", arch_name(im[i].arch), arch_name(im[0].arch));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool emit_c_files(Arena *a, const char *base, const char *const *ptx_per_arch,
                   const GpuArch *archs, int narchs, bool cubin, Diag *d) {
   if (narchs < 1 || narchs > ARCH_COUNT) {
     diag_plain(d, DIAG_ERROR, "--emit=c needs between 1 and %d --arch values", ARCH_COUNT);
@@ -1224,42 +1402,37 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
   }
   if (!emit_c_name_ok(base, "--emit=c", d))
     return false;
-  tilert_kernel_info *k = arena_alloc(a, sizeof *k), *other = arena_alloc(a, sizeof *other);
+  int nk = 0;
+  const char **names = meta_kernel_names(a, ptx_per_arch[0], &nk);
+  if (nk == 0) /* no kernel: the parser says what is missing */
+    names[0] = NULL, nk = 1;
+  Kernel *ks = arena_alloc(a, sizeof *ks * (size_t)nk);
   Image *im = arena_alloc(a, sizeof *im * (size_t)narchs);
   const char *ptxas = cubin ? ptxas_find(a) : NULL;
   if (cubin && !ptxas)
     diag_plain(d, DIAG_WARNING, "--cubin: no ptxas found (PATH, TILEC_PTXAS, "
                                 "/usr/local/cuda/bin): embedding PTX only");
   for (int i = 0; i < narchs; i++) {
-    tilert_kernel_info *ki = i == 0 ? k : other;
-    tilert_status st = tilert_parse_kernel_info_named(ptx_per_arch[i], f ? f->name : NULL, ki);
-    if (st.code != TILERT_OK) {
-      diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(archs[i]), st.message);
-      return false;
-    }
     for (int j = 0; j < i; j++)
       if (im[j].arch == archs[i]) {
         diag_plain(d, DIAG_ERROR, "--emit=c: --arch=%s given twice", arch_name(archs[i]));
         return false;
       }
-    /* The AOT launcher runs the cp.async entry point; a warp-specialized one (sm_90a) is the
-     * runtime's to pick (it needs tensor maps made per launch): not part of the contract. */
-    memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
-    im[i] = (Image){.arch = archs[i], .ptx = ptx_per_arch[i], .smem = ki->smem_bytes};
-    /* Every image must have the same contract; only shared memory may differ per arch. */
-    other->smem_bytes = k->smem_bytes;
-    if (i > 0 && memcmp(k, other, sizeof *k) != 0) {
-      diag_plain(d, DIAG_ERROR, "--emit=c: the PTX for %s has a different launch contract "
-                                "than the one for %s", arch_name(archs[i]), arch_name(archs[0]));
+    im[i] = (Image){.arch = archs[i], .ptx = ptx_per_arch[i]};
+    if (!read_contracts(a, ks, names, nk, im, i, d))
       return false;
-    }
     if (ptxas && !run_ptxas(a, ptxas, ptx_per_arch[i], archs[i], &im[i].cubin,
                             &im[i].cubin_size, d))
       return false;
   }
-  if (!meta_is_c_safe(k, d))
-    return false;
-  return write_spec(a, base, c_prefix(a, base), k, im, narchs, d);
+  const char *p = c_prefix(a, base);
+  for (int j = 0; j < nk; j++) {
+    if (!meta_is_c_safe(&ks[j].info, d))
+      return false;
+    ks[j].prefix = kernel_prefix(a, p, nk, ks[j].info.name);
+    ks[j].sfx = ks[j].prefix + strlen(p);
+  }
+  return write_pair(a, base, ks, nk, im, narchs, d);
 }
 
 /* ---------------------------------------------------------------- --link */
@@ -1296,55 +1469,109 @@ static bool same_signature(const tilert_kernel_info *x, const tilert_kernel_info
   return ok;
 }
 
-bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, Diag *d) {
-  if (n < 1) {
-    diag_plain(d, DIAG_ERROR, "--link needs at least one generated header");
+/* One --link input: a header from --emit=c, of one kernel or of a file of several. */
+typedef struct LinkInput {
+  const char *pre;                 /* its C prefix: PRE_load, PRE_unload, PRE_error */
+  const char **names;              /* its kernels, in order */
+  int nk;
+  tilert_kernel_info *k;           /* their contracts */
+} LinkInput;
+
+static bool link_read(Arena *a, const char *header, const char *p, LinkInput *in, Diag *d) {
+  char *text = emit_c_name_ok(header, "--link", d) ? read_text(a, header, d) : NULL;
+  if (!text)
     return false;
-  }
-  tilert_kernel_info *k = arena_alloc(a, sizeof *k * (size_t)n);
-  const char **pre = arena_alloc(a, sizeof *pre * (size_t)n);
-  const char *p = c_prefix(a, base);
-  if (!emit_c_name_ok(base, "--link", d))
-    return false;
-  for (int i = 0; i < n; i++) {
-    char *text = emit_c_name_ok(headers[i], "--link", d) ? read_text(a, headers[i], d) : NULL;
-    if (!text)
-      return false;
-    tilert_status st = tilert_parse_kernel_info(text, &k[i]);
+  in->names = meta_kernel_names(a, text, &in->nk);
+  if (in->nk == 0) /* no kernel: the parser says what is missing */
+    in->names[0] = NULL, in->nk = 1;
+  in->k = arena_alloc(a, sizeof *in->k * (size_t)in->nk);
+  for (int j = 0; j < in->nk; j++) {
+    tilert_status st = tilert_parse_kernel_info_named(text, in->names[j], &in->k[j]);
     if (st.code != TILERT_OK) {
-      diag_plain(d, DIAG_ERROR, "--link: '%s' is not a header from tilec --emit=c: %s",
-                 headers[i], st.message);
+      diag_plain(d, DIAG_ERROR, "--link: '%s' is not a header from tilec --emit=c: %s", header,
+                 st.message);
       return false;
     }
-    pre[i] = c_prefix(a, headers[i]);
-    if (!strcmp(pre[i], p)) {
-      diag_plain(d, DIAG_ERROR, "--link: the output name '%s' is also an input", p);
-      return false;
-    }
-    if (i > 0 && !same_signature(&k[0], &k[i], pre[0], pre[i], d))
-      return false;
   }
-  Buf h, c;
-  if (!buf_open(&h, d))
+  in->pre = c_prefix(a, header);
+  if (!strcmp(in->pre, p)) {
+    diag_plain(d, DIAG_ERROR, "--link: the output name '%s' is also an input", p);
     return false;
-  char *list = arena_strdup(a, "");
+  }
+  return true;
+}
+
+/* Inputs link kernel by kernel: the same kernels, in the same order, each with one signature. */
+static bool link_compatible(Arena *a, const LinkInput *x, const LinkInput *y, Diag *d) {
+  bool same = x->nk == y->nk;
+  for (int j = 0; same && j < x->nk; j++)
+    same = !strcmp(x->k[j].name, y->k[j].name);
+  if (!same && (x->nk > 1 || y->nk > 1)) {
+    diag_plain(d, DIAG_ERROR, "--link: %s has the kernels %s but %s has %s; files of several "
+               "kernels link with builds of the same file", x->pre, join_names(a, x->names, x->nk),
+               y->pre, join_names(a, y->names, y->nk));
+    return false;
+  }
+  for (int j = 0; j < x->nk; j++)
+    if (!same_signature(&x->k[j], &y->k[j], x->pre, y->pre, d))
+      return false;
+  return true;
+}
+
+/* The linked entry points of kernel j: the first input whose check accepts the arguments. */
+static void link_put_kernel(Arena *a, FILE *fp, const char *p, const LinkInput *in, int n, int j) {
+  const tilert_kernel_info *k = &in[0].k[j];
+  const char *params = params_decl(a, k), *call = params_call(a, k);
+  const char *pk = kernel_prefix(a, p, in[0].nk, k->name), *sfx = pk + strlen(p);
+  const char *comma = k->nargs ? ", " : "", *why = k->nargs ? ", &" : "&";
+  /* The choice: first specialization whose check passes. When every one rejects the arguments
+   * as invalid (NULL, dtype), that is the caller's error, not a missing specialization. */
+  fprintf(fp, "\n/* Index of the first specialization that accepts the arguments, or -1. */\n"
+              "static int tk_choose%s(%s%stilec_result *why) {\n"
+              "  int all_invalid = 1;\n  tilec_result r;\n"
+              "  snprintf(tk_msg, sizeof tk_msg, \"no specialization of %s fits: \");\n",
+          sfx, k->nargs ? params : "", comma, pk);
+  for (int i = 0; i < n; i++) {
+    const char *ki = kernel_prefix(a, in[i].pre, in[i].nk, k->name);
+    fprintf(fp, "  if ((r = %s_check(%s)) == TILEC_OK)\n    return %d;\n"
+                "  all_invalid &= r == TILEC_ERROR_INVALID_ARGUMENT;\n"
+                "  tk_note(\"%s\", %s_error());\n",
+            ki, call, i, in[i].pre, in[i].pre);
+  }
+  fprintf(fp, "  *why = all_invalid ? TILEC_ERROR_INVALID_ARGUMENT : TILEC_ERROR_NO_MATCH;\n"
+              "  return -1;\n}\n");
+  fprintf(fp, "\ntilec_result %s_check(%s) {\n  tilec_result why = TILEC_OK;\n"
+              "  return tk_choose%s(%s%swhy) >= 0 ? TILEC_OK : why;\n}\n",
+          pk, k->nargs ? params : "void", sfx, call, why);
+  fprintf(fp, "\ntilec_result %s_launch(struct CUstream_st *stream%s%s) {\n"
+              "  tilec_result r = TILEC_OK;\n  switch (tk_choose%s(%s%sr)) {\n",
+          pk, comma, k->nargs ? params : "", sfx, call, why);
   for (int i = 0; i < n; i++)
-    list = arena_printf(a, "%s%s%s", list, i ? ", " : "", pre[i]);
-  put_header_intro(a, h.fp, file_part(base), &k[0], arena_printf(a, "--link of %s", list));
-  fprintf(h.fp, " /* Specializations, tried in this order: %s. */\n", list);
-  fprintf(h.fp, "#ifndef TILEC_AOT_%s_H\n#define TILEC_AOT_%s_H\n\n", p, p);
-  fputs(common_header, h.fp);
-  fputc('\n', h.fp);
-  put_declarations(a, h.fp, p, &k[0]);
-  fprintf(h.fp, "#endif /* TILEC_AOT_%s_H */\n", p);
-  if (!buf_open(&c, d)) {
-    fclose(h.fp);
-    free(h.data);
-    return false;
-  }
-  const char *params = params_decl(a, &k[0]), *call = params_call(a, &k[0]);
-  const char *cparams = k[0].nargs ? params : "void";
-  FILE *fp = c.fp;
+    fprintf(fp, "  case %d:\n    tk_msg[0] = 0;\n    r = %s_launch(stream%s%s);\n"
+                "    if (r != TILEC_OK)\n      tk_note(\"%s\", %s_error());\n    return r;\n",
+            i, kernel_prefix(a, in[i].pre, in[i].nk, k->name), comma, call, in[i].pre,
+            in[i].pre);
+  fputs("  default:\n    return r;\n  }\n}\n", fp);
+}
+
+/* The linked header declares what the first input does, under the output's prefix. */
+static void link_put_header(Arena *a, FILE *fp, const char *base, const LinkInput *in,
+                            const char *list) {
+  put_header_intro(fp, file_part(base), arena_printf(a, "--link of %s", list));
+  for (int j = 0; j < in[0].nk; j++)
+    put_signature(a, fp, &in[0].k[j]);
+  fputs(" */\n", fp);
+  fprintf(fp, " /* Specializations, tried in this order: %s. */\n", list);
+  const tilert_kernel_info **infos = arena_alloc(a, sizeof *infos * (size_t)in[0].nk);
+  for (int j = 0; j < in[0].nk; j++)
+    infos[j] = &in[0].k[j];
+  put_guarded_decls(a, fp, c_prefix(a, base), "every kernel of every specialization", infos,
+                    in[0].nk);
+}
+
+static void link_put_source(Arena *a, FILE *fp, const char *base, const char *const *headers,
+                            const LinkInput *in, int n, const char *list) {
+  const char *p = c_prefix(a, base);
   fprintf(fp, "/* %s.c — generated by tilec --link; do not edit. Picks the first of %s whose\n"
               " * contract accepts the arguments. docs/aot.md. */\n#include \"%s.h\"\n",
           file_part(base), list, file_part(base));
@@ -1364,35 +1591,40 @@ bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, 
   for (int i = 0; i < n; i++)
     fprintf(fp, "  if ((r = %s_load()) != TILEC_OK) {\n    tk_note(\"%s\", %s_error());\n"
                 "    return r;\n  }\n",
-            pre[i], pre[i], pre[i]);
+            in[i].pre, in[i].pre, in[i].pre);
   fprintf(fp, "  return TILEC_OK;\n}\n\nvoid %s_unload(void) {\n", p);
   for (int i = 0; i < n; i++)
-    fprintf(fp, "  %s_unload();\n", pre[i]);
+    fprintf(fp, "  %s_unload();\n", in[i].pre);
   fprintf(fp, "}\n\nconst char *%s_error(void) { return tk_msg; }\n", p);
-  /* The choice: first specialization whose check passes. When every one rejects the arguments
-   * as invalid (NULL, dtype), that is the caller's error, not a missing specialization. */
-  fprintf(fp, "\n/* Index of the first specialization that accepts the arguments, or -1. */\n"
-              "static int tk_choose(%s%stilec_result *why) {\n"
-              "  int all_invalid = 1;\n  tilec_result r;\n"
-              "  snprintf(tk_msg, sizeof tk_msg, \"no specialization of %s fits: \");\n",
-          k[0].nargs ? params : "", k[0].nargs ? ", " : "", p);
-  for (int i = 0; i < n; i++)
-    fprintf(fp, "  if ((r = %s_check(%s)) == TILEC_OK)\n    return %d;\n"
-                "  all_invalid &= r == TILEC_ERROR_INVALID_ARGUMENT;\n"
-                "  tk_note(\"%s\", %s_error());\n",
-            pre[i], call, i, pre[i], pre[i]);
-  fprintf(fp, "  *why = all_invalid ? TILEC_ERROR_INVALID_ARGUMENT : TILEC_ERROR_NO_MATCH;\n"
-              "  return -1;\n}\n");
-  fprintf(fp, "\ntilec_result %s_check(%s) {\n  tilec_result why = TILEC_OK;\n"
-              "  return tk_choose(%s%swhy) >= 0 ? TILEC_OK : why;\n}\n",
-          p, cparams, call, k[0].nargs ? ", &" : "&");
-  fprintf(fp, "\ntilec_result %s_launch(struct CUstream_st *stream%s%s) {\n"
-              "  tilec_result r = TILEC_OK;\n  switch (tk_choose(%s%sr)) {\n",
-          p, k[0].nargs ? ", " : "", k[0].nargs ? params : "", call, k[0].nargs ? ", &" : "&");
-  for (int i = 0; i < n; i++)
-    fprintf(fp, "  case %d:\n    tk_msg[0] = 0;\n    r = %s_launch(stream%s%s);\n"
-                "    if (r != TILEC_OK)\n      tk_note(\"%s\", %s_error());\n    return r;\n",
-            i, pre[i], k[0].nargs ? ", " : "", call, pre[i], pre[i]);
-  fputs("  default:\n    return r;\n  }\n}\n", fp);
+  for (int j = 0; j < in[0].nk; j++)
+    link_put_kernel(a, fp, p, in, n, j);
+}
+
+bool emit_c_link(Arena *a, const char *base, const char *const *headers, int n, Diag *d) {
+  if (n < 1) {
+    diag_plain(d, DIAG_ERROR, "--link needs at least one generated header");
+    return false;
+  }
+  LinkInput *in = arena_alloc(a, sizeof *in * (size_t)n);
+  const char **pre = arena_alloc(a, sizeof *pre * (size_t)n);
+  const char *p = c_prefix(a, base);
+  if (!emit_c_name_ok(base, "--link", d))
+    return false;
+  for (int i = 0; i < n; i++) {
+    if (!link_read(a, headers[i], p, &in[i], d) || (i > 0 && !link_compatible(a, &in[0], &in[i], d)))
+      return false;
+    pre[i] = in[i].pre;
+  }
+  const char *list = join_names(a, pre, n);
+  Buf h, c;
+  if (!buf_open(&h, d))
+    return false;
+  link_put_header(a, h.fp, base, in, list);
+  if (!buf_open(&c, d)) {
+    fclose(h.fp);
+    free(h.data);
+    return false;
+  }
+  link_put_source(a, c.fp, base, headers, in, n, list);
   return buf_commit_pair(a, &h, &c, base, d);
 }

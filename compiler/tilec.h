@@ -523,9 +523,10 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
  *
  * emit_c.c (docs/aot.md): writes BASE.h and BASE.c, a typed launcher with the PTX of every arch
  * embedded (and, when cubin is set and ptxas is found, the cubins), depending only on libcuda at
- * run time. The C prefix of the functions is the last component of BASE. f picks the kernel in
- * the PTX by name (NULL: the first); the contract comes from the PTX's "// tilec:" lines. */
-bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *const *ptx_per_arch,
+ * run time. The C prefix of the functions is the last component of BASE. Every kernel of the PTX
+ * goes in (each arch's PTX is one module with the same kernels); the contracts come from the
+ * PTX's "// tilec:" lines. Several kernels share one PREFIX_load and get PREFIX_KERNEL_launch. */
+bool emit_c_files(Arena *a, const char *base, const char *const *ptx_per_arch,
                   const GpuArch *archs, int narchs, bool cubin, Diag *d);
 /* Whether BASE.h and BASE.c can be written and BASE.h #included: BASE must name a file (not
  * "dir/", "." or ".."), and an #include "..." takes no '"', '\\' or control byte. Other
@@ -533,7 +534,8 @@ bool emit_c_files(Arena *a, const char *base, const TirFunc *f, const char *cons
  * softmax_f16_launch). Reports as `what` ("--emit=c", "--link"). */
 bool emit_c_name_ok(const char *base, const char *what, Diag *d);
 /* `tilec --link A.h B.h -o BASE`: one entry point over specializations written by emit_c_files
- * (same argument list), launching the first whose contract accepts the arguments. */
+ * (same argument list), launching the first whose contract accepts the arguments; files of
+ * several kernels (the same kernels in each) link kernel by kernel. */
 bool emit_c_link(Arena *a, const char *base, const char *const *headers, int nheaders, Diag *d);
 
 /* ---------------------------------------------------------------- outputs */

@@ -13,6 +13,9 @@
 #    a fake driver whose JIT log has no NUL (fake_libcuda.c), jit_log_test checks under ASan that
 #    libtilert and the generated loader read no byte past the log.
 # 4. Once `tilec --emit=c` works: C for every example in dsl/examples, compiled the same way.
+# 5. A file of several kernels (layernorm_backward.tile) gives one pair, one module per arch;
+#    bundle_test.c checks both kernels' contracts, two builds linked kernel by kernel, and, with
+#    fake_libcuda.so accepting the PTX, that one module load serves both kernels, found by name.
 set -euo pipefail
 B=${B:-build}
 CUDA=${CUDA:-/usr/local/cuda}
@@ -98,6 +101,38 @@ for cc in "gcc -std=c99" "g++ -x c++"; do
   if ldconfig -p 2>/dev/null | grep -q libcuda.so.1; then "$L/examples_test"
   else EXPECT_NO_DRIVER=1 "$L/examples_test"; fi || { echo "check_aot: examples_test failed"; exit 1; }
 done
+# A file of several kernels: one pair (--kernel still picks one), linked kernel by kernel.
+M=$W/bundle
+mkdir -p "$M"
+"$B/tilec" dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o "$M/ln"
+"$B/tilec" dsl/examples/layernorm_backward.tile -D BLOCK=4096 --emit=c --arch=sm_90a -o "$M/ln_4k"
+"$B/tilec" --link "$M/ln.h" "$M/ln_4k.h" -o "$M/ln_any"
+"$B/tilec" dsl/examples/layernorm_backward.tile --kernel layernorm_train --emit=c -o "$M/train"
+[ "$(ls "$M")" = "$(printf '%s\n' ln.c ln.h ln_4k.c ln_4k.h ln_any.c ln_any.h train.c train.h)" ] ||
+  { echo "check_aot: a file of several kernels wrote: $(ls "$M")"; exit 1; }
+[ "$(grep -c '^// tilec: kernel ' "$M/ln.h")" = 2 ] && [ "$(grep -c '\.entry layernorm_' "$M/ln.c")" = 4 ] &&
+  grep -q "tilec_result train_launch(" "$M/train.h" && ! grep -q layernorm_backward "$M/train.h" ||
+  { echo "check_aot: the bundle does not hold both kernels once per arch, or --kernel did not pick"; exit 1; }
+for bad in "$M/ln.h $L/softmax.h" "$L/attention_d64.h $M/ln.h"; do
+  if "$B/tilec" --link $bad -o "$M/bad" 2>"$W/bad.err"; then
+    echo "check_aot: --link $bad was accepted"; exit 1
+  fi
+  grep -q "files of several kernels link with builds of the same file" "$W/bad.err" || { cat "$W/bad.err"; exit 1; }
+done
+if "$B/tilec" dsl/examples/layernorm_backward.tile --kernel layernorm --emit=c -o "$M/bad" 2>"$W/bad.err"; then
+  echo "check_aot: --kernel with an unknown name was accepted"; exit 1
+fi
+grep -q "has no kernel 'layernorm' (it has: layernorm_backward, layernorm_train)" "$W/bad.err" ||
+  { cat "$W/bad.err"; exit 1; }
+compile_all "$M"
+gcc -std=c99 -Wall -Wextra -Werror -I"$M" tests/aot/bundle_test.c "$M/ln.c" "$M/ln_4k.c" \
+  "$M/ln_any.c" -ldl -o "$M/bundle_test"
+TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$M/bundle_test"
+TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/bundle_test"
+# Its GPU run (make gpu-prep builds it, make gpu-test runs it): compiled here.
+gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$M" -Icompiler -Itests/ref -I"$CUDA/include" \
+  tests/aot/bundle_gpu.c "$M/ln.c" tests/ref/*.c "$B/libtilec.a" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+  -o "$M/bundle_gpu"
 # Output names: files keep their names (the .c includes exactly that header), the C prefix is
 # the name made an identifier; a directory or an un-#include-able name is refused.
 N=$W/names

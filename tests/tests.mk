@@ -60,6 +60,9 @@ gpu-prep: all $(B)/example_runner
 	@mkdir -p $(B)/aot
 	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
 	$(B)/tilec dsl/examples/softmax.tile --emit=c --arch=sm_90a -o $(B)/aot/softmax
+	$(B)/tilec dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o $(B)/aot/ln
+	$(CC) -std=c11 -O2 -I$(B)/aot -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/bundle_gpu.c \
+	  $(B)/aot/ln.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/aot/bundle_gpu
 	@$(MAKE) --no-print-directory tuned
 	$(CC) -std=c11 -O2 -I$(B)/tuned -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/tuned_gpu.c \
 	  $(B)/tuned/*.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/tuned/tuned_gpu

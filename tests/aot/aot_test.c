@@ -16,14 +16,6 @@
 
 #include "check.h"
 
-#define EXPECT(call, want, errfn, sub)                                                        \
-  do {                                                                                       \
-    tilec_result r_ = (call);                                                                \
-    CHECK(r_ == (want), "%s gave %s, want %s: %s", #call, tilec_result_name(r_),             \
-          tilec_result_name(want), errfn());                                                 \
-    CHECK(strstr(errfn(), (sub)) != NULL, "%s: message '%s' lacks '%s'", #call, errfn(), sub); \
-  } while (0)
-
 /* Fake device addresses: the checks never dereference them. */
 enum { ADDR = 0x100000 };
 

@@ -1,6 +1,7 @@
-/* cu_check.h — shared by the GPU programs in tests/aot/ (demo_main.c, tuned_gpu.c): error checks
- * (a failed driver or generated-library call prints what failed, by name, and returns 1 from the
- * calling function) and the context they run in. Include after cuda.h. */
+/* cu_check.h — shared by the GPU programs in tests/aot/ (demo_main.c, tuned_gpu.c,
+ * bundle_gpu.c): error checks (a failed driver or generated-library call prints what failed, by
+ * name, and returns 1 from the calling function) and the context they run in. Include after
+ * cuda.h. */
 #ifndef TILEC_TESTS_CU_CHECK_H
 #define TILEC_TESTS_CU_CHECK_H
 

@@ -2,11 +2,26 @@
  * (sm_90) whose JIT fails every module load and fills the whole error-log buffer it is given,
  * with no terminating NUL, as a driver may. The runtime and the generated AOT loader must read
  * no byte past the buffer (the test runs under AddressSanitizer). Entry points the test never
- * calls answer CUDA_SUCCESS and touch nothing. */
+ * calls answer CUDA_SUCCESS and touch nothing.
+ *
+ * With FAKE_LIBCUDA_JIT=ok its JIT accepts PTX instead, finds a function only when the loaded
+ * image has an entry of that name, and logs what the caller did, for bundle_test.c to read with
+ * fake_libcuda_log(): "load; get NAME; launch NAME GXxGYxGZ THREADS; unload; " and so on. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
-enum { INVALID_PTX = 218, JIT_ERROR_LOG_BUFFER = 5, JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+enum { INVALID_PTX = 218, NOT_FOUND = 500, JIT_ERROR_LOG_BUFFER = 5, JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
+static char calls[8192];
+
+const char *fake_libcuda_log(void) { return calls; }
+
+static void note(const char *fmt, const char *name, unsigned a, unsigned b, unsigned c, unsigned d) {
+  size_t used = strlen(calls);
+  snprintf(calls + used, sizeof calls - used, fmt, name, a, b, c, d);
+}
 
 static CUresult driver_version(int *v) { *v = 13000; return 0; }
 static CUresult init(unsigned flags) { (void)flags; return 0; }
@@ -32,8 +47,17 @@ static CUresult ctx_retain(void **c, int d) { (void)d; *c = &the_ctx; return 0; 
 static CUresult ctx_set(void *c) { current = c; return 0; }
 static CUresult ctx_get(void **c) { *c = current; return 0; }
 static CUresult ctx_device(int *d) { *d = 0; return 0; }
+static const char *loaded;  /* the PTX of the module loaded last (the handle is its address) */
+static char functions[16][128];
+
 static CUresult module_load(void **m, const void *image, unsigned n, int *opt, void **val) {
-  (void)m, (void)image;
+  const char *jit = getenv("FAKE_LIBCUDA_JIT");
+  if (jit && !strcmp(jit, "ok")) {
+    loaded = image;
+    *m = (void *)&loaded;
+    note("load; ", "", 0, 0, 0, 0);
+    return 0;
+  }
   char *log = NULL;
   size_t size = 0;
   for (unsigned i = 0; i < n; i++) {
@@ -46,6 +70,36 @@ static CUresult module_load(void **m, const void *image, unsigned n, int *opt, v
     memset(log, 'x', size); /* every byte, no NUL */
   return INVALID_PTX;
 }
+static CUresult module_unload(void *m) {
+  (void)m;
+  note("unload; ", "", 0, 0, 0, 0);
+  return 0;
+}
+static CUresult get_function(void **f, void *m, const char *name) {
+  char entry[160];
+  (void)m;
+  snprintf(entry, sizeof entry, ".entry %s(", name);
+  if (!loaded || !strstr(loaded, entry))
+    return NOT_FOUND;
+  for (int i = 0; i < 16; i++)
+    if (!functions[i][0] || !strcmp(functions[i], name)) {
+      snprintf(functions[i], sizeof functions[i], "%s", name);
+      *f = functions[i];
+      note("get %s; ", name, 0, 0, 0, 0);
+      return 0;
+    }
+  return NOT_FOUND;
+}
+static CUresult func_attribute(void *f, int attr, int value) {
+  note("attr %s %u %u; ", f, (unsigned)attr, (unsigned)value, 0, 0);
+  return 0;
+}
+static CUresult launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
+  (void)by, (void)bz, (void)smem, (void)stream, (void)params, (void)extra;
+  note("launch %s %ux%ux%u %u; ", f, gx, gy, gz, bx);
+  return 0;
+}
 static CUresult success(void) { return 0; }
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
@@ -57,7 +111,9 @@ CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned 
       {"cuDeviceGetAttribute", (void *)device_attribute},
       {"cuDevicePrimaryCtxRetain", (void *)ctx_retain}, {"cuCtxSetCurrent", (void *)ctx_set},
       {"cuCtxGetCurrent", (void *)ctx_get},          {"cuCtxGetDevice", (void *)ctx_device},
-      {"cuModuleLoadDataEx", (void *)module_load},
+      {"cuModuleLoadDataEx", (void *)module_load},  {"cuModuleUnload", (void *)module_unload},
+      {"cuModuleGetFunction", (void *)get_function}, {"cuFuncSetAttribute", (void *)func_attribute},
+      {"cuLaunchKernel", (void *)launch},
   };
   (void)version, (void)flags;
   *fn = (void *)success;

@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
       }
       n++;
     }
-    ok = emit_c_files(a, argv[2], NULL, ptx, archs, n, cubin, &d);
+    ok = emit_c_files(a, argv[2], ptx, archs, n, cubin, &d);
   }
   arena_free(a);
   return ok ? 0 : 1;

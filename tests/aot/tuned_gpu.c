@@ -11,6 +11,7 @@
 
 #include "add_rmsnorm.h"
 #include "cu_check.h"
+#include "gpu_buf.h"
 #include "layernorm.h"
 #include "ref.h"
 #include "rmsnorm.h"
@@ -20,54 +21,6 @@
 enum { SOFTMAX, RMSNORM, LAYERNORM, ADD_RMSNORM, NKERNELS };
 static const char *const kernel_name[NKERNELS] = {"softmax", "rmsnorm", "layernorm", "add_rmsnorm"};
 static const double EPS = 1e-5;
-
-/* A host tensor of n values rounded to t, and its device copy. */
-typedef struct Buf {
-  double *v;
-  uint16_t *bits;
-  CUdeviceptr d;
-  int64_t n;
-} Buf;
-
-static double uniform(void) { return (double)rand() / RAND_MAX * 2.0 - 1.0; }
-
-static int buf_new(Buf *b, int64_t n, ElemType t, double scale) {
-  b->n = n;
-  b->v = malloc((size_t)n * sizeof(double));
-  b->bits = malloc((size_t)n * 2);
-  for (int64_t i = 0; i < n; i++) {
-    elem_store(b->bits, i, t, scale * uniform());
-    b->v[i] = elem_load(b->bits, i, t);
-  }
-  CU(cuMemAlloc(&b->d, (size_t)n * 2));
-  CU(cuMemcpyHtoD(b->d, b->bits, (size_t)n * 2));
-  return 0;
-}
-
-static int buf_fetch(Buf *b, ElemType t) {
-  CU(cuMemcpyDtoH(b->bits, b->d, (size_t)b->n * 2));
-  for (int64_t i = 0; i < b->n; i++)
-    b->v[i] = elem_load(b->bits, i, t);
-  return 0;
-}
-
-static void buf_free(Buf *b) {
-  cuMemFree(b->d);
-  free(b->v);
-  free(b->bits);
-}
-
-/* ||out - ref|| / ||ref||, or INFINITY when out has a non-finite value. */
-static double rel_err(const double *out, const double *ref, int64_t n) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < n; i++) {
-    if (!isfinite(out[i]))
-      return INFINITY;
-    num += (out[i] - ref[i]) * (out[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return sqrt(num / (den > 0 ? den : 1));
-}
 
 /* One kernel, dtype and shape: launch the linked entry point, compare; 0 when it passes. */
 static int run_case(int k, ElemType t, int64_t M, int64_t N, double *err) {
