@@ -581,6 +581,8 @@ static bool block_exec(Machine *m) {
     case TIR_DOT_WAIT:
     case TIR_WG_TURN:
     case TIR_WG_PASS:
+    case TIR_HEAD_WAIT:
+    case TIR_HEAD_RELEASE:
       pc++;
       continue;
     default:

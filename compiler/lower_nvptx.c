@@ -46,6 +46,7 @@ typedef struct Tile {
   int pitch;             /* shared: elements per padded row */
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
   int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
+  bool head;             /* shared, a head load's (ws entry: the producer's TMA fills it) */
   bool in_flight;        /* shared, its cp.async copies not yet waited for (async_shared_load) */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
@@ -127,6 +128,7 @@ typedef struct Cg {
   int groups;                        /* ws: consumer groups taking turns on tiles (sched->groups) */
   LLVMValueRef group;                /* consumers: this thread's group (i32) */
   LLVMValueRef tile_j;               /* ping-pong consumers: i32 alloca, the group's tiles so far */
+  LLVMValueRef head_phase;           /* head loads, consumers: i32 alloca, the parity of head_full */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -1684,6 +1686,12 @@ static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r) {
   return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
 }
 
+/* Head loads: one stage of their own, full (which = 0) and empty (1) after the ring's barriers. */
+static LLVMValueRef head_mbar(Cg *g, int which) {
+  LLVMValueRef off = ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages + 8 * which);
+  return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
+}
+
 static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
   LLVMValueRef a[2] = {bar, parity};
   asm_call_void(g,
@@ -1752,14 +1760,13 @@ static void lower_pipe_sync(Cg *g, const TirInst *in) {
   } /* cp.async: the barrier at the next PIPE_WAIT orders every read before the refill */
 }
 
-/* The TMA boxes of ring LOAD m into stage slot, completing on full[slot]. Coordinates are the
+/* The TMA boxes of tensor map t's LOAD into shared memory at dst, completing on mbarrier full. Coordinates are the
  * index starts, innermost first; box c of the row sits c * rows * swizzle bytes in. */
-static void tma_load(Cg *g, int t, LLVMValueRef slot, LLVMValueRef full) {
+static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   const TirTmap *m = &g->sched->tmaps[t];
   const TirInst *in = &g->f->insts[m->load];
   const TirArg *a = &g->f->args[m->arg];
-  Tile *tile = &g->tiles[in->dst];
-  LLVMValueRef base = LLVMBuildPtrToInt(g->b, stage_base(g, tile, slot), g->i32, "");
+  LLVMValueRef base = LLVMBuildPtrToInt(g->b, dst, g->i32, "");
   LLVMValueRef coord[TILE_MAX_RANK];
   for (int d = 0; d < a->rank; d++)
     get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
@@ -1879,6 +1886,34 @@ static void tile_loop_end(Cg *g, const TileLoop *l) {
  * loop, per iteration: wait for the stage to be empty, expect its bytes, replay the chain,
  * issue the boxes; persistent: for every tile of the block, the ring running on. The other
  * producer threads exit at once. */
+/* The producer's head loads for one tile: wait until the consumers freed the head tiles (empty,
+ * parity flipping per tile), then TMA them in, completing on full. */
+static void produce_heads(Cg *g, LLVMValueRef phase) {
+  const TirSchedule *s = g->sched;
+  LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
+  mbar_wait(g, head_mbar(g, 1), ph);
+  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, ci32(g, 1), ""), phase);
+  LLVMValueRef full = head_mbar(g, 0);
+  LLVMValueRef ex[2] = {full, ci32(g, s->head_bytes)};
+  asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
+  for (int h = 0; h < s->nheads; h++)
+    tma_load(g, s->pipes[0].nloads + h, tile_base(g, &g->tiles[g->f->insts[s->heads[h]].dst]), full);
+}
+
+/* Consumers: HEAD_WAIT waits for this tile's head tiles (parity flipping per tile); HEAD_RELEASE
+ * frees them for the next tile's (one arrival per warp). The cp.async entry loads them itself. */
+static void lower_head_sync(Cg *g, const TirInst *in) {
+  if (!g->ws)
+    return;
+  if (in->op == TIR_HEAD_RELEASE) {
+    warp_arrive(g, head_mbar(g, 1), elected(g), false);
+    return;
+  }
+  LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, g->head_phase, "");
+  mbar_wait(g, head_mbar(g, 0), ph);
+  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, ci32(g, 1), ""), g->head_phase);
+}
+
 static void emit_producer(Cg *g) {
   const TirFunc *f = g->f;
   const TirSchedule *s = g->sched;
@@ -1892,13 +1927,17 @@ static void emit_producer(Cg *g) {
                   done);
   LLVMPositionBuilderAtEnd(g->b, work);
   LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
+  LLVMValueRef head_phase = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, ci32(g, 0), slot);
   LLVMBuildStore(g->b, ci32(g, 1), phase);
+  LLVMBuildStore(g->b, ci32(g, 1), head_phase); /* a fresh barrier: the last phase is complete */
   TileLoop tl;
   if (g->persistent)
     tl = tile_loop_begin(g, false);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
+  if (s->nheads) /* this tile's head tiles, once the consumers freed the last tile's */
+    produce_heads(g, head_phase);
   const TirInst *fi = &f->insts[p->first];
   LLVMValueRef lo, hi, step;
   get_tile(g, fi->args[0], &lo);
@@ -1922,8 +1961,8 @@ static void emit_producer(Cg *g) {
   store_regs(g, fi->dst, &iv);
   for (int c = 0; c < p->nchain; c++)
     lower_inst(g, &f->insts[p->chain[c]]);
-  for (int t = 0; t < s->ntmaps; t++)
-    tma_load(g, t, sl, full);
+  for (int t = 0; t < p->nloads; t++)
+    tma_load(g, t, stage_base(g, &g->tiles[f->insts[p->loads[t]].dst], sl), full);
   ring_advance(g, slot, phase, p->stages);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
@@ -1962,6 +2001,10 @@ static void emit_roles(Cg *g) {
     LLVMValueRef a[2] = {turn_addr(g, ci32(g, r)), ci32(g, s->consumer_threads / 32)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
+  for (int which = 0; which < (s->nheads ? 2 : 0); which++) { /* full: the producer; empty: consumer warps */
+    LLVMValueRef a[2] = {head_mbar(g, which), ci32(g, which ? s->consumer_threads / 32 : 1)};
+    asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
+  }
   inline_asm0(g, "fence.mbarrier_init.release.cluster;");
   end_if(g, join);
   if (g->cluster) { /* the peer's barriers are initialized before anyone arrives on them */
@@ -1981,6 +2024,10 @@ static void emit_roles(Cg *g) {
   inline_asm0(g, text);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].rslot);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].phase);
+  if (s->nheads) {
+    g->head_phase = entry_alloca(g, g->i32, 1);
+    LLVMBuildStore(g->b, ci32(g, 0), g->head_phase);
+  }
   if (s->turns) { /* warpgroup 0 has the first turn: the last one passes it once, up front */
     LLVMValueRef last = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""),
                                       ci32(g, s->turns - 1), "");
@@ -2112,8 +2159,8 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
 
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
-  if (g->tiles[dst].pipe >= 0)
-    return; /* its copies were issued ahead (pipe_top) */
+  if (g->tiles[dst].pipe >= 0 || g->tiles[dst].head)
+    return; /* its copies were issued ahead (pipe_top), or by the producer (head loads) */
   if (g->tiles[dst].shared && async_shared_load(g, in)) {
     if (g->dirty)
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
@@ -2414,6 +2461,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_DOT_WAIT: lower_dot_wait(g, in); break;
     case TIR_WG_TURN:
     case TIR_WG_PASS: lower_turn(g, in); break;
+    case TIR_HEAD_WAIT:
+    case TIR_HEAD_RELEASE: lower_head_sync(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }
@@ -2469,6 +2518,8 @@ static void plan_pipes(Cg *g) {
   g->pipes = arena_alloc(f->arena, sizeof(Pipe) * (size_t)(s->npipes + 1));
   for (int r = 0; r < f->nregs; r++)
     g->tiles[r].pipe = -1;
+  for (int h = 0; g->ws && h < s->nheads; h++)
+    g->tiles[f->insts[s->heads[h]].dst].head = true;
   for (int k = 0; k < s->npipes; k++) {
     Pipe *p = &g->pipes[g->npipes++];
     p->tp = &s->pipes[k];
@@ -2503,9 +2554,9 @@ static bool plan(Cg *g) {
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : 1);
     }
   }
-  if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2] */
+  if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: full, empty */
     g->mbar_off = (g->smem_tiles + 7) & ~7;
-    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (g->sched->groups == 2 ? 16 : 0);
+    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (g->sched->groups == 2 || g->sched->nheads ? 16 : 0);
   }
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))

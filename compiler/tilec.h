@@ -250,7 +250,11 @@ enum {
   /* ping-pong of the consumer warpgroups (rotated loops): wait for this warpgroup's turn to \
      issue its dots; hand the turn to the next warpgroup (named barriers, role-scoped) */ \
   X(TIR_WG_TURN, "wg_turn", 0, OPF_SIDEFX)                                             \
-  X(TIR_WG_PASS, "wg_pass", 0, OPF_SIDEFX)
+  X(TIR_WG_PASS, "wg_pass", 0, OPF_SIDEFX)                                             \
+  /* head loads (warp-specialized entry): the shared tiles loaded once before the loop  \
+     (attention's Q) landed / may be overwritten by the next tile's */                 \
+  X(TIR_HEAD_WAIT, "head_wait", 0, OPF_SIDEFX)                                         \
+  X(TIR_HEAD_RELEASE, "head_release", 0, OPF_SIDEFX)
 
 typedef enum {
 #define X(e, name, nargs, flags) e,
@@ -475,6 +479,14 @@ typedef struct TirSchedule {
   int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
+  /* Head loads (with ws, one group, no cluster): the shared tiles the body loads once before the
+   * loop (attention's Q) come by TMA from the producer too, a one-stage ring of their own: the
+   * consumers wait for them at HEAD_WAIT and free them at HEAD_RELEASE after their last reader,
+   * so a persistent block's next Q loads during this tile's epilogue. Their tensor maps follow
+   * the ring's: tmaps[pipes[0].nloads + h]. */
+  int *heads, nheads;      /* the LOADs */
+  int head_wait, head_release; /* the HEAD_WAIT and HEAD_RELEASE instructions, or -1 */
+  int head_bytes;          /* what HEAD_WAIT's mbarrier expects */
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
 } TirSchedule;

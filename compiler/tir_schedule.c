@@ -428,6 +428,65 @@ static void plan_groups(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   s->groups = 2;
 }
 
+/* Whether every read of shared tile t is after `after` and either at the top level or inside
+ * p's loop; sets *last to the last top-level instruction reading it (p's ENDFOR for the loop). */
+static bool head_readers(const TirFunc *f, const TirPipe *p, int t, int after, int *last) {
+  for (int j = 0; j < f->ninsts; j++) {
+    if (!reads_tile(f, j, t))
+      continue;
+    bool in_loop = j > p->first && j < p->last;
+    if (j <= after || (!in_loop && !top_level(f, -1, j)))
+      return false;
+    int at = in_loop ? p->last : j;
+    if (at > *last)
+      *last = at;
+  }
+  return true;
+}
+
+/* Head loads: top-level LOADs before the loop into shared tiles written nowhere else that TMA
+ * can make, with coordinates the producer can compute (marked into the slice). Left out with
+ * two consumer groups (each would need its own copy) or a cluster, and with TILEC_HEADS=0. */
+static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool *mark) {
+  s->head_wait = s->head_release = -1;
+  if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_HEADS"))
+    return;
+  int *heads = arena_alloc(f->arena, sizeof(int) * (size_t)(p->first + 1)), n = 0;
+  TirTmap m[TIR_MAX_TMAPS];
+  for (int j = 0; j < p->first && p->nloads + n < TIR_MAX_TMAPS; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op != TIR_LOAD || !top_level(f, -1, j) || f->regs[in->dst].type.place != PLACE_SHARED ||
+        count_writes(f, in->dst, 0, f->ninsts) != 1 || !plan_tmap(f, j, &m[n]))
+      continue;
+    bool ok = true;
+    for (int d = 0; ok && d < f->args[in->arg_index].rank; d++)
+      ok = slice_reg(f, p->first, in->index[d].start, mark, 0);
+    if (ok)
+      heads[n++] = j;
+  }
+  int last = -1;
+  for (int h = 0; h < n; h++)
+    if (!head_readers(f, p, f->insts[heads[h]].dst, heads[n - 1], &last))
+      return;
+  if (!n || last < 0)
+    return;
+  TirTmap *all = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)(p->nloads + n));
+  memcpy(all, s->tmaps, sizeof(TirTmap) * (size_t)p->nloads);
+  memcpy(all + p->nloads, m, sizeof(TirTmap) * (size_t)n);
+  s->tmaps = all;
+  s->ntmaps = p->nloads + n;
+  s->heads = heads;
+  s->nheads = n;
+  for (int h = 0; h < n; h++)
+    s->head_bytes += m[h].rows * m[h].row_bytes * m[h].chunks;
+  s->head_wait = heads[n - 1]; /* old numbering until insert_sync: the instructions they follow */
+  s->head_release = last;
+  s->nslice = 0;
+  for (int k = 0; k < p->first; k++)
+    if (mark[k])
+      s->slice[s->nslice++] = k;
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -471,6 +530,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   s->cluster = 1;
   plan_cluster(f, s);
   plan_groups(f, s, p);
+  plan_heads(f, s, p, mark);
   int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / (f->threads * s->groups) / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
   return true;
@@ -480,17 +540,30 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
 
 /* Copies f's instructions with PIPE_WAIT after each pipe's FOR and PIPE_RELEASE after its last
  * reader, renumbering the table. */
-static void insert_sync(TirFunc *g, const TirFunc *f, TirPipe *pipes, int npipes) {
+static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
+  TirPipe *pipes = s->pipes;
+  int npipes = s->npipes;
   int *map = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1));
   int *release = arena_alloc(f->arena, sizeof(int) * (size_t)(npipes + 1)); /* old numbering */
   for (int k = 0; k < npipes; k++)
     release[k] = pipes[k].release;
-  g->cap_insts = f->ninsts + 2 * npipes + 1;
+  int head_wait = s->nheads ? s->head_wait : -1, head_release = s->nheads ? s->head_release : -1;
+  g->cap_insts = f->ninsts + 2 * npipes + 3;
   g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)g->cap_insts);
   g->ninsts = 0;
   for (int i = 0; i < f->ninsts; i++) {
     map[i] = g->ninsts;
     g->insts[g->ninsts++] = f->insts[i];
+    TirInst head = {.op = TIR_HEAD_WAIT, .dst = -1, .args = {-1, -1, -1}, .arg_index = -1, .loc = f->insts[i].loc};
+    if (i == head_wait) {
+      s->head_wait = g->ninsts;
+      g->insts[g->ninsts++] = head;
+    }
+    if (i == head_release) {
+      head.op = TIR_HEAD_RELEASE;
+      s->head_release = g->ninsts;
+      g->insts[g->ninsts++] = head;
+    }
     for (int k = 0; k < npipes; k++) {
       TirInst sync = {.op = TIR_PIPE_WAIT, .dst = -1, .args = {-1, -1, -1}, .axis = k,
                       .arg_index = -1, .loc = f->insts[i].loc};
@@ -518,6 +591,10 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirPipe *pipes, int npipes
     for (int c = 0; c < p->nchain; c++)
       p->chain[c] = map[p->chain[c]];
   }
+  for (int k = 0; k < s->nslice; k++)
+    s->slice[k] = map[s->slice[k]];
+  for (int h = 0; h < s->nheads; h++)
+    s->heads[h] = map[s->heads[h]];
 }
 
 
@@ -705,6 +782,14 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   for (int c = 0; c < p->nchain; c++)
     p->chain[c] = map[p->chain[c]];
   p->rotated = true;
+  for (int k = 0; k < sc->nslice; k++)
+    sc->slice[k] = map[sc->slice[k]];
+  for (int h = 0; h < sc->nheads; h++)
+    sc->heads[h] = map[sc->heads[h]];
+  if (sc->nheads) {
+    sc->head_wait = map[sc->head_wait];
+    sc->head_release = map[sc->head_release];
+  }
   g->insts = e.out;
   g->ninsts = g->cap_insts = e.n;
   return true;
@@ -722,11 +807,13 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   s->pipes = pipes;
   if (s->npipes == 1)
     plan_ws(&S, &pipes[0]);
-  insert_sync(g, f, pipes, s->npipes);
+  if (!s->ws)
+    s->head_wait = s->head_release = -1;
+  insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
   for (int t = 0; t < s->ntmaps; t++)
-    s->tmaps[t].load = pipes[0].loads[t];
+    s->tmaps[t].load = t < pipes[0].nloads ? pipes[0].loads[t] : s->heads[t - pipes[0].nloads];
   if (!tir_verify(g, d, "schedule") || !tir_verify_schedule(g, d))
     return NULL;
   return g;
@@ -903,6 +990,47 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
   return true;
 }
 
+static bool slice_computes(const TirSchedule *s, const TirFunc *f, int r) {
+  for (int k = 0; k < s->nslice; k++)
+    if (f->insts[s->slice[k]].dst == r)
+      return true;
+  return false;
+}
+
+/* Head loads: each the only write of its tile, at the top level before the loop, coordinates
+ * from the producer's slice; one head_wait after the last of them and before any reader of
+ * their tiles, one head_release at the top level after every reader. */
+static bool verify_heads(const SchedVerifier *v) {
+  const TirFunc *f = v->f;
+  const TirSchedule *s = f->sched;
+  const TirPipe *p = &s->pipes[0];
+  int waits = 0, releases = 0;
+  for (int j = 0; j < f->ninsts; j++) {
+    waits += f->insts[j].op == TIR_HEAD_WAIT;
+    releases += f->insts[j].op == TIR_HEAD_RELEASE;
+  }
+  if (!s->nheads)
+    return waits + releases == 0 ? true : sfail(v, -1, "head_wait / head_release without head loads");
+  if (s->groups != 1 || s->cluster != 1)
+    return sfail(v, -1, "head loads with %d consumer groups, a cluster of %d", s->groups, s->cluster);
+  int w = s->head_wait, rel = s->head_release;
+  if (waits != 1 || releases != 1 || w < 0 || rel <= w || f->insts[w].op != TIR_HEAD_WAIT ||
+      f->insts[rel].op != TIR_HEAD_RELEASE || !top_level(f, -1, w) || !top_level(f, -1, rel) || w > p->first)
+    return sfail(v, w, "head loads need one top-level head_wait before the loop and one head_release after it");
+  for (int h = 0; h < s->nheads; h++) {
+    int j = s->heads[h], t = f->insts[j].dst;
+    if (f->insts[j].op != TIR_LOAD || j > w || !top_level(f, -1, j) || count_writes(f, t, 0, f->ninsts) != 1)
+      return sfail(v, j, "head load %d is not the only top-level write of its tile before the head_wait", h);
+    for (int d = 0; d < f->args[f->insts[j].arg_index].rank; d++)
+      if (!slice_computes(s, f, f->insts[j].index[d].start))
+        return sfail(v, j, "the producer cannot compute head load %d's coordinates", h);
+    for (int r = 0; r < f->ninsts; r++)
+      if (r != j && reads_tile(f, r, t) && (r < w || r > rel))
+        return sfail(v, r, "reads head tile %%%d %s", t, r < w ? "before its head_wait" : "after its head_release");
+  }
+  return true;
+}
+
 static bool verify_ws(const SchedVerifier *v) {
   const TirFunc *f = v->f;
   const TirSchedule *s = f->sched;
@@ -917,13 +1045,14 @@ static bool verify_ws(const SchedVerifier *v) {
       s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups > SM_REGS)
     return sfail(v, -1, "register budgets %d / %d do not fit the SM", s->producer_regs, s->consumer_regs);
   const TirPipe *p = &s->pipes[0];
-  if (s->ntmaps != p->nloads)
-    return sfail(v, -1, "%d tensor maps for %d ring loads", s->ntmaps, p->nloads);
+  if (s->ntmaps != p->nloads + s->nheads)
+    return sfail(v, -1, "%d tensor maps for %d ring loads and %d head loads", s->ntmaps, p->nloads, s->nheads);
   for (int t = 0; t < s->ntmaps; t++) {
     const TirTmap *m = &s->tmaps[t];
     const TirArg *a = &f->args[m->arg];
-    if (m->load != p->loads[t] || f->insts[m->load].arg_index != m->arg)
-      return sfail(v, m->load, "tensor map %d does not describe ring load %d", t, t);
+    int load = t < p->nloads ? p->loads[t] : s->heads[t - p->nloads];
+    if (m->load != load || f->insts[m->load].arg_index != m->arg)
+      return sfail(v, m->load, "tensor map %d does not describe its load", t);
     if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
         m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
       return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
@@ -932,13 +1061,11 @@ static bool verify_ws(const SchedVerifier *v) {
     if (m->multicast && uses_block_axis(f, f->insts[m->load].index[m->outer].start, s->cluster_axis, 0))
       return sfail(v, m->load, "tensor map %d: multicast, yet its rows depend on the cluster's axis", t);
   }
-  bool *in_slice = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
   for (int k = 0; k < s->nslice; k++) {
     int j = s->slice[k];
     if (j >= p->first || !top_level(f, -1, j) || f->regs[f->insts[j].dst].type.rank != 0 ||
         !replayable_op(&f->insts[j], true))
       return sfail(v, j, "the producer's slice holds an instruction it cannot replay");
-    in_slice[j] = true;
   }
   /* Every register the producer reads is the loop variable, a chain result, or a slice result. */
   for (int k = 0; k < s->nslice; k++)
@@ -950,15 +1077,10 @@ static bool verify_ws(const SchedVerifier *v) {
       if (!ok)
         return sfail(v, s->slice[k], "the producer's slice reads %%%d before computing it", r);
     }
-  for (int a = 0; a < 3; a++) {
-    int r = f->insts[p->first].args[a];
-    bool ok = false;
-    for (int m = 0; !ok && m < s->nslice; m++)
-      ok = f->insts[s->slice[m]].dst == r;
-    if (!ok)
-      return sfail(v, p->first, "the producer cannot compute the loop bound %%%d", r);
-  }
-  return true;
+  for (int a = 0; a < 3; a++)
+    if (!slice_computes(s, f, f->insts[p->first].args[a]))
+      return sfail(v, p->first, "the producer cannot compute the loop bound %%%d", f->insts[p->first].args[a]);
+  return verify_heads(v);
 }
 
 bool tir_verify_schedule(const TirFunc *f, Diag *d) {
@@ -980,6 +1102,8 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
   for (int k = 0; k < f->sched->npipes; k++)
     if (!verify_pipe(&v, k))
       return false;
+  if (!f->sched->ws && f->sched->nheads)
+    return sfail(&v, -1, "head loads without warp specialization");
   return !f->sched->ws || verify_ws(&v);
 }
 
@@ -1026,4 +1150,10 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "] x %d, swizzle %d%s\n", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
   }
   fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
+  if (s->nheads) {
+    fputs("// head loads:", out);
+    for (int h = 0; h < s->nheads; h++)
+      fprintf(out, " @%d", s->heads[h]);
+    fprintf(out, " (%d bytes), wait @%d, release @%d\n", s->head_bytes, s->head_wait, s->head_release);
+  }
 }

@@ -81,7 +81,7 @@ static bool check_operands(Verifier *v) {
       return fail(v, "operand %d (register %d) is read before any write", i, r);
   }
   bool sync = in->op == TIR_PIPE_WAIT || in->op == TIR_PIPE_RELEASE || in->op == TIR_DOT_WAIT ||
-              in->op == TIR_WG_TURN || in->op == TIR_WG_PASS;
+              in->op == TIR_WG_TURN || in->op == TIR_WG_PASS || in->op == TIR_HEAD_WAIT || in->op == TIR_HEAD_RELEASE;
   bool wants_dst = !tir_op_writes_tensor(in->op) && !sync && (!(info->flags & OPF_MARKER) || in->op == TIR_FOR);
   if (wants_dst && (in->dst < 0 || in->dst >= v->f->nregs))
     return fail(v, "result register %d out of range (%d registers)", in->dst, v->f->nregs);
@@ -361,7 +361,9 @@ static bool check_types(Verifier *v) {
       return fail(v, "dot_wait leaves %g groups in flight (0 or 1)", v->in->imm);
     return true;
   case TIR_WG_TURN:
-  case TIR_WG_PASS: /* their protocol: tir_verify_schedule */
+  case TIR_WG_PASS:
+  case TIR_HEAD_WAIT:
+  case TIR_HEAD_RELEASE: /* their protocol: tir_verify_schedule */
     return true;
   case TIR_PIPE_WAIT:
   case TIR_PIPE_RELEASE: /* which pipe, and its rules: tir_verify_schedule */

@@ -323,6 +323,47 @@ Test(schedule, verifier_rejects_broken_rotations) {
   arena_free(a);
 }
 
+/* Attention's Q, loaded once before the loop, is a head load: the producer's TMA, waited for
+ * right after the load, freed after the loop (its last reader). */
+Test(schedule, attention_q_is_a_head_load) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  const TirSchedule *s = f->sched;
+  const TirPipe *p = &s->pipes[0];
+  cr_assert_eq(s->nheads, 1);
+  cr_assert_eq(f->insts[s->heads[0]].op, TIR_LOAD);
+  cr_assert_str_eq(f->args[f->insts[s->heads[0]].arg_index].name, "Q");
+  cr_assert_eq(s->head_wait, s->heads[0] + 1, "waited for right after its load");
+  cr_assert_eq(s->head_release, p->last + 1, "freed after the loop");
+  cr_assert_eq(s->ntmaps, p->nloads + 1);
+  cr_assert_eq(s->tmaps[p->nloads].load, s->heads[0]);
+  cr_assert_eq(s->head_bytes, 128 * 128 * 2);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  /* the verifier: no wait, a release before the last reader */
+  f->insts[s->head_wait].op = TIR_HEAD_RELEASE;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "one top-level head_wait"), "%s", msg);
+  arena_free(a);
+  a = arena_new();
+  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  swap_insts(f, f->sched->head_release, f->sched->head_release - 1); /* before the loop's ENDFOR */
+  f->sched->head_release--;
+  f->sched->pipes[0].last++;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "head_release"), "%s", msg);
+  arena_free(a);
+  /* off: TILEC_HEADS=0 */
+  a = arena_new();
+  setenv("TILEC_HEADS", "0", 1);
+  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  unsetenv("TILEC_HEADS");
+  cr_assert_eq(f->sched->nheads, 0);
+  cr_assert_eq(f->sched->ntmaps, f->sched->pipes[0].nloads);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  arena_free(a);
+}
+
 /* Without turns (TILEC_WG_TURNS=0, or one consumer warpgroup) the rotated loop has none. */
 Test(schedule, turns_are_optional) {
   Arena *a = arena_new();
@@ -431,20 +472,21 @@ static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArc
 }
 
 static void check_ws_entry(const char *example, const char **defs, const char *name, int stages, int boxes_per_stage,
-                           int boxes_multicast) {
+                           int boxes_multicast, int head_boxes) {
   Arena *a = arena_new();
   char *ptx = module_ptx(a, example, defs, ARCH_SM90A);
   char *ws = ptx_entry(a, ptx, arena_printf(a, "%s__ws", name));
   char *cp = ptx_entry(a, ptx, name);
   cr_assert(ws && cp, "%s: both entry points", example);
-  cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage, "%s: TMA boxes per stage", example);
+  cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage + head_boxes, "%s: TMA boxes per stage and head", example);
   cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 24;"), 1);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32"), 1);
-  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages, "%s: full and empty per stage", example);
+  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages + (head_boxes ? 2 : 0),
+               "%s: full and empty per stage (and for the head loads)", example);
   cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
   cr_assert_geq(count(ws, "mbarrier.arrive.expect_tx"), 1);
   cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
-  cr_assert_eq(count(ws, "cvta.param.u64"), 2, "%s: tensor maps read in place (grid_constant)", example);
+  cr_assert_eq(count(ws, "cvta.param.u64"), 2 + (head_boxes > 0), "%s: tensor maps read in place (grid_constant)", example);
   cr_assert_not(strstr(ws, ".local"), "%s: no copy of a tensor map to local memory", example);
   /* the one block-wide (with a cluster: cluster-wide) barrier is the mbarrier initialization's;
    * the rest are role-scoped */
@@ -469,11 +511,11 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
 }
 
 Test(schedule, ws_entry_points_in_the_ptx) {
-  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0);
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0);
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0, 0);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2); /* Q: a head load */
   setenv("TILEC_CLUSTER", "1", 1);
-  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4);
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4);
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4, 0);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4, 0); /* no head loads in a cluster */
   unsetenv("TILEC_CLUSTER");
 }
 
