@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Nsight Compute on attention (issue 12's evidence): one d128 launch (B=4, H=16, N=4096, f16,
+# not causal) of the bench's attn_d128_c0_bn128 PTX (warp-specialized entry), against torch SDPA's
+# cuDNN and flash backends in the same process: tensor pipe, throughput, and the warp states
+# (why issue stalls). Clocks as the GPU has them (--clock-control none). Needs build/ from
+# `make bench-prep`. Writes $OUT/ncu_attention.csv (raw) and $OUT/ncu_attention.txt (a summary).
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?OUT must be set}
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+ptx=${NCU_ATTN_PTX:-build/bench/ptx/attn_d128_c0_bn128.ptx}
+cat > "$OUT/ncu_attention.py" <<'PY'
+import sys, torch
+import torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+sys.path.insert(0, "python")
+import tilec
+B, H, N, D = 4, 16, 4096, 128
+q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
+o = torch.empty_like(q)
+attn = tilec.load_ptx(sys.argv[1])
+scale = D ** -0.5
+def peers():
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v)
+for _ in range(3):
+    attn(q, k, v, o, scale); peers()
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStart()
+attn(q, k, v, o, scale)
+peers()
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStop()
+ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+print("max abs err", (o.float() - ref).abs().max().item())
+PY
+timeout 240 "$ncu" --profile-from-start off --clock-control none --csv --print-units base \
+  --section SpeedOfLight --section WarpStateStats --section Occupancy --metrics \
+sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+  python3 "$OUT/ncu_attention.py" "$ptx" > "$OUT/ncu_attention.csv" 2> "$OUT/ncu_attention.err"
+echo "ncu exit $?"
+python3 - "$OUT" <<'PY' | tee "$OUT/ncu_attention.txt"
+import csv, sys
+out = sys.argv[1]
+rows = list(csv.DictReader([l for l in open(f"{out}/ncu_attention.csv") if l.startswith('"')]))
+k, names = {}, {}
+for r in rows:
+    try:
+        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    except ValueError:
+        pass
+    names[r["ID"]] = r["Kernel Name"][:44]
+flops = 4 * 4 * 16 * 4096 * 4096 * 128
+for i in sorted(k, key=int):
+    m = k[i]
+    t = m.get("gpu__time_duration.sum", 0) * 1e-3
+    print(f"== {names[i]}: {t:.1f} us, {flops / t / 1e6 if t else 0:.1f} TFLOP/s, tensor pipe active "
+          f"{m.get('sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active', -1):.1f} %")
+    for name, val in sorted(m.items()):
+        if name.startswith("smsp__average_warps_issue_stalled") and val >= 0.05:
+            print(f"   {name[34:-23]:60s} {val:12.2f}")
+        elif name.startswith("Stall") or "Warp Cycles" in name or "Throughput" in name or "Occupancy" in name \
+           or "Registers" in name or "Issued" in name or "Eligible" in name:
+            print(f"   {name:60s} {val:12.2f}")
+PY
