@@ -1936,8 +1936,11 @@ static void emit_producer(Cg *g) {
     tl = tile_loop_begin(g, false);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
-  if (s->nheads) /* this tile's head tiles, once the consumers freed the last tile's */
-    produce_heads(g, head_phase);
+  /* This tile's head tiles go after its first `stages` ring loads (or after all of them when
+   * there are fewer): those only need stages the last tile's loop frees, while the head tiles
+   * wait for that loop's end (head_release), so the ring keeps running ahead across tiles. */
+  LLVMValueRef nth = entry_alloca(g, g->i32, 1);
+  LLVMBuildStore(g->b, ci32(g, 0), nth);
   const TirInst *fi = &f->insts[p->first];
   LLVMValueRef lo, hi, step;
   get_tile(g, fi->args[0], &lo);
@@ -1952,6 +1955,13 @@ static void emit_producer(Cg *g) {
   LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ctr, "");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, walked);
   LLVMPositionBuilderAtEnd(g->b, body);
+  LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
+  if (s->nheads) {
+    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, k, ci32(g, p->stages), ""));
+    produce_heads(g, head_phase);
+    end_if(g, join);
+  }
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, k, ci32(g, 1), ""), nth);
   LLVMValueRef sl = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
   mbar_wait(g, mbar_addr(g, 1, sl), ph);
   LLVMValueRef full = mbar_addr(g, 0, sl);
@@ -1967,6 +1977,12 @@ static void emit_producer(Cg *g) {
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
   LLVMPositionBuilderAtEnd(g->b, walked);
+  if (s->nheads) {
+    LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
+    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLE, k, ci32(g, p->stages), ""));
+    produce_heads(g, head_phase);
+    end_if(g, join);
+  }
   if (g->persistent)
     tile_loop_end(g, &tl);
   if (g->cluster) {
