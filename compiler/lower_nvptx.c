@@ -846,6 +846,10 @@ static void lower_leaf(Cg *g, const TirInst *in) {
     for (int k = 0; k < n; k++)
       out[k] = const_elem(g, e, in->imm);
     break;
+  case TIR_UNDEF:
+    for (int k = 0; k < n; k++)
+      out[k] = LLVMGetUndef(LLVMTypeOf(const_elem(g, e, 0)));
+    break;
   case TIR_PARAM:
     out[0] = g->scalar[in->arg_index];
     break;
@@ -2456,6 +2460,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
   else
     switch (in->op) {
     case TIR_CONST:
+    case TIR_UNDEF:
     case TIR_PARAM:
     case TIR_DIM:
     case TIR_BLOCK_ID:

@@ -27,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The producer's register budget, and the most any thread may ask for (setmaxnreg's range is
- * 24..256 in steps of 8; 240 leaves the consumers of FA3/CUTLASS-sized tiles room). */
-enum { PRODUCER_REGS = 24, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+/* The producer's register budget (what the consumers leave, 24..40), and the most any thread may
+ * ask for (setmaxnreg's range is 24..256 in steps of 8; 240 leaves the consumers of
+ * FA3/CUTLASS-sized tiles room). Two consumer warpgroups at 240 leave the producer 32: at 24 a
+ * producer issuing head loads as well as the ring's spilled (attention d64 x 128). */
+enum { PRODUCER_REGS_MIN = 24, PRODUCER_REGS_MAX = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
 
 typedef struct Sched {
   const TirFunc *f;
@@ -526,13 +528,14 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p);
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
-  s->producer_regs = PRODUCER_REGS;
   s->cluster = 1;
   plan_cluster(f, s);
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
-  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS) / (f->threads * s->groups) / 8 * 8;
+  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS_MIN) / (f->threads * s->groups) / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
+  int left = (SM_REGS - s->consumer_regs * f->threads * s->groups) / WARPGROUP / 8 * 8;
+  s->producer_regs = left > PRODUCER_REGS_MAX ? PRODUCER_REGS_MAX : left;
   return true;
 }
 
@@ -753,10 +756,11 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       d.stage = 1;
       d.imm = 1;
       put_inst(&e, d);
-      /* the last iteration defines s too, so that the old s is not live across the body into a
-       * merge with the new one (64 registers of a 128 x 128 tile per thread) */
+      /* the last iteration defines s too (undefined: s is dead after the loop), so that the old
+       * s is not live across the body into a merge with the new one (64 registers of a 128 x 128
+       * tile per thread), and no moves fill it */
       put_inst(&e, op_inst(TIR_ELSE, -1, -1, -1, loc));
-      put_inst(&e, op_inst(TIR_CONST, s_dot.dst, -1, -1, loc))->imm = 0;
+      put_inst(&e, op_inst(TIR_UNDEF, s_dot.dst, -1, -1, loc));
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
       map[i] = e.n;
       TirInst pv = *in;
@@ -882,6 +886,7 @@ static bool turn_safe(const TirFunc *f, const TirInst *in) {
     return true;
   case TIR_DOT:
   case TIR_CONST:
+  case TIR_UNDEF:
     return f->regs[in->dst].type.place != PLACE_SHARED;
   default:
     return in->dst >= 0 && f->regs[in->dst].type.rank == 0 && replayable_op(in, false);

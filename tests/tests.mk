@@ -23,10 +23,13 @@ test:
 unit: $(B)/tests/unit_tests
 	$(B)/tests/unit_tests $(UNIT_ARGS)
 
+# Each stage's seconds are printed after it, so the slow ones show (make test stays well under 10 min).
 test-run:
-	@set -e; echo "== unit tests"; $(B)/tests/unit_tests -j2 $(UNIT_ARGS); \
-	for s in tests/check_*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; B=$(B) bash "$$s"; done; \
-	echo "== all tests passed"
+	@set -e; t=$$(date +%s); echo "== unit tests"; $(B)/tests/unit_tests -j2 $(UNIT_ARGS); \
+	echo "   ($$(( $$(date +%s) - t )) s)"; \
+	for s in tests/check_*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; u=$$(date +%s); B=$(B) bash "$$s"; \
+	  echo "   ($$(( $$(date +%s) - u )) s)"; done; \
+	echo "== all tests passed in $$(( $$(date +%s) - t )) s"
 
 # ---------------------------------------------------------------- examples: demo and gpu-test
 REF_SRC := $(sort $(wildcard tests/ref/*.c))
