@@ -864,6 +864,10 @@ static void lower_leaf(Cg *g, const TirInst *in) {
       return;
     }
     out[0] = g->persistent ? LLVMBuildLoad2(g->b, g->i32, g->pblock[in->axis], "") : intrin0(g, names[in->axis]);
+    if (!g->persistent && in->axis == 0 && g->sched && g->sched->reverse_x) {
+      LLVMValueRef last = LLVMBuildSub(g->b, intrin0(g, "llvm.nvvm.read.ptx.sreg.nctaid.x"), ci32(g, 1), "");
+      out[0] = LLVMBuildSub(g->b, last, out[0], "");
+    }
     break;
   }
   default: { /* IOTA */
@@ -3354,7 +3358,16 @@ static void module_close(Cg *m, LLVMTargetMachineRef tm) {
  * warp specialization, NAME__ws (TMA, picked by the runtime when the views allow it; left out when
  * it would not fit shared memory). Appends their Cgs to gs and their metadata to *meta. False
  * after an error, or with *retry_cap set (the stages overflowed shared memory: nothing reported). */
-static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, bool *rotate, int *retry_cap, Cg **gs, int *ngs,
+/* How the warp-specialized entries are scheduled (compile_ws tries them in turn while ptxas says
+ * those entries spill). */
+typedef struct WsPlan {
+  bool rotate;        /* rotate loops where legal (TILEC_ROTATE=1) */
+  bool wide_producer; /* the producer at 40 registers instead of 24 (SchedOptions) */
+  bool rotated;       /* out: some loop was rotated */
+  bool ws;            /* out: some kernel has a warp-specialized entry */
+} WsPlan;
+
+static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, int *retry_cap, Cg **gs, int *ngs,
                        const char **meta, int *smem_out) {
   Cg *g = arena_alloc(f0->arena, sizeof *g);
   *g = *m;
@@ -3364,7 +3377,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, bool *rotate, in
   g->wgmma = m->o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f0);
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
-  SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap};
+  SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -3373,14 +3386,15 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, bool *rotate, in
   g->fn_name = f->name;
   Cg *ws = arena_alloc(f0->arena, sizeof *ws);
   *ws = *g;
-  if (f->sched->ws && *rotate) { /* its own copy: rotated loops (the cp.async entry keeps the plain ring) */
+  plan->ws |= f->sched->ws;
+  if (f->sched->ws && plan->rotate) { /* its own copy: rotated loops (the cp.async entry keeps the plain ring) */
     so.rotate = true;
     TirFunc *fw = tir_schedule(f0, &so, g->d);
     if (!fw)
       return false;
     ws->f = fw;
     ws->sched = fw->sched;
-    rotate[1] |= fw->sched->pipes[0].rotated;
+    plan->rotated |= fw->sched->pipes[0].rotated;
   }
   int smem = build_kernel(g), ws_smem = -1;
   if (smem >= 0 && f->sched->ws) {
@@ -3411,8 +3425,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, bool *rotate, in
 /* One compilation of the n kernels into one module, kernel k with at most caps[k] pipeline
  * stages per loop; *retry_cap > 0 afterwards when one's stages overflowed shared memory (nothing
  * reported; compile that kernel again with that cap). */
-/* rotate[0]: rotate loops where legal; rotate[1] set when some loop was. */
-static char *compile_once(TirFunc **fs, int n, const int *caps, bool *rotate, const NvptxOptions *o, Diag *d,
+static char *compile_once(TirFunc **fs, int n, const int *caps, WsPlan *plan, const NvptxOptions *o, Diag *d,
                           int *smem_bytes_out, int *retry_cap) {
   Cg m = {.d = d, .o = o, .loc = fs[0]->loc};
   LLVMTargetMachineRef tm = module_open(&m, o, d, fs[0]->name);
@@ -3423,7 +3436,7 @@ static char *compile_once(TirFunc **fs, int n, const int *caps, bool *rotate, co
   const char *meta = "";
   bool ok = true;
   for (int k = 0; k < n && ok; k++)
-    ok = module_add(&m, fs[k], caps[k], rotate, retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
+    ok = module_add(&m, fs[k], caps[k], plan, retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
   char *out = ok ? emit(gs, ngs, tm, meta) : NULL;
   module_close(&m, tm);
   return out;
@@ -3438,7 +3451,7 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   if (!strstr(ptx, ".minnctapersm") || (check && !strcmp(check, "0")))
     return ptx;
   const char *ptxas = ptxas_find(a);
-  if (!ptxas || ptxas_spill_bytes(a, ptxas, ptx, arch) <= 0)
+  if (!ptxas || ptxas_spill_bytes(a, ptxas, ptx, arch, NULL) <= 0)
     return ptx;
   char *line;
   while ((line = strstr(ptx, ".minnctapersm"))) {
@@ -3454,23 +3467,32 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
 /* Rotated loops (tir_schedule.c) are opt-in, TILEC_ROTATE=1: measured on the H200 (docs/
  * performance.md) they tie or trail the plain warp-specialized loop, whose two consumer
  * warpgroups already overlap one's softmax with the other's products. A rotated loop keeps the
- * next iteration's scores, this one's P and the output accumulator in registers at once; where
- * ptxas at hand says the warp-specialized entry then spills, the module is compiled again
- * without rotation. */
-static bool rotation_spills(Arena *a, const char *ptx, GpuArch arch) {
+ * next iteration's scores, this one's P and the output accumulator in registers at once. Where
+ * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
+ * producer at 40 registers (the consumers at 232), then without rotation, then both; the first
+ * plan without spills wins, else the last. */
+static bool ws_spills(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
-  return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch) > 0;
+  return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") > 0;
 }
 
-static char *compile_rotated(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
-                             int *retry_cap) {
+static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
+                        int *retry_cap) {
   const char *on = getenv("TILEC_ROTATE");
-  bool rotate[2] = {on && !strcmp(on, "1"), false};
-  char *out = compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
-  if (!out || !rotate[1] || *retry_cap || o->dump_llvm || !rotation_spills(fs[0]->arena, out, o->arch))
-    return out;
-  rotate[0] = false;
-  return compile_once(fs, n, caps, rotate, o, d, smem_bytes_out, retry_cap);
+  bool rotate = on && !strcmp(on, "1");
+  const WsPlan plans[4] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true}};
+  char *out = NULL;
+  for (int k = 0; k < 4; k++) {
+    if (k >= 2 && !rotate)
+      break;
+    WsPlan plan = plans[k];
+    out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+    if (!out || *retry_cap || o->dump_llvm || !plan.ws || !ws_spills(fs[0]->arena, out, o->arch))
+      break;
+    if (k == 1 && !plan.rotated)
+      break; /* no loop rotated: the plans without rotation are the ones tried */
+  }
+  return out;
 }
 
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
@@ -3483,7 +3505,7 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   int cap = 8; /* the language's largest pipeline depth */
   for (;;) {
     int retry = 0;
-    char *out = compile_rotated(&f, 1, &cap, o, d, smem_bytes_out, &retry);
+    char *out = compile_ws(&f, 1, &cap, o, d, smem_bytes_out, &retry);
     if (!retry)
       return out && !o->dump_llvm ? drop_spilling_hint(f->arena, out, o->arch) : out;
     cap = retry;
@@ -3501,8 +3523,8 @@ char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) 
     caps[k] = 8;
     for (;;) {
       int retry = 0;
-      bool rotate[2] = {false, false}; /* stage caps only */
-      if (!compile_once(&fs[k], 1, &caps[k], rotate, o, d, NULL, &retry) && !retry)
+      WsPlan plan = {0}; /* stage caps only */
+      if (!compile_once(&fs[k], 1, &caps[k], &plan, o, d, NULL, &retry) && !retry)
         return NULL;
       if (!retry)
         break;
@@ -3510,7 +3532,7 @@ char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) 
     }
   }
   int retry = 0;
-  char *out = compile_rotated(fs, n, caps, o, d, NULL, &retry);
+  char *out = compile_ws(fs, n, caps, o, d, NULL, &retry);
   if (retry) {
     diag_plain(d, DIAG_ERROR, "internal error: a kernel's shared memory changed in the module");
     return NULL;

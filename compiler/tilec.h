@@ -479,6 +479,9 @@ typedef struct TirSchedule {
    * in a fixed cyclic order, each between a WG_TURN and a WG_PASS (FlashAttention-3's ping-pong):
    * one warpgroup's softmax runs while the tensor cores work on the other's products. */
   int turns;               /* the warpgroups taking turns, or 0 */
+  /* Block order (not persistent): the loops' trip counts grow with block.x, so the entry points
+   * read block.x reversed (nctaid.x - 1 - ctaid.x) and the longest blocks start first. */
+  bool reverse_x;
   int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
@@ -499,6 +502,8 @@ typedef struct SchedOptions {
   bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
   bool wgmma;              /* DOTs on wgmma (layout_kernel_uses_wgmma) */
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
+  bool wide_producer;      /* the producer at 40 registers, the consumers at what is left (a
+                              producer that spills at 24; lower_nvptx.c retries with it) */
 } SchedOptions;
 
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */
@@ -513,10 +518,10 @@ bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
 bool tir_pipelining_enabled(void);
 
 /* common.c: ptxas where the user has it (TILEC_PTXAS, then PATH, then /usr/local/cuda/bin), or
- * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (every entry point),
- * or -1 when it cannot run or rejects the PTX. */
+ * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (the functions whose
+ * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */
 const char *ptxas_find(Arena *a);
-long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch);
+long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix);
 
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */

@@ -27,11 +27,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The producer's register budget (what the consumers leave, 24..40), and the most any thread may
- * ask for (setmaxnreg's range is 24..256 in steps of 8; 240 leaves the consumers of
- * FA3/CUTLASS-sized tiles room). Two consumer warpgroups at 240 leave the producer 32: at 24 a
- * producer issuing head loads as well as the ring's spilled (attention d64 x 128). */
-enum { PRODUCER_REGS_MIN = 24, PRODUCER_REGS_MAX = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+/* Register budgets (setmaxnreg: 24..256 in steps of 8). setmaxnreg.inc waits for registers in
+ * the block's own pool, which holds what the block was launched with (every thread at the most
+ * .maxntid allows: 168 at 384 threads) plus what .dec released, so the budgets must fit the
+ * launch's registers, not the SM's: producer 24 and two consumer warpgroups at 240 fill 384 x 168
+ * exactly. A producer that spills at 24 gets 40 (SchedOptions.wide_producer), the consumers 232. */
+enum { PRODUCER_REGS = 24, PRODUCER_REGS_WIDE = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+
+/* The registers a thread of an n-thread block is launched with (ptxas: at most 255, whole
+ * 8-register units, n of them on the SM). */
+static int launch_regs(int n) {
+  int r = SM_REGS / n / 8 * 8;
+  return r > 248 ? 248 : r;
+}
 
 typedef struct Sched {
   const TirFunc *f;
@@ -532,10 +540,10 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_cluster(f, s);
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
-  int c = (SM_REGS - WARPGROUP * PRODUCER_REGS_MIN) / (f->threads * s->groups) / 8 * 8;
+  int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
+  s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
+  int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
-  int left = (SM_REGS - s->consumer_regs * f->threads * s->groups) / WARPGROUP / 8 * 8;
-  s->producer_regs = left > PRODUCER_REGS_MAX ? PRODUCER_REGS_MAX : left;
   return true;
 }
 
@@ -799,6 +807,83 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   return true;
 }
 
+/* ---------------------------------------------- block order
+ *
+ * The hardware starts a grid's blocks in index order (x fastest). Where the loops run more trips
+ * the larger block.x is (causal attention: the key loop ends at the diagonal), block.x is read
+ * reversed, nctaid.x - 1 - ctaid.x: the longest blocks start first and the short ones fill the
+ * last wave instead of the long ones trailing it (FlashAttention's order). Any permutation of
+ * the blocks computes the same (blocks are independent); persistent walks order their own tiles.
+ * TILEC_BLOCK_ORDER=0 keeps index order, for the A/B. */
+
+/* How a scalar depends on block.x (as the index grows). */
+typedef enum { MONO_NONE, MONO_UP, MONO_DOWN, MONO_ANY } Mono;
+
+static Mono mono_join(Mono a, Mono b) { return a == MONO_NONE ? b : b == MONO_NONE || a == b ? a : MONO_ANY; }
+
+static Mono mono_flip(Mono a) { return a == MONO_UP ? MONO_DOWN : a == MONO_DOWN ? MONO_UP : a; }
+
+/* r is written once, by a constant >= 0 or a run-time dimension (never negative). */
+static bool nonneg_scalar(const TirFunc *f, int r) {
+  int d = tir_only_write(f, r);
+  return d >= 0 && ((f->insts[d].op == TIR_CONST && f->insts[d].imm >= 0) || f->insts[d].op == TIR_DIM);
+}
+
+static Mono mono_of(const TirFunc *f, int r, int depth) {
+  int d = r >= 0 && f->regs[r].type.rank == 0 && depth < 32 ? tir_only_write(f, r) : -1;
+  if (d < 0)
+    return MONO_ANY;
+  const TirInst *in = &f->insts[d];
+  Mono a = in->args[0] >= 0 ? mono_of(f, in->args[0], depth + 1) : MONO_NONE;
+  Mono b = in->args[1] >= 0 ? mono_of(f, in->args[1], depth + 1) : MONO_NONE;
+  switch (in->op) {
+  case TIR_CONST:
+  case TIR_PARAM:
+  case TIR_DIM:
+    return MONO_NONE;
+  case TIR_BLOCK_ID:
+    return in->axis == 0 ? MONO_UP : MONO_NONE;
+  case TIR_COPY:
+  case TIR_CVT:
+    return a;
+  case TIR_ADD:
+  case TIR_MIN:
+  case TIR_MAX:
+    return mono_join(a, b);
+  case TIR_SUB:
+    return mono_join(a, mono_flip(b));
+  case TIR_MUL:
+    if (a == MONO_NONE && nonneg_scalar(f, in->args[0]))
+      return b;
+    return b == MONO_NONE && nonneg_scalar(f, in->args[1]) ? a : a == MONO_NONE && b == MONO_NONE ? MONO_NONE : MONO_ANY;
+  case TIR_DIV: /* truncation is monotone too */
+    return b == MONO_NONE && nonneg_scalar(f, in->args[1]) ? a : a == MONO_NONE && b == MONO_NONE ? MONO_NONE : MONO_ANY;
+  case TIR_SELECT: {
+    Mono c = in->args[2] >= 0 ? mono_of(f, in->args[2], depth + 1) : MONO_NONE;
+    return a == MONO_NONE ? mono_join(b, c) : MONO_ANY;
+  }
+  default:
+    return a == MONO_NONE && b == MONO_NONE && (tir_op_info[in->op].flags & OPF_ELEMWISE) ? MONO_NONE : MONO_ANY;
+  }
+}
+
+static void plan_block_order(const TirFunc *f, TirSchedule *s) {
+  if (s->persistent || env_off("TILEC_BLOCK_ORDER"))
+    return;
+  Mono trips = MONO_NONE;
+  for (int j = 0; j < f->ninsts && trips != MONO_ANY; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op != TIR_FOR)
+      continue;
+    int step = tir_only_write(f, in->args[2]);
+    if (step < 0 || f->insts[step].op != TIR_CONST || f->insts[step].imm <= 0)
+      trips = MONO_ANY;
+    else
+      trips = mono_join(trips, mono_join(mono_of(f, in->args[1], 0), mono_flip(mono_of(f, in->args[0], 0))));
+  }
+  s->reverse_x = trips == MONO_UP;
+}
+
 TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   Arena *a = f->arena;
   TirFunc *g = arena_alloc(a, sizeof *g);
@@ -813,6 +898,7 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
     plan_ws(&S, &pipes[0]);
   if (!s->ws)
     s->head_wait = s->head_release = -1;
+  plan_block_order(f, s);
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
@@ -1046,9 +1132,12 @@ static bool verify_ws(const SchedVerifier *v) {
                  s->producer_threads, s->consumer_threads);
   if (s->groups != 1 && (s->groups != 2 || !s->persistent || s->cluster != 1 || s->consumer_threads != 128))
     return sfail(v, -1, "%d consumer groups (1, or 2 warpgroups taking turns in a persistent walk)", s->groups);
+  int threads = s->producer_threads + s->consumer_threads * s->groups;
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
-      s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups > SM_REGS)
-    return sfail(v, -1, "register budgets %d / %d do not fit the SM", s->producer_regs, s->consumer_regs);
+      s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups >
+          threads * launch_regs(threads))
+    return sfail(v, -1, "register budgets %d / %d do not fit the %d x %d registers the block is launched with",
+                 s->producer_regs, s->consumer_regs, threads, launch_regs(threads));
   const TirPipe *p = &s->pipes[0];
   if (s->ntmaps != p->nloads + s->nheads)
     return sfail(v, -1, "%d tensor maps for %d ring loads and %d head loads", s->ntmaps, p->nloads, s->nheads);
@@ -1132,6 +1221,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
       fprintf(out, ", turn @%d .. @%d", p->turn, p->pass);
     fputc('\n', out);
   }
+  if (s->reverse_x)
+    fprintf(out, "// block order: block.x reversed, longest first (the loops run longer as it grows)\n");
   if (!s->ws)
     return;
   fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)%s\n",

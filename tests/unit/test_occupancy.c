@@ -49,7 +49,7 @@ Test(occupancy, hint_dropped_when_ptxas_spills) {
     GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;
     char *big = rope_ptx(a, "ROWS=32", arch), *small = rope_ptx(a, "ROWS=16", arch);
     cr_assert_null(strstr(big, ".minnctapersm"), "%s: a hint that spills is kept", arch_name(arch));
-    cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), big, arch), 0);
+    cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), big, arch, NULL), 0);
     ptxas_assert_clean(big, arch);
     cr_assert(strstr(small, ".minnctapersm 8"), "%s: the hint that fits is dropped", arch_name(arch));
     ptxas_assert_clean(small, arch);
@@ -68,6 +68,6 @@ Test(occupancy, estimate_kept_without_ptxas) {
   cr_assert(strstr(ptx, ".minnctapersm 8"));
   unsetenv("TILEC_OCC_CHECK");
   if (have_ptxas())
-    cr_assert_gt(ptxas_spill_bytes(a, ptxas_find(a), ptx, ARCH_SM90A), 0, "the case no longer spills");
+    cr_assert_gt(ptxas_spill_bytes(a, ptxas_find(a), ptx, ARCH_SM90A, NULL), 0, "the case no longer spills");
   arena_free(a);
 }
