@@ -190,7 +190,9 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
     return plan
 
 
-def read_configs(path=CONFIGS):
+def read_configs(path=CONFIGS, only=None):
+    """The variants of bench/configs.txt; with `only` (a regular expression), those whose name it
+    matches (re.search), so one run can time an A/B of a few variants beside the peers."""
     out = []
     with open(path) as f:
         for ln in f:
@@ -206,6 +208,8 @@ def read_configs(path=CONFIGS):
                     k, _, v = kv.partition("=")
                     match[k.strip()] = v.strip()
             params = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+            if only and not re.search(only, parts[0]):
+                continue
             out.append({"name": parts[0], "example": parts[1], "match": match, "params": params,
                         "dtype": variant_dtype(parts[1], params)})
     return out
@@ -556,7 +560,7 @@ class Worker:
         except Exception as e:  # noqa: BLE001
             self.bl_err = f"{type(e).__name__}: {e}"
             log(f"worker: baselines unavailable ({self.bl_err}); baseline rows will fail")
-        self.configs = read_configs()
+        self.configs = read_configs(only=a.variants)
         self.deadline = a.deadline
         self.flush_ms = None
 
@@ -1428,6 +1432,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="results folder")
     ap.add_argument("--kernels", type=lambda s: s.split(","), help="only these kernels (comma-separated)")
     ap.add_argument("--dtypes", type=lambda s: s.split(","), help="only these dtypes (f32,f16,bf16)")
+    ap.add_argument("--variants", help="only our variants whose name matches this regular expression (the peers run "
+                    "as always), e.g. 'rotpk|_rot$|bn128$'")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (default 420)")
     ap.add_argument("--row-budget", type=float, default=0.25, help="timing seconds per row at most")
     ap.add_argument("--row-timeout", type=float, default=90.0, help="seconds a row may run before it is killed")
@@ -1448,7 +1454,7 @@ def main():
         return 0
     if a.worker:
         return worker_main(a)
-    configs = read_configs()
+    configs = read_configs(only=a.variants)
     plan = make_plan(a.quick, a.kernels, a.dtypes, a.smoke_cpu)
     if a.dry_run:
         return dry_run(plan, configs)
@@ -1531,6 +1537,8 @@ def parent_main(a, plan, configs):
             cmd += ["--kernels", ",".join(a.kernels)]
         if a.dtypes:
             cmd += ["--dtypes", ",".join(a.dtypes)]
+        if a.variants:
+            cmd += ["--variants", a.variants]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(cmd, env=env)  # same session: whoever kills us reaches it too
         try:

@@ -427,6 +427,57 @@ Test(schedule, verifier_rejects_broken_turns) {
   arena_free(a);
 }
 
+/* The warp-specialized entry as a string of one letter per schedule-relevant PTX instruction,
+ * so tests can pin the order of issues, waits and barriers: M wgmma, F wgmma.fence, C commit,
+ * 0 / 1 wgmma.wait_group 0 / 1, T turn (bar.sync on a named barrier), P pass (bar.arrive),
+ * W mbarrier wait, X arrive.expect_tx, R release (mbarrier.arrive), L TMA, S setmaxnreg,
+ * | a basic block's label. */
+static char *schedule_letters(Arena *a, const char *ptx) {
+  static const struct { const char *text; char letter; } map[] = {
+      {"wgmma.mma_async", 'M'}, {"wgmma.fence", 'F'}, {"wgmma.commit_group", 'C'},
+      {"wgmma.wait_group.sync.aligned 0;", '0'}, {"wgmma.wait_group.sync.aligned 1;", '1'},
+      {"bar.sync \t%r", 'T'}, {"bar.sync %r", 'T'}, {"bar.arrive", 'P'}, {"mbarrier.try_wait", 'W'},
+      {"mbarrier.arrive.expect_tx", 'X'}, {"mbarrier.arrive", 'R'}, {"cp.async.bulk.tensor", 'L'},
+      {"setmaxnreg", 'S'}, {"$L__BB", '|'},
+  };
+  char *out = arena_alloc(a, strlen(ptx) + 1), *o = out;
+  for (const char *line = ptx; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line) : strlen(line);
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++) {
+      const char *hit = strstr(line, map[k].text);
+      if (hit && hit < line + n && (map[k].letter != '|' || hit == line)) {
+        *o++ = map[k].letter;
+        break;
+      }
+    }
+    line += n + (end ? 1 : 0);
+  }
+  *o = 0;
+  return out;
+}
+
+/* Golden schedule of the rotated, turn-taking attention loop (FlashAttention-3's order) in the
+ * PTX itself, so a regression in the passes or the emitter shows in CI. */
+Test(schedule, rotated_loop_order_in_the_ptx) {
+  Arena *a = arena_new();
+  setenv("TILEC_ROTATE", "1", 1);
+  char *ptx = module_ptx(a, "attention", ATTN_ROT, ARCH_SM90A);
+  unsetenv("TILEC_ROTATE");
+  char *ws = schedule_letters(a, ptx_entry(a, ptx, "attention__ws"));
+  /* the first iteration's S = Q K^T (D/16 = 4 wgmmas) in a turn of its own, waited for at once */
+  cr_assert(strstr(ws, "TFMMMMC0P"), "%s", ws);
+  /* P V of the previous iteration retired, then its stage released */
+  cr_assert(strstr(ws, "0R"), "%s", ws);
+  /* the turn opens, the next stage's full barrier, S of the next iteration issued, not waited */
+  cr_assert(strstr(ws, "TWFMMMMC|"), "%s", ws);
+  /* P V (BN/16 = 8 wgmmas) issued after it, the turn passed on, then only S waited for */
+  cr_assert(strstr(ws, "FMMMMMMMMCP1"), "%s", ws);
+  /* the producer: per stage, the empty barrier, expect_tx on the full one, K and V by TMA */
+  cr_assert(strstr(ws, "WXLL"), "%s", ws);
+  arena_free(a);
+}
+
 /* In the PTX: warpgroup w waits on named barrier 3 + w and arrives on the next one's. */
 Test(schedule, turns_in_the_ptx) {
   Arena *a = arena_new();
