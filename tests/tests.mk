@@ -72,6 +72,16 @@ gpu-prep: all $(B)/example_runner
 	@git rev-parse HEAD > $(B)/COMMIT 2>/dev/null; git diff --quiet 2>/dev/null || echo dirty >> $(B)/COMMIT
 	@echo "gpu-prep: $$(ls $(B)/ptx/*.ptx | wc -l) PTX files in $(B)/ptx"
 
+# One file to carry to the GPU machine (the device tool carries at most 64 MiB, build/ is more):
+# what gpu-test and the bench need, xz-compressed (a few MiB); tests/gpu/device_all.sh unpacks it.
+# After `make gpu-prep bench-prep`.
+.PHONY: device-carry
+device-carry:
+	@git rev-parse HEAD > $(B)/COMMIT 2>/dev/null; git diff --quiet 2>/dev/null || echo dirty >> $(B)/COMMIT
+	@tar -cJf $(B)/carry.tar.xz $(B)/ptx $(B)/example_runner $(B)/libtilert.a $(B)/libtilert.so $(B)/aot $(B)/tuned \
+	  $(B)/COMMIT $(B)/bench/libbaselines.so $(B)/bench/commit.txt $(B)/bench/ptx/*.ptx
+	@ls -la $(B)/carry.tar.xz
+
 # On the GPU machine, from a carried build/ (builds nothing).
 gpu-test:
 	bash tests/gpu/run_gpu_tests.sh
