@@ -48,6 +48,19 @@ static const char tk_runtime_src[] =
     "typedef struct CUctx_st *tk_CUcontext;\n"
     "typedef struct CUmod_st *tk_CUmodule;\n"
     "typedef struct CUfunc_st *tk_CUfunction;\n"
+    "/* CUtensorMap: 128 opaque bytes, 128-byte aligned (TMA reads it from the kernel's parameters). */\n"
+    "#if defined(__cplusplus) && __cplusplus >= 201103L\n"
+    "#define TK_ALIGN128 alignas(128)\n"
+    "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"
+    "#define TK_ALIGN128 _Alignas(128)\n"
+    "#elif defined(__GNUC__)\n"
+    "#define TK_ALIGN128 __attribute__((aligned(128)))\n"
+    "#else\n"
+    "#define TK_ALIGN128\n"
+    "#endif\n"
+    "typedef struct tk_CUtensorMap {\n"
+    "  TK_ALIGN128 unsigned long long opaque[16];\n"
+    "} tk_CUtensorMap;\n"
     "enum {\n"
     "  TK_CUDA_ERROR_STUB_LIBRARY = 34,\n"
     "  TK_CUDA_ERROR_NO_DEVICE = 100,\n"
@@ -57,7 +70,21 @@ static const char tk_runtime_src[] =
     "  TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,\n"
     "  TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,\n"
     "  TK_ABI_VERSION = 12000,\n"
-    "  TK_DEFAULT_SMEM = 48 * 1024\n"
+    "  TK_DEFAULT_SMEM = 48 * 1024,\n"
+    "  /* the warp-specialized entry (sm_90a): occupancy, TMA tensor maps, the persistent walk */\n"
+    "  TK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,\n"
+    "  TK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,\n"
+    "  TK_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,\n"
+    "  TK_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,\n"
+    "  TK_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,\n"
+    "  TK_CU_TENSOR_MAP_SWIZZLE_32B = 1,\n"
+    "  TK_CU_TENSOR_MAP_SWIZZLE_64B = 2,\n"
+    "  TK_CU_TENSOR_MAP_SWIZZLE_128B = 3,\n"
+    "  TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,\n"
+    "  TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,\n"
+    "  TK_MAX_TMAPS = 8,\n"
+    "  TK_PERSISTENT_WAVES = 8, /* as libtilert: a persistent entry walks tiles up to this many waves */\n"
+    "  TK_TILE_GROUP = 8        /* and rasters them in groups of this many rows */\n"
     "};\n"
     "#ifdef CUDA_VERSION /* compiled with cuda.h in sight: prove the copies above match it */\n"
     "typedef char tk_constants_match_cuda_h[\n"
@@ -70,7 +97,19 @@ static const char tk_runtime_src[] =
     "     (int)TK_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==\n"
     "         (int)CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR &&\n"
     "     (int)TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==\n"
-    "         (int)CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) ? 1 : -1];\n"
+    "         (int)CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&\n"
+    "     (int)TK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ==\n"
+    "         (int)CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT &&\n"
+    "     (int)TK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == (int)CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK &&\n"
+    "     (int)TK_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&\n"
+    "     (int)TK_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == (int)CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 &&\n"
+    "     (int)TK_CU_TENSOR_MAP_INTERLEAVE_NONE == (int)CU_TENSOR_MAP_INTERLEAVE_NONE &&\n"
+    "     (int)TK_CU_TENSOR_MAP_SWIZZLE_32B == (int)CU_TENSOR_MAP_SWIZZLE_32B &&\n"
+    "     (int)TK_CU_TENSOR_MAP_SWIZZLE_64B == (int)CU_TENSOR_MAP_SWIZZLE_64B &&\n"
+    "     (int)TK_CU_TENSOR_MAP_SWIZZLE_128B == (int)CU_TENSOR_MAP_SWIZZLE_128B &&\n"
+    "     (int)TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B == (int)CU_TENSOR_MAP_L2_PROMOTION_L2_256B &&\n"
+    "     (int)TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == (int)CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE &&\n"
+    "     sizeof(CUtensorMap) == 128) ? 1 : -1];\n"
     "#endif\n"
     "\n"
     "typedef struct tk_driver {\n"
@@ -87,6 +126,11 @@ static const char tk_runtime_src[] =
     "  tk_CUresult (*ModuleUnload)(tk_CUmodule);\n"
     "  tk_CUresult (*ModuleGetFunction)(tk_CUfunction *, tk_CUmodule, const char *);\n"
     "  tk_CUresult (*FuncSetAttribute)(tk_CUfunction, int, int);\n"
+    "  tk_CUresult (*FuncGetAttribute)(int *, int, tk_CUfunction);\n"
+    "  tk_CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, tk_CUfunction, int, size_t);\n"
+    "  tk_CUresult (*TensorMapEncodeTiled)(struct tk_CUtensorMap *, int, unsigned, void *,\n"
+    "                                      const unsigned long long *, const unsigned long long *,\n"
+    "                                      const unsigned *, const unsigned *, int, int, int, int);\n"
     "  tk_CUresult (*LaunchKernel)(tk_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
     "                              unsigned, unsigned, struct CUstream_st *, void **, void **);\n"
     "} tk_driver;\n"
@@ -157,6 +201,10 @@ static const char tk_runtime_src[] =
     "      {\"cuModuleUnload\", (void *)&tk_drv.ModuleUnload},\n"
     "      {\"cuModuleGetFunction\", (void *)&tk_drv.ModuleGetFunction},\n"
     "      {\"cuFuncSetAttribute\", (void *)&tk_drv.FuncSetAttribute},\n"
+    "      {\"cuFuncGetAttribute\", (void *)&tk_drv.FuncGetAttribute},\n"
+    "      {\"cuOccupancyMaxActiveBlocksPerMultiprocessor\",\n"
+    "       (void *)&tk_drv.OccupancyMaxActiveBlocksPerMultiprocessor},\n"
+    "      {\"cuTensorMapEncodeTiled\", (void *)&tk_drv.TensorMapEncodeTiled},\n"
     "      {\"cuLaunchKernel\", (void *)&tk_drv.LaunchKernel},\n"
     "  };\n"
     "  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {\n"
@@ -202,6 +250,26 @@ static const char tk_runtime_src[] =
     "\n"
     "typedef int64_t (*tk_expr)(const int64_t *d, int *bad);\n"
     "\n"
+    "/* A TMA tensor map the warp-specialized entry takes: the tensor argument, the swizzle (bytes)\n"
+    " * and the box one copy moves (outermost dimension first). */\n"
+    "typedef struct tk_tmap {\n"
+    "  int arg;\n"
+    "  int swizzle;\n"
+    "  int box[4];\n"
+    "} tk_tmap;\n"
+    "\n"
+    "/* An image's warp-specialized entry point of a kernel (sm_90a: TMA, mbarrier rings, a producer\n"
+    " * warpgroup; name NULL where there is none). libtilert's rules pick it: docs/aot.md. */\n"
+    "typedef struct tk_ws {\n"
+    "  const char *name;\n"
+    "  int threads, smem;\n"
+    "  int persistent;                  /* walks tiles: the logical grid and the raster group follow\n"
+    "                                      the dims as 4 more 32-bit parameters */\n"
+    "  int groups;                      /* consumer groups taking turns on tiles */\n"
+    "  int ntmaps;\n"
+    "  const tk_tmap *tmaps;            /* passed by value after every other parameter */\n"
+    "} tk_ws;\n"
+    "\n"
     "typedef struct tk_arg {\n"
     "  const char *name;\n"
     "  int is_tensor;\n"
@@ -239,6 +307,7 @@ static const char tk_runtime_src[] =
     "  const unsigned long long *req_dims; /* bit i: the requirement names dim i */\n"
     "  int nreqs;\n"
     "  const int *smem;                    /* dynamic shared bytes per block, per module image */\n"
+    "  const struct tk_ws *ws;             /* the warp-specialized entry, per module image */\n"
     "} tk_kernel;\n"
     "\n"
     "/* The file's one module: an image per arch (PTX, and cubin), each with every kernel. */\n"
@@ -257,6 +326,8 @@ static const char tk_runtime_src[] =
     "  int image;                       /* the loaded one, an index into the module's images */\n"
     "  int retained_dev;                /* >= 0: P_load retained this device's primary context */\n"
     "  tk_CUfunction *fn;               /* per kernel of the module, found by name at load */\n"
+    "  tk_CUfunction *ws_fn;            /* its warp-specialized entry where it runs, else NULL */\n"
+    "  long long *ws_walkers;           /* blocks a persistent entry walks tiles with (0: none) */\n"
     "} tk_state;\n"
     "\n"
     "static const char *const tk_dtype_names[] = {\"bool\", \"i32\", \"f16\", \"bf16\", \"f32\"};\n"
@@ -521,6 +592,40 @@ static const char tk_runtime_src[] =
     "  return best;\n"
     "}\n"
     "\n"
+    "/* Kernel i's warp-specialized entry (ws[img]), as libtilert picks it: where the device runs\n"
+    " * sm_90a code, TILERT_WS is not 0, the entry fits the block's threads, and it keeps as many of\n"
+    " * the kernel's warps resident as the cp.async entry (TILERT_WS=1: regardless). Anything else,\n"
+    " * a failing driver call included, leaves the cp.async entry, which computes the same. */\n"
+    "static void tk_prepare_ws(tk_state *s, const tk_kernel *k, int i, int img, int cc) {\n"
+    "  const tk_ws *w = &k->ws[img];\n"
+    "  const char *env = getenv(\"TILERT_WS\");\n"
+    "  int max_threads = 0, ws_per_sm = 0, cp_per_sm = 0, sms = 0, dev = 0;\n"
+    "  tk_CUfunction fn = NULL;\n"
+    "  s->ws_fn[i] = NULL;\n"
+    "  s->ws_walkers[i] = 0;\n"
+    "  if (!w->name || cc != 90 || (env && !strcmp(env, \"0\")))\n"
+    "    return;\n"
+    "  if (tk_drv.ModuleGetFunction(&fn, s->mod, w->name) != 0 ||\n"
+    "      (w->smem > TK_DEFAULT_SMEM &&\n"
+    "       tk_drv.FuncSetAttribute(fn, TK_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, w->smem) != 0) ||\n"
+    "      tk_drv.FuncGetAttribute(&max_threads, TK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn) != 0 ||\n"
+    "      max_threads < w->threads)\n"
+    "    return;\n"
+    "  if (tk_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&ws_per_sm, fn, w->threads, (size_t)w->smem) != 0 ||\n"
+    "      tk_drv.OccupancyMaxActiveBlocksPerMultiprocessor(&cp_per_sm, s->fn[i], k->threads,\n"
+    "                                                       (size_t)k->smem[img]) != 0 ||\n"
+    "      ws_per_sm < 1 || (ws_per_sm * w->groups < cp_per_sm && !(env && !strcmp(env, \"1\"))))\n"
+    "    return;\n"
+    "  if (w->persistent) {\n"
+    "    const char *pe = getenv(\"TILERT_PERSISTENT\");\n"
+    "    if (tk_drv.CtxGetDevice(&dev) != 0 ||\n"
+    "        tk_drv.DeviceGetAttribute(&sms, TK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != 0)\n"
+    "      return;\n"
+    "    s->ws_walkers[i] = pe && !strcmp(pe, \"0\") ? 0 : (long long)ws_per_sm * sms;\n"
+    "  }\n"
+    "  s->ws_fn[i] = fn;\n"
+    "}\n"
+    "\n"
     "/* Loads the module once and finds every kernel of it by name. */\n"
     "static tilec_result tk_load(tk_state *s, const tk_module *m) {\n"
     "  if (s->mod)\n"
@@ -569,6 +674,7 @@ static const char tk_runtime_src[] =
     "      s->mod = NULL;\n"
     "      return tk_cu_fail(call, r, k->name);\n"
     "    }\n"
+    "    tk_prepare_ws(s, k, i, img, major * 10 + minor);\n"
     "  }\n"
     "  s->ctx = ctx;\n"
     "  s->image = img;\n"
@@ -586,8 +692,46 @@ static const char tk_runtime_src[] =
     "  s->retained_dev = -1;\n"
     "}\n"
     "\n"
+    "/* The TMA tensor map of tensor t for map m, under libtilert's rules (f16 or bf16, a 16-byte\n"
+    " * aligned base, strides multiples of 16 bytes below 2^40, dims below 2^32; out-of-bounds\n"
+    " * elements read as the zero the loads fill with); 0 when t breaks them or the driver refuses. */\n"
+    "static int tk_encode(const tk_tmap *m, const tilec_tensor *t, tk_CUtensorMap *out) {\n"
+    "  unsigned long long dims[4], strides[4];\n"
+    "  unsigned box[4], estride[4];\n"
+    "  int r = t->rank;\n"
+    "  if ((t->dtype != TILEC_F16 && t->dtype != TILEC_BF16) || (t->data & 15) || r < 1 || r > 4 ||\n"
+    "      t->strides[r - 1] != 1)\n"
+    "    return 0;\n"
+    "  for (int i = 0; i < r; i++) { /* innermost first */\n"
+    "    int64_t e = t->shape[r - 1 - i];\n"
+    "    if (e < 1 || e > ((int64_t)1 << 32))\n"
+    "      return 0;\n"
+    "    dims[i] = (unsigned long long)e;\n"
+    "    box[i] = (unsigned)m->box[r - 1 - i];\n"
+    "    estride[i] = 1;\n"
+    "    if (i > 0) {\n"
+    "      int64_t st = t->strides[r - 1 - i];\n"
+    "      if (st < 1 || st > ((int64_t)1 << 39) || (st * 2) % 16)\n"
+    "        return 0;\n"
+    "      strides[i - 1] = (unsigned long long)(st * 2);\n"
+    "    }\n"
+    "  }\n"
+    "  int sw = m->swizzle == 128 ? TK_CU_TENSOR_MAP_SWIZZLE_128B\n"
+    "           : m->swizzle == 64 ? TK_CU_TENSOR_MAP_SWIZZLE_64B\n"
+    "                              : TK_CU_TENSOR_MAP_SWIZZLE_32B;\n"
+    "  int dt = t->dtype == TILEC_F16 ? TK_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : TK_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;\n"
+    "  void *base = (void *)(size_t)t->data;\n"
+    "  return tk_drv.TensorMapEncodeTiled(out, dt, (unsigned)r, base, dims, strides, box, estride,\n"
+    "                                     TK_CU_TENSOR_MAP_INTERLEAVE_NONE, sw,\n"
+    "                                     TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B,\n"
+    "                                     TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == 0;\n"
+    "}\n"
+    "\n"
     "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
-    " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer. */\n"
+    " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer; the\n"
+    " * warp-specialized entry takes, after those, the logical grid and the raster group (persistent\n"
+    " * entries) and its tensor maps by value. It runs when the kernel has one (tk_prepare_ws) and\n"
+    " * every tensor it maps suits TMA; else the cp.async entry. */\n"
     "static tilec_result tk_launch(tk_state *s, const tk_module *m, int ki, struct CUstream_st *stream,\n"
     "                              const tilec_tensor *const *t, const double *sc, const int64_t *d,\n"
     "                              const int64_t grid[3]) {\n"
@@ -604,8 +748,9 @@ static const char tk_runtime_src[] =
     "  else if (cur != s->ctx)\n"
     "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT,\n"
     "                   \"%s was loaded in another CUDA context than the current one\", k->name);\n"
-    "  unsigned long long slot[4 * 32 + 64];\n"
-    "  void *ptr[4 * 32 + 64];\n"
+    "  unsigned long long slot[4 * 32 + 64 + 4];\n"
+    "  void *ptr[4 * 32 + 64 + 4 + TK_MAX_TMAPS];\n"
+    "  tk_CUtensorMap maps[TK_MAX_TMAPS];\n"
     "  int n = 0;\n"
     "  for (int i = 0; i < k->nargs; i++) {\n"
     "    const tk_arg *a = &k->args[i];\n"
@@ -626,9 +771,33 @@ static const char tk_runtime_src[] =
     "      int32_t v = (int32_t)d[i];\n"
     "      slot[n] = 0, memcpy(&slot[n], &v, 4), ptr[n] = &slot[n], n++;\n"
     "    }\n"
-    "  tk_CUresult r = tk_drv.LaunchKernel(s->fn[ki], (unsigned)grid[0], (unsigned)grid[1],\n"
-    "                                      (unsigned)grid[2], (unsigned)k->threads, 1, 1,\n"
-    "                                      (unsigned)k->smem[s->image], stream, ptr, NULL);\n"
+    "  tk_CUfunction fn = s->fn[ki];\n"
+    "  unsigned threads = (unsigned)k->threads, smem = (unsigned)k->smem[s->image];\n"
+    "  long long launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];\n"
+    "  const tk_ws *w = &k->ws[s->image];\n"
+    "  int ws = s->ws_fn[ki] && (!w->persistent || total <= 2147483647LL); /* tiles decode in 32 bits */\n"
+    "  for (int i = 0; ws && i < w->ntmaps; i++)\n"
+    "    ws = tk_encode(&w->tmaps[i], t[w->tmaps[i].arg], &maps[i]);\n"
+    "  if (ws) {\n"
+    "    fn = s->ws_fn[ki], threads = (unsigned)w->threads, smem = (unsigned)w->smem;\n"
+    "    if (w->persistent) {\n"
+    "      const char *ge = getenv(\"TILERT_TILE_GROUP\");\n"
+    "      int32_t v[4] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2], TK_TILE_GROUP};\n"
+    "      long long walkers = s->ws_walkers[ki];\n"
+    "      if (ge && atoi(ge) >= 1)\n"
+    "        v[3] = atoi(ge);\n"
+    "      for (int i = 0; i < 4; i++)\n"
+    "        slot[n] = 0, memcpy(&slot[n], &v[i], 4), ptr[n] = &slot[n], n++;\n"
+    "      /* walked by the resident blocks up to a few waves; beyond, a block per tile (the\n"
+    "       * hardware's scheduler balances many waves better) */\n"
+    "      launch[0] = walkers && total <= TK_PERSISTENT_WAVES * walkers && total > walkers ? walkers : total;\n"
+    "      launch[1] = launch[2] = 1;\n"
+    "    }\n"
+    "    for (int i = 0; i < w->ntmaps; i++)\n"
+    "      ptr[n++] = &maps[i];\n"
+    "  }\n"
+    "  tk_CUresult r = tk_drv.LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1],\n"
+    "                                      (unsigned)launch[2], threads, 1, 1, smem, stream, ptr, NULL);\n"
     "  if (r != 0)\n"
     "    return tk_cu_fail(\"cuLaunchKernel\", r, k->name);\n"
     "  return TILEC_OK;\n"
@@ -1139,6 +1308,7 @@ typedef struct Image {
 typedef struct Kernel {
   tilert_kernel_info info;         /* the contract, from the first arch's PTX */
   int smem[ARCH_COUNT];            /* dynamic shared bytes per block, per arch */
+  tilert_kernel_info *ws[ARCH_COUNT]; /* per arch: its warp-specialized entry (ws_name "" if none) */
   const char *prefix, *sfx;
 } Kernel;
 
@@ -1220,10 +1390,49 @@ static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
   fputs("0};\n", fp);
 }
 
-/* The kernel's table, with its shared memory per image in tk_images' order. */
+/* One image's tk_ws initializer for kernel kn (arch i). */
+static void put_ws_entry(FILE *fp, const Kernel *kn, const Image *im, int i) {
+  const tilert_kernel_info *w = kn->ws[i];
+  if (!w->ws_name[0]) {
+    fputs("    {NULL, 0, 0, 0, 0, 0, NULL},\n", fp);
+    return;
+  }
+  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
+          w->ws_persistent, w->ws_groups, w->ntmaps, kn->sfx, arch_name(im[i].arch));
+}
+
+/* The kernel's warp-specialized entries, per image in tk_images' order (with their tensor maps). */
+static void put_ws_table(FILE *fp, const Kernel *kn, const Image *im, int n) {
+  for (int i = 0; i < n; i++) {
+    const tilert_kernel_info *w = kn->ws[i];
+    if (!w->ws_name[0])
+      continue;
+    fprintf(fp, "\nstatic const tk_tmap tk_tmaps%s_%s[%d] = {\n", kn->sfx, arch_name(im[i].arch), w->ntmaps);
+    for (int t = 0; t < w->ntmaps; t++) {
+      const tilert_tmap_info *m = &w->tmaps[t];
+      int rank = w->args[m->arg].rank, box[4] = {0, 0, 0, 0};
+      for (int d = 0; d < rank && d < 4; d++)
+        box[d] = m->box[d];
+      fprintf(fp, "    {%d, %d, {%d, %d, %d, %d}}, /* %s */\n", m->arg, m->swizzle, box[0], box[1], box[2], box[3],
+              w->args[m->arg].name);
+    }
+    fputs("};\n", fp);
+  }
+  fprintf(fp, "\nstatic const tk_ws tk_wsentry%s[] = {\n", kn->sfx);
+  for (int i = 0; i < n; i++) {
+    if (im[i].cubin)
+      put_ws_entry(fp, kn, im, i);
+    put_ws_entry(fp, kn, im, i);
+  }
+  fputs("};\n", fp);
+}
+
+/* The kernel's table, with its shared memory and warp-specialized entry per image in
+ * tk_images' order. */
 static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n) {
   const tilert_kernel_info *k = &kn->info;
   const char *sfx = kn->sfx;
+  put_ws_table(fp, kn, im, n);
   fprintf(fp, "\nstatic const int tk_smem%s[] = {", sfx);
   for (int i = 0; i < n; i++)
     fprintf(fp, im[i].cubin ? "%s%d, %d" : "%s%d", i ? ", " : "", kn->smem[i], kn->smem[i]);
@@ -1232,8 +1441,8 @@ static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n)
           k->nargs, sfx, k->ndims);
   fprintf(fp, "    {tk_grid0%s, tk_grid1%s, tk_grid2%s},\n    {\"%s\", \"%s\", \"%s\"},\n", sfx,
           sfx, sfx, k->grid[0], k->grid[1], k->grid[2]);
-  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s};\n", sfx, sfx, sfx,
-          k->nrequires, sfx);
+  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s};\n", sfx, sfx, sfx,
+          k->nrequires, sfx, sfx);
 }
 
 /* The module: its images, its kernels, and the load state they share. */
@@ -1256,9 +1465,10 @@ static void put_module(Arena *a, FILE *fp, const Kernel *ks, int nk, const Image
     else
       fprintf(fp, "%s%s (PTX)", i ? ", " : "", an);
   }
-  fprintf(fp, "\", tk_kernels, %d};\n\nstatic tk_CUfunction tk_fn[%d];\n"
-              "static tk_state tk_st = {NULL, NULL, -1, -1, tk_fn};\n",
-          nk, nk);
+  fprintf(fp, "\", tk_kernels, %d};\n\nstatic tk_CUfunction tk_fn[%d], tk_ws_fn[%d];\n"
+              "static long long tk_ws_walkers[%d];\n"
+              "static tk_state tk_st = {NULL, NULL, -1, -1, tk_fn, tk_ws_fn, tk_ws_walkers};\n",
+          nk, nk, nk, nk);
 }
 
 /* The file's public functions: one load, unload and error for the module. */
@@ -1380,8 +1590,14 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
       diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(im[i].arch), st.message);
       return false;
     }
-    /* The AOT launcher runs the cp.async entry point; a warp-specialized one (sm_90a) is the
-     * runtime's to pick (it needs tensor maps made per launch): not part of the contract. */
+    /* A warp-specialized entry (sm_90a) is per image, picked per launch (tensor maps of the
+     * launch's views): not part of the contract, which must agree across arches. Clusters are
+     * left to libtilert (the generated launcher has no cuLaunchKernelEx). */
+    tilert_kernel_info *ws = arena_alloc(a, sizeof *ws);
+    *ws = *ki;
+    if (ws->ws_cluster > 1)
+      ws->ws_name[0] = 0;
+    ks[j].ws[i] = ws;
     memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
     ks[j].smem[i] = ki->smem_bytes;
     other->smem_bytes = ks[j].info.smem_bytes;

@@ -15,7 +15,9 @@
 # 4. Once `tilec --emit=c` works: C for every example in dsl/examples, compiled the same way.
 # 5. A file of several kernels (layernorm_backward.tile) gives one pair, one module per arch;
 #    bundle_test.c checks both kernels' contracts, two builds linked kernel by kernel, and, with
-#    fake_libcuda.so accepting the PTX, that one module load serves both kernels, found by name.
+#    fake_libcuda.so accepting the PTX, that one module load serves both kernels, found by name;
+#    ws_test.c, on the same fake driver, which entry a generated GEMM's launches take (the
+#    warp-specialized one with its tensor maps and persistent grid, or the cp.async one).
 set -euo pipefail
 B=${B:-build}
 CUDA=${CUDA:-/usr/local/cuda}
@@ -129,6 +131,18 @@ gcc -std=c99 -Wall -Wextra -Werror -I"$M" tests/aot/bundle_test.c "$M/ln.c" "$M/
   "$M/ln_any.c" -ldl -o "$M/bundle_test"
 TILERT_LIBCUDA=/nonexistent/libcuda.so.1 "$M/bundle_test"
 TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/bundle_test"
+# The warp-specialized entry from generated C (tensor maps per launch, persistent grid), on the
+# fake driver: gemm for sm_90a.
+"$B/tilec" dsl/examples/gemm.tile --emit=c --arch=sm_90a -o "$M/gw"
+gcc -std=c99 -Wall -Wextra -Werror -I"$M" -Itests/aot tests/aot/ws_test.c "$M/gw.c" -ldl -o "$M/ws_test"
+TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/ws_test"
+# Its GPU run on the bench's GEMM tiles (make gpu-prep builds it, make gpu-test runs it): compiled here.
+mkdir -p "$M/big"
+"$B/tilec" dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 -D ACT=2 \
+  --emit=c --arch=sm_90a -o "$M/big/gw"
+gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$M/big" -Itests/aot -Icompiler -Itests/ref -I"$CUDA/include" \
+  tests/aot/ws_gpu.c "$M/big/gw.c" tests/ref/*.c "$B/libtilec.a" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+  -o "$M/ws_gpu"
 # Its GPU run (make gpu-prep builds it, make gpu-test runs it): compiled here.
 gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$M" -Icompiler -Itests/ref -I"$CUDA/include" \
   tests/aot/bundle_gpu.c "$M/ln.c" tests/ref/*.c "$B/libtilec.a" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \

@@ -66,6 +66,10 @@ gpu-prep: all $(B)/example_runner
 	$(B)/tilec dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o $(B)/aot/ln
 	$(CC) -std=c11 -O2 -I$(B)/aot -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/bundle_gpu.c \
 	  $(B)/aot/ln.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/aot/bundle_gpu
+	$(B)/tilec dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 -D ACT=2 \
+	  --emit=c --arch=sm_90a -o $(B)/aot/gw
+	$(CC) -std=c11 -O2 -I$(B)/aot -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/ws_gpu.c \
+	  $(B)/aot/gw.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/aot/ws_gpu
 	@$(MAKE) --no-print-directory tuned
 	$(CC) -std=c11 -O2 -I$(B)/tuned -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/tuned_gpu.c \
 	  $(B)/tuned/*.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/tuned/tuned_gpu

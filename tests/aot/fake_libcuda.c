@@ -5,8 +5,10 @@
  * calls answer CUDA_SUCCESS and touch nothing.
  *
  * With FAKE_LIBCUDA_JIT=ok its JIT accepts PTX instead, finds a function only when the loaded
- * image has an entry of that name, and logs what the caller did, for bundle_test.c to read with
- * fake_libcuda_log(): "load; get NAME; launch NAME GXxGYxGZ THREADS; unload; " and so on. */
+ * image has an entry of that name, and logs what the caller did, for bundle_test.c and
+ * ws_test.c to read with fake_libcuda_log(): "load; get NAME; launch NAME GXxGYxGZ THREADS;
+ * unload; " and so on, "tmap RANK BOX0xBOX1 SWIZZLE; " for a tensor map (132 SMs, any kernel one
+ * block per SM and up to 1024 threads). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,8 @@ static CUresult device_name(char *s, int len, int d) {
 }
 static CUresult device_attribute(int *v, int attr, int d) {
   (void)d;
-  *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : 65535; /* cc major, minor, smem */
+  /* cc major, minor, smem, SMs */
+  *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : attr == 16 ? 132 : 65535;
   return 0;
 }
 static int the_ctx;
@@ -100,6 +103,24 @@ static CUresult launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   note("launch %s %ux%ux%u %u; ", f, gx, gy, gz, bx);
   return 0;
 }
+static CUresult func_get_attribute(int *v, int attr, void *f) {
+  (void)f;
+  *v = attr == 0 ? 1024 : 0; /* max threads per block */
+  return 0;
+}
+static CUresult occupancy(int *blocks, void *f, int threads, size_t smem) {
+  (void)f, (void)threads, (void)smem;
+  *blocks = 1;
+  return 0;
+}
+static CUresult encode_tiled(void *map, int dtype, unsigned rank, void *base, const unsigned long long *dims,
+                             const unsigned long long *strides, const unsigned *box, const unsigned *estride,
+                             int interleave, int swizzle, int l2, int oob) {
+  (void)dtype, (void)base, (void)dims, (void)strides, (void)estride, (void)interleave, (void)l2, (void)oob;
+  memset(map, 0, 128);
+  note("tmap %s%u %ux%u %u; ", "", rank, box[0], box[1], (unsigned)swizzle);
+  return 0;
+}
 static CUresult success(void) { return 0; }
 
 CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned long long flags,
@@ -113,7 +134,9 @@ CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned 
       {"cuCtxGetCurrent", (void *)ctx_get},          {"cuCtxGetDevice", (void *)ctx_device},
       {"cuModuleLoadDataEx", (void *)module_load},  {"cuModuleUnload", (void *)module_unload},
       {"cuModuleGetFunction", (void *)get_function}, {"cuFuncSetAttribute", (void *)func_attribute},
-      {"cuLaunchKernel", (void *)launch},
+      {"cuLaunchKernel", (void *)launch},            {"cuFuncGetAttribute", (void *)func_get_attribute},
+      {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void *)occupancy},
+      {"cuTensorMapEncodeTiled", (void *)encode_tiled},
   };
   (void)version, (void)flags;
   *fn = (void *)success;

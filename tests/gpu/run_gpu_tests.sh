@@ -61,6 +61,11 @@ if [ -x "$B/aot/bundle_gpu" ] && "$B/aot/bundle_gpu" > "$OUT/aot_bundle.txt" 2>&
 else
   cat "$OUT/aot_bundle.txt" 2>/dev/null; echo "aot bundle: FAILED (missing? make gpu-prep builds $B/aot/bundle_gpu)"; status=1
 fi
+if [ -x "$B/aot/ws_gpu" ] && "$B/aot/ws_gpu" > "$OUT/aot_ws.txt" 2>&1; then
+  tail -1 "$OUT/aot_ws.txt"; echo "aot warp-specialized entry (generated C, tensor maps per launch): ok"
+else
+  cat "$OUT/aot_ws.txt" 2>/dev/null; echo "aot ws: FAILED (missing? make gpu-prep builds $B/aot/ws_gpu)"; status=1
+fi
 if gcc -std=c11 -O2 -Iruntime tests/aot/gpu_runtime.c "$B/libtilert.a" -ldl -lm -o "$B/gpu_runtime" && "$B/gpu_runtime" >> "$OUT/aot_demo.txt" 2>&1; then
   echo "runtime GPU test: ok"
 else

@@ -1,0 +1,63 @@
+/* ws_gpu.c — the warp-specialized entry from `tilec --emit=c` on the GPU: dsl/examples/gemm.tile
+ * at the bench's 128 x 256 x 64 tiles with the GELU epilogue (gw.{h,c}, sm_90a: TMA tensor maps
+ * made per launch, a producer warpgroup, persistent tiles), against the float64 reference of
+ * tests/ref: a ragged problem (a block per tile), one of more tiles than SMs (walked by the
+ * resident blocks), one whose A is offset by one element (no TMA: the cp.async entry), and the
+ * first again with TILERT_WS=0. tests/aot/ws_test.c checks on a fake driver which entry each
+ * launch takes. Built by make gpu-prep, run by tests/gpu/run_gpu_tests.sh; compiled only by
+ * tests/check_aot.sh. A machine with a driver but no GPU skips. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <cuda.h>
+#include <stdio.h>
+
+#include "cu_check.h"
+#include "gpu_buf.h"
+#include "gw.h"
+#include "ref.h"
+#include "tilec.h"
+
+static int check(const char *what, int64_t M, int64_t N, int64_t K, int offset, int *failures) {
+  int64_t mk[2] = {M, K}, kn[2] = {K, N}, mn[2] = {M, N};
+  Buf a, b, bias, c;
+  if (buf_new(&a, M * K + offset, TY_F16, 1.0) || buf_new(&b, K * N, TY_F16, 1.0) ||
+      buf_new(&bias, N, TY_F16, 1.0) || buf_new(&c, M * N, TY_F16, 0))
+    return 1;
+  tilec_tensor ta = tilec_tensor_contiguous(a.d + 2 * (unsigned)offset, TILEC_F16, 2, mk);
+  tilec_tensor tb = tilec_tensor_contiguous(b.d, TILEC_F16, 2, kn);
+  tilec_tensor tbias = tilec_tensor_contiguous(bias.d, TILEC_F16, 1, &N);
+  tilec_tensor tc = tilec_tensor_contiguous(c.d, TILEC_F16, 2, mn);
+  TK(gw_load(), gw_error);
+  TK(gw_launch(NULL, &ta, &tb, &tbias, &tc), gw_error);
+  CU(cuCtxSynchronize());
+  if (buf_fetch(&c, TY_F16))
+    return 1;
+  double *want = malloc(sizeof(double) * (size_t)(M * N));
+  ref_gemm(M, N, K, a.v + offset, b.v, bias.v, 2, want);
+  double err = rel_err(c.v, want, M * N);
+  printf("ws_gpu: %-44s rel err %.2e  %s\n", what, err, err <= 1e-2 ? "ok" : "FAILED");
+  *failures += !(err <= 1e-2);
+  free(want);
+  Buf *all[] = {&a, &b, &bias, &c};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    buf_free(all[i]);
+  return 0;
+}
+
+int main(void) {
+  int count = 0, failures = 0;
+  if (cuInit(0) == CUDA_ERROR_NO_DEVICE || (cuDeviceGetCount(&count) == CUDA_SUCCESS && !count)) {
+    printf("ws_gpu: SKIP (no GPU)\n");
+    return 0;
+  }
+  if (cu_primary_context() || check("1000 x 768 x 512 (a block per tile)", 1000, 768, 512, 0, &failures) ||
+      check("2048 x 4096 x 128 (256 tiles walked)", 2048, 4096, 128, 0, &failures) ||
+      check("A offset by one element (cp.async entry)", 256, 512, 256, 1, &failures))
+    return 1;
+  gw_unload();
+  setenv("TILERT_WS", "0", 1);
+  if (check("1000 x 768 x 512, TILERT_WS=0", 1000, 768, 512, 0, &failures))
+    return 1;
+  gw_unload();
+  printf("ws_gpu: %s\n", failures ? "FAILED" : "the generated launcher's entries match the reference");
+  return failures != 0;
+}

@@ -1,0 +1,101 @@
+/* ws_test.c — the generated launcher's warp-specialized entry (tests/check_aot.sh), on the fake
+ * driver (TILERT_LIBCUDA=fake_libcuda.so, FAKE_LIBCUDA_JIT=ok): dsl/examples/gemm.tile for sm_90a
+ * as gw.{h,c}. The fake device is sm_90 with 132 SMs and one block of either entry per SM, so
+ * libtilert's rules pick `gemm__ws`: found at load beside `gemm`, launched with a tensor map per
+ * TMA operand (A: box 64 x 32, swizzle 64; B: 32 x 64, 128), the producer warpgroup's threads and
+ * the persistent 1-D grid (a block per tile below 132 tiles, 132 walkers up to 8 waves, a block
+ * per tile beyond); a view TMA cannot take (a base off 16 bytes) and TILERT_WS=0 take `gemm`.
+ * Exit status 0 = all checks passed. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "gw.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static const char *(*calls)(void);
+
+typedef struct Problem {
+  tilec_tensor a, b, bias, c;
+} Problem;
+
+/* A GEMM of M x K by K x N at fake, 256-byte aligned device addresses (nobody reads them). */
+static Problem problem(int64_t m, int64_t n, int64_t k) {
+  int64_t mk[2] = {m, k}, kn[2] = {k, n}, mn[2] = {m, n};
+  Problem p;
+  p.a = tilec_tensor_contiguous(0x10000000ULL, TILEC_F16, 2, mk);
+  p.b = tilec_tensor_contiguous(0x20000000ULL, TILEC_F16, 2, kn);
+  p.bias = tilec_tensor_contiguous(0x30000000ULL, TILEC_F16, 1, &n);
+  p.c = tilec_tensor_contiguous(0x40000000ULL, TILEC_F16, 2, mn);
+  return p;
+}
+
+#define LAUNCH(p) gw_launch(NULL, &(p).a, &(p).b, &(p).bias, &(p).c)
+
+/* The fake driver's log since the last call of this. */
+static const char *since(size_t *mark) {
+  const char *all = calls();
+  const char *s = all + *mark;
+  *mark = strlen(all);
+  return s;
+}
+
+int main(void) {
+  void *lib = dlopen(getenv("TILERT_LIBCUDA"), RTLD_NOW);
+  void *sym = lib ? dlsym(lib, "fake_libcuda_log") : NULL;
+  if (!sym) {
+    printf("ws_test: TILERT_LIBCUDA is not fake_libcuda.so\n");
+    return 1;
+  }
+  memcpy(&calls, &sym, sizeof calls);
+  size_t mark = 0;
+  EXPECT(gw_load(), TILEC_OK, gw_error, "");
+  const char *s = since(&mark);
+  CHECK(!strcmp(s, "load; get gemm; get gemm__ws; "), "load: %s", s);
+
+  /* 512 x 512 output: 8 x 8 tiles of 64 x 64, a block for each */
+  Problem p = problem(512, 512, 256);
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(!strcmp(s, "tmap 2 32x64 2; tmap 2 64x32 3; launch gemm__ws 64x1x1 256; "), "small: %s", s);
+
+  /* 2048 x 2048: 1024 tiles, under 8 waves of 132: walked by 132 blocks */
+  p = problem(2048, 2048, 64);
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm__ws 132x1x1 256; "), "walked: %s", s);
+
+  /* 8192 x 8192: 16384 tiles, more than 8 waves: a block per tile again */
+  p = problem(8192, 8192, 64);
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm__ws 16384x1x1 256; "), "many waves: %s", s);
+
+  /* A's base 2 bytes off 16: no tensor map, the cp.async entry on the kernel's own grid */
+  p = problem(512, 512, 256);
+  p.a.data += 2;
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(!strcmp(s, "launch gemm 8x8x1 128; "), "unaligned: %s", s);
+
+  /* B's rows 120 bytes apart (N = 60), not a multiple of 16: A's map made, B's refused */
+  p = problem(64, 60, 64);
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm 1x1x1 128; ") && !strstr(s, "__ws"), "odd stride: %s", s);
+
+  /* TILERT_WS=0 at load: the warp-specialized entry is not even looked up */
+  gw_unload();
+  setenv("TILERT_WS", "0", 1);
+  EXPECT(gw_load(), TILEC_OK, gw_error, "");
+  p = problem(512, 512, 256);
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  s = since(&mark);
+  CHECK(!strcmp(s, "unload; load; get gemm; launch gemm 8x8x1 128; "), "TILERT_WS=0: %s", s);
+  unsetenv("TILERT_WS");
+  gw_unload();
+  printf("ws_test: %s (%d failures)\n", failures ? "FAILED" : "passed", failures);
+  return failures != 0;
+}
