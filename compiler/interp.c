@@ -434,9 +434,6 @@ static bool leaf_exec(Machine *m, const TirInst *in) {
   case TIR_BLOCK_ID:
     *(int32_t *)d = (int32_t)m->block[in->axis];
     return true;
-  case TIR_UNDEF: /* unspecified; zeros here, so runs repeat */
-    memset(d, 0, (size_t)n * 4);
-    return true;
   default: { /* IOTA */
     int64_t dims[4];
     pad4(dt, dims);

@@ -846,10 +846,6 @@ static void lower_leaf(Cg *g, const TirInst *in) {
     for (int k = 0; k < n; k++)
       out[k] = const_elem(g, e, in->imm);
     break;
-  case TIR_UNDEF:
-    for (int k = 0; k < n; k++)
-      out[k] = LLVMGetUndef(LLVMTypeOf(const_elem(g, e, 0)));
-    break;
   case TIR_PARAM:
     out[0] = g->scalar[in->arg_index];
     break;
@@ -2464,7 +2460,6 @@ static void lower_inst(Cg *g, const TirInst *in) {
   else
     switch (in->op) {
     case TIR_CONST:
-    case TIR_UNDEF:
     case TIR_PARAM:
     case TIR_DIM:
     case TIR_BLOCK_ID:
@@ -2758,6 +2753,9 @@ static int occupancy_blocks(Cg *g) {
 }
 
 static void annotate_occupancy(Cg *g) {
+  if (g->ws)
+    return; /* a bound would shrink the registers the block is launched with, below its budgets:
+               the consumers' setmaxnreg.inc would wait for ever */
   const char *force = getenv("TILEC_MINBLOCKS"); /* tuning experiments: override the estimate */
   int blocks = force && *force ? atoi(force) : occupancy_blocks(g);
   if (!blocks)
@@ -3470,10 +3468,10 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * next iteration's scores, this one's P and the output accumulator in registers at once. Where
  * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
  * producer at 40 registers (the consumers at 232), then without rotation, then both; the first
- * plan without spills wins, else the last. */
-static bool ws_spills(Arena *a, const char *ptx, GpuArch arch) {
+ * plan without spills wins, else the one that spills the fewest bytes (the earlier on a tie). */
+static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
-  return ptxas && ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") > 0;
+  return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
 }
 
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
@@ -3481,18 +3479,24 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   const char *on = getenv("TILEC_ROTATE");
   bool rotate = on && !strcmp(on, "1");
   const WsPlan plans[4] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true}};
-  char *out = NULL;
+  char *best = NULL;
+  long best_spill = 0;
   for (int k = 0; k < 4; k++) {
     if (k >= 2 && !rotate)
       break;
     WsPlan plan = plans[k];
-    out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
-    if (!out || *retry_cap || o->dump_llvm || !plan.ws || !ws_spills(fs[0]->arena, out, o->arch))
+    char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+    if (!out || *retry_cap || o->dump_llvm || !plan.ws)
+      return out;
+    long spill = ws_spill_bytes(fs[0]->arena, out, o->arch);
+    if (!best || (spill >= 0 && (best_spill < 0 || spill < best_spill)))
+      best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
+    if (spill <= 0)
       break;
     if (k == 1 && !plan.rotated)
       break; /* no loop rotated: the plans without rotation are the ones tried */
   }
-  return out;
+  return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
 
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {

@@ -185,9 +185,6 @@ enum {
   X(TIR_DIM, "dim", 0, 0)            /* dst:i32 = runtime shape dimension #dim */      \
   X(TIR_BLOCK_ID, "block_id", 0, 0)  /* dst:i32 = block index along axis (0=x) */      \
   X(TIR_IOTA, "iota", 0, 0)          /* dst:i32[...] = index along axis */             \
-  /* dst's values unspecified: tir_schedule.c's definition on a path where dst is dead, so \
-     that the old value is not kept live into the merge (no moves, no registers) */      \
-  X(TIR_UNDEF, "undef", 0, 0)                                                          \
   /* data movement */                                                                  \
   X(TIR_COPY, "copy", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)       \
   X(TIR_BCAST, "bcast", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                    \

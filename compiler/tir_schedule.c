@@ -764,11 +764,12 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       d.stage = 1;
       d.imm = 1;
       put_inst(&e, d);
-      /* the last iteration defines s too (undefined: s is dead after the loop), so that the old
-       * s is not live across the body into a merge with the new one (64 registers of a 128 x 128
-       * tile per thread), and no moves fill it */
+      /* the last iteration defines s too, so that the old s is not live across the body into a
+       * merge with the new one (64 registers of a 128 x 128 tile per thread). With zeros: LLVM
+       * drops an undefined store, the old s then lives into the merge after all, and ptxas
+       * serializes every wgmma of the entry (C7515; tried in session l). */
       put_inst(&e, op_inst(TIR_ELSE, -1, -1, -1, loc));
-      put_inst(&e, op_inst(TIR_UNDEF, s_dot.dst, -1, -1, loc));
+      put_inst(&e, op_inst(TIR_CONST, s_dot.dst, -1, -1, loc))->imm = 0;
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
       map[i] = e.n;
       TirInst pv = *in;
@@ -823,19 +824,23 @@ static Mono mono_join(Mono a, Mono b) { return a == MONO_NONE ? b : b == MONO_NO
 
 static Mono mono_flip(Mono a) { return a == MONO_UP ? MONO_DOWN : a == MONO_DOWN ? MONO_UP : a; }
 
+/* The analysis state: each register's only writing instruction (-1: none or several), and the
+ * memo of mono_of (-1: not yet known), so every register is looked at once. */
+typedef struct MonoCtx {
+  const TirFunc *f;
+  int *def;
+  int *memo;
+} MonoCtx;
+
 /* r is written once, by a constant >= 0 or a run-time dimension (never negative). */
-static bool nonneg_scalar(const TirFunc *f, int r) {
-  int d = tir_only_write(f, r);
-  return d >= 0 && ((f->insts[d].op == TIR_CONST && f->insts[d].imm >= 0) || f->insts[d].op == TIR_DIM);
+static bool nonneg_scalar(const MonoCtx *c, int r) {
+  int d = c->def[r];
+  return d >= 0 && ((c->f->insts[d].op == TIR_CONST && c->f->insts[d].imm >= 0) || c->f->insts[d].op == TIR_DIM);
 }
 
-static Mono mono_of(const TirFunc *f, int r, int depth) {
-  int d = r >= 0 && f->regs[r].type.rank == 0 && depth < 32 ? tir_only_write(f, r) : -1;
-  if (d < 0)
-    return MONO_ANY;
-  const TirInst *in = &f->insts[d];
-  Mono a = in->args[0] >= 0 ? mono_of(f, in->args[0], depth + 1) : MONO_NONE;
-  Mono b = in->args[1] >= 0 ? mono_of(f, in->args[1], depth + 1) : MONO_NONE;
+static Mono mono_of(MonoCtx *c, int r);
+
+static Mono mono_def(MonoCtx *c, const TirInst *in) {
   switch (in->op) {
   case TIR_CONST:
   case TIR_PARAM:
@@ -845,41 +850,71 @@ static Mono mono_of(const TirFunc *f, int r, int depth) {
     return in->axis == 0 ? MONO_UP : MONO_NONE;
   case TIR_COPY:
   case TIR_CVT:
-    return a;
+    return mono_of(c, in->args[0]);
   case TIR_ADD:
   case TIR_MIN:
   case TIR_MAX:
-    return mono_join(a, b);
+    return mono_join(mono_of(c, in->args[0]), mono_of(c, in->args[1]));
   case TIR_SUB:
-    return mono_join(a, mono_flip(b));
+    return mono_join(mono_of(c, in->args[0]), mono_flip(mono_of(c, in->args[1])));
   case TIR_MUL:
-    if (a == MONO_NONE && nonneg_scalar(f, in->args[0]))
+  case TIR_DIV: { /* by a factor >= 0 (truncating division is monotone too) */
+    Mono a = mono_of(c, in->args[0]), b = mono_of(c, in->args[1]);
+    if (in->op == TIR_MUL && a == MONO_NONE && nonneg_scalar(c, in->args[0]))
       return b;
-    return b == MONO_NONE && nonneg_scalar(f, in->args[1]) ? a : a == MONO_NONE && b == MONO_NONE ? MONO_NONE : MONO_ANY;
-  case TIR_DIV: /* truncation is monotone too */
-    return b == MONO_NONE && nonneg_scalar(f, in->args[1]) ? a : a == MONO_NONE && b == MONO_NONE ? MONO_NONE : MONO_ANY;
-  case TIR_SELECT: {
-    Mono c = in->args[2] >= 0 ? mono_of(f, in->args[2], depth + 1) : MONO_NONE;
-    return a == MONO_NONE ? mono_join(b, c) : MONO_ANY;
+    if (b == MONO_NONE && nonneg_scalar(c, in->args[1]))
+      return a;
+    return a == MONO_NONE && b == MONO_NONE ? MONO_NONE : MONO_ANY;
   }
+  case TIR_SELECT:
+    return mono_of(c, in->args[0]) == MONO_NONE ? mono_join(mono_of(c, in->args[1]), mono_of(c, in->args[2]))
+                                                : MONO_ANY;
   default:
-    return a == MONO_NONE && b == MONO_NONE && (tir_op_info[in->op].flags & OPF_ELEMWISE) ? MONO_NONE : MONO_ANY;
+    if (!(tir_op_info[in->op].flags & OPF_ELEMWISE))
+      return MONO_ANY;
+    for (int k = 0; k < 3 && in->args[k] >= 0; k++)
+      if (mono_of(c, in->args[k]) != MONO_NONE)
+        return MONO_ANY;
+    return MONO_NONE;
   }
+}
+
+/* How scalar r depends on block.x. A register not yet known is marked ANY while it is looked
+ * at, so a cycle (a loop-carried value) gives ANY. */
+static Mono mono_of(MonoCtx *c, int r) {
+  if (r < 0 || c->f->regs[r].type.rank != 0 || c->def[r] < 0)
+    return MONO_ANY;
+  if (c->memo[r] < 0) {
+    c->memo[r] = MONO_ANY;
+    c->memo[r] = (int)mono_def(c, &c->f->insts[c->def[r]]);
+  }
+  return (Mono)c->memo[r];
 }
 
 static void plan_block_order(const TirFunc *f, TirSchedule *s) {
   if (s->persistent || env_off("TILEC_BLOCK_ORDER"))
     return;
+  MonoCtx c = {f, arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1)),
+               arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1))};
+  for (int r = 0; r < f->nregs; r++)
+    c.def[r] = -1, c.memo[r] = -1;
+  for (int j = 0; j < f->ninsts; j++) { /* one pass: -2 marks a register written twice */
+    int r = f->insts[j].dst;
+    if (r >= 0)
+      c.def[r] = c.def[r] == -1 ? j : -2;
+  }
+  for (int r = 0; r < f->nregs; r++)
+    c.def[r] = c.def[r] < 0 ? -1 : c.def[r];
   Mono trips = MONO_NONE;
   for (int j = 0; j < f->ninsts && trips != MONO_ANY; j++) {
     const TirInst *in = &f->insts[j];
     if (in->op != TIR_FOR)
       continue;
-    int step = tir_only_write(f, in->args[2]);
+    int step = in->args[2] >= 0 ? c.def[in->args[2]] : -1;
     if (step < 0 || f->insts[step].op != TIR_CONST || f->insts[step].imm <= 0)
       trips = MONO_ANY;
     else
-      trips = mono_join(trips, mono_join(mono_of(f, in->args[1], 0), mono_flip(mono_of(f, in->args[0], 0))));
+      trips = mono_join(trips, mono_join(mono_of(&c, in->args[1]), mono_flip(mono_of(&c, in->args[0]))));
   }
   s->reverse_x = trips == MONO_UP;
 }
@@ -972,7 +1007,6 @@ static bool turn_safe(const TirFunc *f, const TirInst *in) {
     return true;
   case TIR_DOT:
   case TIR_CONST:
-  case TIR_UNDEF:
     return f->regs[in->dst].type.place != PLACE_SHARED;
   default:
     return in->dst >= 0 && f->regs[in->dst].type.rank == 0 && replayable_op(in, false);

@@ -276,10 +276,6 @@ static bool check_leaf(Verifier *v) {
   const TirInst *in = v->in;
   const TileType *d = rt(v, in->dst);
   switch (in->op) {
-  case TIR_UNDEF:
-    if (d->place == PLACE_SHARED)
-      return fail(v, "undef of a shared tile");
-    return true;
   case TIR_CONST:
     if (d->elem == TY_I32 && (in->imm != floor(in->imm) || fabs(in->imm) > 2147483648.0))
       return fail(v, "i32 constant %g is not an i32", in->imm);

@@ -42,6 +42,12 @@ static const char *since(size_t *mark) {
   return s;
 }
 
+/* Launches p (which must succeed) and returns what the driver was asked since *mark. */
+static const char *launched(Problem p, size_t *mark) {
+  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  return since(mark);
+}
+
 int main(void) {
   void *lib = dlopen(getenv("TILERT_LIBCUDA"), RTLD_NOW);
   void *sym = lib ? dlsym(lib, "fake_libcuda_log") : NULL;
@@ -57,33 +63,28 @@ int main(void) {
 
   /* 512 x 512 output: 8 x 8 tiles of 64 x 64, a block for each */
   Problem p = problem(512, 512, 256);
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(!strcmp(s, "tmap 2 32x64 2; tmap 2 64x32 3; launch gemm__ws 64x1x1 256; "), "small: %s", s);
 
   /* 2048 x 2048: 1024 tiles, under 8 waves of 132: walked by 132 blocks */
   p = problem(2048, 2048, 64);
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(strstr(s, "launch gemm__ws 132x1x1 256; "), "walked: %s", s);
 
   /* 8192 x 8192: 16384 tiles, more than 8 waves: a block per tile again */
   p = problem(8192, 8192, 64);
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(strstr(s, "launch gemm__ws 16384x1x1 256; "), "many waves: %s", s);
 
   /* A's base 2 bytes off 16: no tensor map, the cp.async entry on the kernel's own grid */
   p = problem(512, 512, 256);
   p.a.data += 2;
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(!strcmp(s, "launch gemm 8x8x1 128; "), "unaligned: %s", s);
 
   /* B's rows 120 bytes apart (N = 60), not a multiple of 16: A's map made, B's refused */
   p = problem(64, 60, 64);
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(strstr(s, "launch gemm 1x1x1 128; ") && !strstr(s, "__ws"), "odd stride: %s", s);
 
   /* TILERT_WS=0 at load: the warp-specialized entry is not even looked up */
@@ -91,8 +92,7 @@ int main(void) {
   setenv("TILERT_WS", "0", 1);
   EXPECT(gw_load(), TILEC_OK, gw_error, "");
   p = problem(512, 512, 256);
-  EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
-  s = since(&mark);
+  s = launched(p, &mark);
   CHECK(!strcmp(s, "unload; load; get gemm; launch gemm 8x8x1 128; "), "TILERT_WS=0: %s", s);
   unsetenv("TILERT_WS");
   gw_unload();

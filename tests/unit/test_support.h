@@ -9,6 +9,8 @@
 /* Assembles ptx with ptxas for arch when CUDA is installed (else returns): a Criterion assertion
  * fails on a ptxas error and on any register spill. */
 void ptxas_assert_clean(const char *ptx, GpuArch arch);
+/* The same, and no entry has its wgmmas serialized (ptxas C7514 / C7515). */
+void ptxas_assert_unserialized(const char *ptx, GpuArch arch);
 
 /* Source text -> checked, folded TIR of its first kernel with -D defs ("NAME=VALUE", NULL-ended)
  * for arch; d reports to stderr. A Criterion assertion fails on any error. */
