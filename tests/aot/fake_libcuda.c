@@ -99,7 +99,18 @@ static CUresult func_attribute(void *f, int attr, int value) {
 }
 static CUresult launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                        unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
-  (void)by, (void)bz, (void)smem, (void)stream, (void)params, (void)extra;
+  (void)by, (void)bz, (void)smem, (void)stream, (void)extra;
+  /* FAKE_LIBCUDA_PARAMS=K (the caller knows the launch has K + 5 parameters): log parameters
+   * K .. K+3 as 32-bit integers and whether K+4 is 128-byte aligned (a tensor map) */
+  const char *pk = getenv("FAKE_LIBCUDA_PARAMS");
+  if (pk) {
+    int k = atoi(pk);
+    unsigned v[4];
+    for (int i = 0; i < 4; i++)
+      memcpy(&v[i], params[k + i], 4);
+    note("params %s%u %u %u %u ", "", v[0], v[1], v[2], v[3]);
+    note("%smap%u; ", "", ((size_t)params[k + 4] & 127) == 0 ? 0 : 1, 0, 0, 0);
+  }
   note("launch %s %ux%ux%u %u; ", f, gx, gy, gz, bx);
   return 0;
 }

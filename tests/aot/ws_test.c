@@ -66,10 +66,14 @@ int main(void) {
   s = launched(p, &mark);
   CHECK(!strcmp(s, "tmap 2 32x64 2; tmap 2 64x32 3; launch gemm__ws 64x1x1 256; "), "small: %s", s);
 
-  /* 2048 x 2048: 1024 tiles, under 8 waves of 132: walked by 132 blocks */
+  /* 2048 x 2048: 1024 tiles, under 8 waves of 132: walked by 132 blocks, which get the logical
+   * grid (32 x 32 x 1) and the raster group (8) after A, B, bias, C (7 values) and M, K, N, then
+   * the tensor maps, 128-byte aligned */
   p = problem(2048, 2048, 64);
+  setenv("FAKE_LIBCUDA_PARAMS", "10", 1);
   s = launched(p, &mark);
-  CHECK(strstr(s, "launch gemm__ws 132x1x1 256; "), "walked: %s", s);
+  unsetenv("FAKE_LIBCUDA_PARAMS");
+  CHECK(strstr(s, "params 32 32 1 8 map0; launch gemm__ws 132x1x1 256; "), "walked: %s", s);
 
   /* 8192 x 8192: 16384 tiles, more than 8 waves: a block per tile again */
   p = problem(8192, 8192, 64);
