@@ -6,7 +6,7 @@
 # --emit=tir, the PTX emitter (sm_80, sm_90a), the C emitter (both arches) and `tilec run` on
 # small shapes (empty ones included, where leaks hid), an empty kernel body through all of them,
 # and 40,000 unused variables (capped warnings, in well under the timeout). Any sanitizer report
-# or an exit status other than 0/1 fails the test.
+# or an exit status other than 0/1 fails the test. The runs go two at a time (ASAN_JOBS).
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
@@ -24,13 +24,36 @@ export NO_COLOR=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
-run() { # expected-max-status args...
-  n=$((n + 1))
-  "$out/tilec" "$@" > "$tmp/out" 2> "$tmp/err"
+# One tilec run, its stdout / stderr in DIR/out and DIR/err: a status above 1 or a sanitizer
+# report fails it (and creates DIR/bad).
+run_in() { # dir args...
+  local dir=$1
+  shift
+  "$out/tilec" "$@" > "$dir/out" 2> "$dir/err"
   local rc=$?
-  if [ $rc -gt 1 ] || grep -qE "AddressSanitizer|runtime error:|LeakSanitizer" "$tmp/err"; then
-    echo "FAIL (status $rc): tilec $*"; head -30 "$tmp/err"; bad=1
+  if [ $rc -gt 1 ] || grep -qE "AddressSanitizer|runtime error:|LeakSanitizer" "$dir/err"; then
+    echo "FAIL (status $rc): tilec $*"; head -30 "$dir/err"; : > "$dir/bad"
   fi
+}
+run_now() { n=$((n + 1)); run_in "$tmp" "$@"; [ ! -e "$tmp/bad" ] || bad=1; }
+# run queues a run; run_queued runs the queue ASAN_JOBS at a time (default 2: the machines have
+# two cores), each worker in a directory of its own.
+: > "$tmp/queue"
+run() { n=$((n + 1)); printf '%q ' "$@" >> "$tmp/queue"; echo >> "$tmp/queue"; }
+run_queued() {
+  local jobs=${ASAN_JOBS:-2} w
+  for ((w = 0; w < jobs; w++)); do
+    mkdir -p "$tmp/w$w"
+    (i=0
+     while IFS= read -r line; do
+       i=$((i + 1))
+       [ $(((i - 1) % jobs)) = "$w" ] || continue
+       eval "args=($line)"
+       run_in "$tmp/w$w" "${args[@]}"
+     done < "$tmp/queue") &
+  done
+  wait
+  ! ls "$tmp"/w*/bad > /dev/null 2>&1 || bad=1
 }
 for f in dsl/examples/*.tile; do
   run --check "$f"
@@ -94,8 +117,9 @@ lets = "".join(f"  let v{i} = block.x * {i} + 1;\n" for i in range(40000))
 open(f"{sys.argv[1]}/unused.tile", "w").write(
     "kernel k(X: f32[N], Y: out f32[N]) grid (N) threads (32) {\n" + lets + "  Y[0 : +32] = X[0 : +32];\n}\n")
 PY
+run_queued
 start=$(date +%s)
-run --check "$tmp/unused.tile"
+run_now --check "$tmp/unused.tile"
 [ "$(grep -c "warning: unused variable" "$tmp/err")" = 20 ] && grep -q "further ones are suppressed" "$tmp/err" ||
   { echo "check_asan: 40,000 unused variables: warnings not capped"; bad=1; }
 [ $(($(date +%s) - start)) -lt 30 ] || { echo "check_asan: 40,000 unused variables took over 30 s"; bad=1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_fuzz.sh — builds the libFuzzer targets with clang-14 and fuzzes each for FUZZ_SECONDS
-# seconds (default 30: make test stays well under 10 minutes; longer by hand), seeded with dsl/examples and tests/diag:
+# seconds (default 20: make test stays well under 10 minutes; longer by hand), seeded with dsl/examples and tests/diag:
 #   fuzz_frontend  parse + sema (-fsanitize=fuzzer,address)
 #   fuzz_pipeline  parse, sema, lower_tir, TIR passes + verifier, metadata round trip through the
 #                  runtime's parser, tilert_bind, the interpreter (-fsanitize=fuzzer,address,undefined)
@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 B=${B:-build}
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 FUZZ_TARGETS=${FUZZ_TARGETS:-"fuzz_frontend fuzz_pipeline"}
 CLANG=$(command -v clang-14 || command -v clang || true)
 CUDA=${CUDA:-/usr/local/cuda}
