@@ -15,7 +15,7 @@ out=$B/asan
 # The Makefile builds it, into its own build directory, with the sanitizers on every compile and
 # the link (CC carries them).
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
-make --no-print-directory B="$out" CC="$CC $SAN" OPT="-O1 -g -fno-omit-frame-pointer" "$out/tilec" \
+make --no-print-directory -j2 B="$out" CC="$CC $SAN" OPT="-O1 -g -fno-omit-frame-pointer" "$out/tilec" \
   >"$B/asan-build.log" 2>&1 || { cat "$B/asan-build.log"; echo "check_asan: build failed"; exit 1; }
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
