@@ -50,7 +50,7 @@ bench-ptx: $(BENCH_PTX)
 	for v in $(BENCH_VARIANTS); do [ -s $(BENCH_B)/ptx/$$v.ptx ] || echo "  missing: $$v ($$(head -1 $(BENCH_B)/ptx/$$v.err 2>/dev/null))"; done; \
 	for v in $(BENCH_VARIANTS); do s=$$(grep -o '[0-9]* bytes spill stores' $(BENCH_B)/ptx/$$v.ptxas 2>/dev/null | grep -v '^0 '); \
 	  [ -z "$$s" ] || echo "  WARNING: $$v: $$s (a launch shape this kernel does not fit; drop it from bench/configs.txt)"; \
-	  ! grep -qE 'C7515|are serialized' $(BENCH_B)/ptx/$$v.ptxas 2>/dev/null || echo "  WARNING: $$v: ptxas serialized its wgmmas (C7515)"; done; true
+	  ! grep -qE 'C751[45]|are serialized' $(BENCH_B)/ptx/$$v.ptxas 2>/dev/null || echo "  WARNING: $$v: ptxas serialized its wgmmas (C7514/C7515)"; done; true
 
 # The commit the run measures (the GPU machine gets a copy of the tree without .git).
 $(BENCH_B)/commit.txt: FORCE

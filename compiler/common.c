@@ -250,6 +250,13 @@ const char *ptxas_find(Arena *a) {
   return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
 }
 
+long ptxas_spill_line(const char *line) {
+  long frame, st, ld;
+  if (sscanf(line, " %ld bytes stack frame, %ld bytes spill stores, %ld bytes spill loads", &frame, &st, &ld) != 3)
+    return -1;
+  return st + ld;
+}
+
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix) {
   const char *tmpdir = getenv("TMPDIR");
   char *path = arena_printf(a, "%s/tilec-spill-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
@@ -269,16 +276,15 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
   char line[512];
   bool counted = !suffix; /* the function the next properties line is about ends with suffix */
   while (p && fgets(line, sizeof line, p)) {
-    long frame, st, ld;
     const char *fn = strstr(line, "Function properties for ");
     if (fn && suffix) {
       fn += strlen("Function properties for ");
       size_t n = strcspn(fn, "\r\n"), k = strlen(suffix);
       counted = n >= k && !strncmp(fn + n - k, suffix, k);
     }
-    if (counted && sscanf(line, "%ld bytes stack frame, %ld bytes spill stores, %ld bytes spill loads", &frame, &st,
-                          &ld) == 3)
-      spill += st + ld;
+    long bytes = counted ? ptxas_spill_line(line) : -1;
+    if (bytes >= 0)
+      spill += bytes;
   }
   int rc = p ? pclose(p) : -1;
   unlink(path);

@@ -519,6 +519,8 @@ bool tir_pipelining_enabled(void);
  * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */
 const char *ptxas_find(Arena *a);
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix);
+/* The spill bytes (stores + loads) one line of `ptxas -v` reports, or -1 when it reports none. */
+long ptxas_spill_line(const char *line);
 
 /* Lowers a verified TirFunc to PTX text (arena-allocated, NUL-terminated) or LLVM IR text.
  * Runs the layout pass and shared-memory planning first; reports through d. */

@@ -824,7 +824,7 @@ static Mono mono_join(Mono a, Mono b) { return a == MONO_NONE ? b : b == MONO_NO
 
 static Mono mono_flip(Mono a) { return a == MONO_UP ? MONO_DOWN : a == MONO_DOWN ? MONO_UP : a; }
 
-/* The analysis state: each register's only writing instruction (-1: none or several), and the
+/* The analysis state: each register's only writing instruction (< 0: none or several), and the
  * memo of mono_of (-1: not yet known), so every register is looked at once. */
 typedef struct MonoCtx {
   const TirFunc *f;
@@ -898,13 +898,11 @@ static void plan_block_order(const TirFunc *f, TirSchedule *s) {
                arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1))};
   for (int r = 0; r < f->nregs; r++)
     c.def[r] = -1, c.memo[r] = -1;
-  for (int j = 0; j < f->ninsts; j++) { /* one pass: -2 marks a register written twice */
+  for (int j = 0; j < f->ninsts; j++) { /* one pass; -2: written twice (like -1, no definition) */
     int r = f->insts[j].dst;
     if (r >= 0)
       c.def[r] = c.def[r] == -1 ? j : -2;
   }
-  for (int r = 0; r < f->nregs; r++)
-    c.def[r] = c.def[r] < 0 ? -1 : c.def[r];
   Mono trips = MONO_NONE;
   for (int j = 0; j < f->ninsts && trips != MONO_ANY; j++) {
     const TirInst *in = &f->insts[j];

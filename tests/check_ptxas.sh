@@ -1,7 +1,7 @@
 #!/bin/bash
 # check_ptxas.sh — every dsl/examples/*.tile (default parameters, plus attention with -D D=128
 # -D CAUSAL=1, row-op launch shapes, tests/golden/src/shape_ops.tile) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
-# stores and loads and no serialized wgmma (C7515). Registers and shared memory per kernel are logged. Then the golden feature
+# stores and loads and no serialized wgmma (C7514/C7515). Registers and shared memory per kernel are logged. Then the golden feature
 # checks in tests/golden/ptx/<variant>.check run on the sm_90a PTX:
 #   CHECK: REGEX         a line matches (grep -E)
 #   CHECK-NOT: REGEX     no line matches
@@ -68,9 +68,9 @@ for v in "${variants[@]}"; do
     if grep -qE "[1-9][0-9]* bytes spill (stores|loads)" <<<"$log"; then
       echo "FAIL $name $arch: spills:"; grep -i spill <<<"$log" | sed 's/^/  /'; fail=1; continue
     fi
-    # C7515: ptxas serialized the wgmmas (each waits for the one before): a schedule gone wrong
-    if grep -qE "C7515|are serialized" <<<"$log"; then
-      echo "FAIL $name $arch: wgmma serialized:"; grep -E "C7515|serialized" <<<"$log" | sed 's/^/  /'; fail=1; continue
+    # C7514/C7515: ptxas serialized the wgmmas (each waits for the one before): a schedule gone wrong
+    if grep -qE "C751[45]|are serialized" <<<"$log"; then
+      echo "FAIL $name $arch: wgmma serialized:"; grep -E "C751[45]|serialized" <<<"$log" | sed 's/^/  /'; fail=1; continue
     fi
     printf '%-24s %-7s %5s %7s  %s\n' "$name" "$arch" "$regs" "$smem" ok
   done

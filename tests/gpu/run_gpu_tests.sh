@@ -12,22 +12,20 @@ status=0
 T=${GPU_TEST_TIMEOUT:-240}
 echo "== correctness: every GPU case against the float64 reference (sm_90a: warp-specialized entries where the views allow)"
 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test.json" || { echo "gpu-test: FAILED or timed out"; status=1; }
-# GPU_TEST_SKIP_CPASYNC=1 / GPU_TEST_SKIP_WS=1: leave out the second / third pass (a device call
-# short of time; the first pass already takes the warp-specialized entry wherever the views allow)
-if [ -n "${GPU_TEST_SKIP_CPASYNC:-}" ]; then
-  echo "== (the cp.async pass, TILERT_WS=0, skipped: GPU_TEST_SKIP_CPASYNC)"
-else
-  echo "== correctness again through the cp.async entry points (TILERT_WS=0)"
-  TILERT_WS=0 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/gpu_test_cpasync.json" > "$OUT/gpu_test_cpasync.txt" 2>&1 \
-    && tail -2 "$OUT/gpu_test_cpasync.txt" || { tail -30 "$OUT/gpu_test_cpasync.txt"; echo "gpu-test (TILERT_WS=0): FAILED or timed out"; status=1; }
-fi
-if [ -n "${GPU_TEST_SKIP_WS:-}" ]; then
-  echo "== (the TILERT_WS=1 pass skipped: GPU_TEST_SKIP_WS)"
-else
-  echo "== and through the warp-specialized entry points wherever there is one (TILERT_WS=1)"
-  TILERT_WS=1 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" > "$OUT/gpu_test_ws.txt" 2>&1 \
-    && tail -1 "$OUT/gpu_test_ws.txt" || { tail -30 "$OUT/gpu_test_ws.txt"; echo "gpu-test (TILERT_WS=1): FAILED or timed out"; status=1; }
-fi
+# The same cases again through one kind of entry point (TILERT_WS=0: the cp.async ones;
+# 1: the warp-specialized ones wherever there is one), unless SKIP is set (a device call short
+# of time; the first pass already takes the warp-specialized entry wherever the views allow).
+again() { # SKIP WS NAME what
+  if [ -n "$1" ]; then
+    echo "== (the TILERT_WS=$2 pass skipped)"
+    return
+  fi
+  echo "== correctness again through $4 (TILERT_WS=$2)"
+  TILERT_WS=$2 timeout -k 5 "$T" "$runner" --suite=gpu --backend=gpu --ptx-dir "$B/ptx" --json "$OUT/$3.json" > "$OUT/$3.txt" 2>&1 \
+    && tail -2 "$OUT/$3.txt" || { tail -30 "$OUT/$3.txt"; echo "gpu-test (TILERT_WS=$2): FAILED or timed out"; status=1; }
+}
+again "${GPU_TEST_SKIP_CPASYNC:-}" 0 gpu_test_cpasync "the cp.async entry points"
+again "${GPU_TEST_SKIP_WS:-}" 1 gpu_test_ws "the warp-specialized entry points wherever there is one"
 # stamp the results with the commit the build came from and the driver
 python3 - "$OUT/gpu_test.json" "$B/COMMIT" <<'PY' || true
 import json, subprocess, sys

@@ -28,9 +28,9 @@ static int ptxas_report(const char *ptx, GpuArch arch, long *spilled, bool *seri
   long reports = 0;
   *spilled = 0, *serialized = false, all[0] = 0;
   while (fgets(line, sizeof line, p)) {
-    long frame, st, ld;
-    if (sscanf(line, " %ld bytes stack frame, %ld bytes spill stores, %ld bytes spill loads", &frame, &st, &ld) == 3)
-      *spilled += st + ld, reports++;
+    long bytes = ptxas_spill_line(line);
+    if (bytes >= 0)
+      *spilled += bytes, reports++;
     *serialized |= strstr(line, "C7514") || strstr(line, "C7515") || strstr(line, "are serialized");
     if (strlen(all) + strlen(line) < cap - 1)
       strcat(all, line);
