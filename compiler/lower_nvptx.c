@@ -2408,7 +2408,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
       int acc = g->f->insts[ns->pipe->tp->overlap_dot].dst;
       LLVMValueRef *v = vals_new(g, g->tiles[acc].n);
       get_tile(g, acc, v);
-      nvwgmma_wait(g->ctx, g->b, 0, v, g->tiles[acc].n);
+      nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
       store_regs(g, acc, v);
       if (g->ws) /* the last iteration's stage: its group retired with the drain */
         ws_release(g, ns->pipe, 1);

@@ -69,5 +69,6 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d);
 /* wgmma.wait_group pending (0 or 1), then each of vals[0 .. n) (f32) through an empty asm
  * statement ordered after it: the accumulators of dots left in flight, read only from here on. */
 void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRef *vals, int n);
+void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n);
 
 #endif

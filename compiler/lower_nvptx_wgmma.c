@@ -258,3 +258,14 @@ void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRe
   for (int i = 0; i < n; i++)
     vals[i] = pin(&w, vals[i]);
 }
+
+/* The drain of an overlapped loop: wait_group 0, then each value copied by a real instruction
+ * (x + -0.0 is x for every x, NaN and -0.0 included). Without the copy, an epilogue that converts
+ * the accumulator straight to f16 pairs (`C = to_f16(acc)`) reads the wgmma registers with the
+ * packing conversion, and ptxas serializes every wgmma of the entry (C7514), loop included. */
+void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n) {
+  Wg w = {.b = b, .f32 = LLVMFloatTypeInContext(ctx), .vd = LLVMVoidTypeInContext(ctx)};
+  asm0(&w, "wgmma.wait_group.sync.aligned 0;");
+  for (int i = 0; i < n; i++)
+    vals[i] = asm_call(&w, w.f32, &w.f32, 1, "add.f32 $0, $1, 0f80000000;", "=f,f", &vals[i]);
+}

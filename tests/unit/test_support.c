@@ -66,10 +66,8 @@ char *ptx_entry(Arena *a, const char *ptx, const char *name) {
   return arena_strndup(a, start, end ? (size_t)(end - start) : strlen(start));
 }
 
-char *ptx_without_ws(Arena *a, const char *ptx) {
-  const char *start = strstr(ptx, "__ws(\n");
-  if (!start)
-    return arena_strdup(a, ptx);
+/* ptx without the entry that starts at start (a pointer into ptx), up to the next function. */
+static char *ptx_cut(Arena *a, const char *ptx, const char *start) {
   while (start > ptx && start[-1] != '\n')
     start--;
   const char *end = strstr(start, "\t// .globl");
@@ -79,6 +77,16 @@ char *ptx_without_ws(Arena *a, const char *ptx) {
   memcpy(out, ptx, n1);
   strcpy(out + n1, end);
   return out;
+}
+
+char *ptx_without_ws(Arena *a, const char *ptx) {
+  const char *start = strstr(ptx, "__ws(\n");
+  return start ? ptx_cut(a, ptx, start) : arena_strdup(a, ptx);
+}
+
+char *ptx_without_entry(Arena *a, const char *ptx, const char *name) {
+  const char *start = strstr(ptx, arena_printf(a, ".visible .entry %s(", name));
+  return start ? ptx_cut(a, ptx, start) : arena_strdup(a, ptx);
 }
 
 TirFunc *source_tir(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch, Diag *d) {

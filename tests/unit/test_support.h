@@ -28,6 +28,8 @@ char *example_text(Arena *a, const char *name);
 /* The module without its warp-specialized entry point (NAME__ws, sm_90a), or ptx itself when
  * it has none: the tests of the cp.async / wgmma protocols count instructions of entry NAME. */
 char *ptx_without_ws(Arena *a, const char *ptx);
+/* ptx without the entry point named name (the module header and the other entries kept). */
+char *ptx_without_entry(Arena *a, const char *ptx, const char *name);
 /* The text of entry point `name` (".visible .entry NAME(" to its closing brace), or NULL. */
 char *ptx_entry(Arena *a, const char *ptx, const char *name);
 
