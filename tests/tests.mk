@@ -83,7 +83,8 @@ gpu-prep: all $(B)/example_runner
 device-carry:
 	@git rev-parse HEAD > $(B)/COMMIT 2>/dev/null; git diff --quiet 2>/dev/null || echo dirty >> $(B)/COMMIT
 	@tar -cJf $(B)/carry.tar.xz $(B)/ptx $(B)/example_runner $(B)/libtilert.a $(B)/libtilert.so $(B)/aot $(B)/tuned \
-	  $(B)/COMMIT $(B)/bench/libbaselines.so $(B)/bench/commit.txt $(B)/bench/ptx/*.ptx
+	  $(B)/COMMIT $(B)/bench/libbaselines.so $(B)/bench/commit.txt $(B)/bench/ptx/*.ptx \
+	  $(wildcard $(B)/probe/*.ptx)
 	@ls -la $(B)/carry.tar.xz
 
 # On the GPU machine, from a carried build/ (builds nothing).

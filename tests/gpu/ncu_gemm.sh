@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Nsight Compute on the GEMM (issue 11's evidence): one 4096^3 f16 launch of each entry point of the
 # bench's gemm_128x256_k64_s4 PTX (the warp-specialized TMA one, then the cp.async one through
-# TILERT_WS=0), against cuBLAS (torch.matmul) in the same process: tensor pipe, DRAM and L2 use.
+# TILERT_WS=0), against cuBLAS (torch.matmul) in the same process: tensor pipe, DRAM and L2 use, and the
+# warp stall reasons per issued instruction.
 # Clocks as the GPU has them (--clock-control none). Needs build/ from `make bench-prep`.
 # Writes $OUT/ncu_gemm.csv (raw) and $OUT/ncu_gemm.txt (one line per kernel).
 set -u
@@ -36,7 +37,7 @@ ref = torch.relu(a.float() @ b.float() + bias.float())
 print("max rel err", ((c.float() - ref).norm() / ref.norm()).item())
 PY
 timeout 200 "$ncu" --profile-from-start off --clock-control none --csv --print-units base --metrics \
-gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,dram__bytes_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,dram__bytes_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
   python3 "$OUT/ncu_gemm.py" "$ptx" > "$OUT/ncu_gemm.csv" 2> "$OUT/ncu_gemm.err"
 echo "ncu exit $?"
 python3 - "$OUT" <<'PY' | tee "$OUT/ncu_gemm.txt"
@@ -45,7 +46,10 @@ out = sys.argv[1]
 rows = list(csv.DictReader([l for l in open(f"{out}/ncu_gemm.csv") if l.startswith('"')]))
 k, names = {}, {}
 for r in rows:
-    k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    try:
+        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    except ValueError:
+        pass
     names[r["ID"]] = r["Kernel Name"][:40]
 print(f"{'kernel':40s} {'us':>8s} {'TFLOP/s':>8s} {'tensor %':>8s} {'SM %':>6s} {'dram %':>7s} {'L2 GB':>7s} {'DRAM rd GB':>10s}")
 for i in sorted(k, key=int):
@@ -56,4 +60,7 @@ for i in sorted(k, key=int):
           f"{m['sm__throughput.avg.pct_of_peak_sustained_elapsed']:6.1f} "
           f"{m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:7.1f} {m['lts__t_bytes.sum'] / 1e9:7.2f} "
           f"{m['dram__bytes_read.sum'] / 1e9:10.2f}")
+for i in sorted(k, key=int):  # why warps did not issue: stall cycles per issued instruction
+    stalls = {n[34:-23]: v for n, v in k[i].items() if n.startswith("smsp__average_warps_issue_stalled") and v >= 0.05}
+    print(f"  stalls per issue, {names[i]}: " + ", ".join(f"{n} {v:.2f}" for n, v in sorted(stalls.items(), key=lambda x: -x[1])))
 PY
