@@ -83,8 +83,7 @@ static const char tk_runtime_src[] =
     "  TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,\n"
     "  TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,\n"
     "  TK_MAX_TMAPS = 8,\n"
-    "  TK_PERSISTENT_WAVES = 8, /* as libtilert: a persistent entry walks tiles up to this many waves */\n"
-    "  TK_TILE_GROUP = 8        /* and rasters them in groups of this many rows */\n"
+    "  TK_PERSISTENT_WAVES = 8  /* as libtilert: a persistent entry walks tiles up to this many waves */\n"
     "};\n"
     "#ifdef CUDA_VERSION /* compiled with cuda.h in sight: prove the copies above match it */\n"
     "typedef char tk_constants_match_cuda_h[\n"
@@ -266,6 +265,8 @@ static const char tk_runtime_src[] =
     "  int persistent;                  /* walks tiles: the logical grid and the raster group follow\n"
     "                                      the dims as 4 more 32-bit parameters */\n"
     "  int groups;                      /* consumer groups taking turns on tiles */\n"
+    "  int tile_group;                  /* persistent: rows of y per raster group (TILERT_TILE_GROUP\n"
+    "                                      overrides) */\n"
     "  int ntmaps;\n"
     "  const tk_tmap *tmaps;            /* passed by value after every other parameter */\n"
     "} tk_ws;\n"
@@ -782,7 +783,7 @@ static const char tk_runtime_src[] =
     "    fn = s->ws_fn[ki], threads = (unsigned)w->threads, smem = (unsigned)w->smem;\n"
     "    if (w->persistent) {\n"
     "      const char *ge = getenv(\"TILERT_TILE_GROUP\");\n"
-    "      int32_t v[4] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2], TK_TILE_GROUP};\n"
+    "      int32_t v[4] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2], w->tile_group};\n"
     "      long long walkers = s->ws_walkers[ki];\n"
     "      if (ge && atoi(ge) >= 1)\n"
     "        v[3] = atoi(ge);\n"
@@ -1394,11 +1395,11 @@ static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
 static void put_ws_entry(FILE *fp, const Kernel *kn, const Image *im, int i) {
   const tilert_kernel_info *w = kn->ws[i];
   if (!w->ws_name[0]) {
-    fputs("    {NULL, 0, 0, 0, 0, 0, NULL},\n", fp);
+    fputs("    {NULL, 0, 0, 0, 0, 0, 0, NULL},\n", fp);
     return;
   }
-  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
-          w->ws_persistent, w->ws_groups, w->ntmaps, kn->sfx, arch_name(im[i].arch));
+  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
+          w->ws_persistent, w->ws_groups, w->ws_tile_group, w->ntmaps, kn->sfx, arch_name(im[i].arch));
 }
 
 /* The kernel's warp-specialized entries, per image in tk_images' order (with their tensor maps). */

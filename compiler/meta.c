@@ -78,8 +78,10 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
   FILE *m = open_memstream(&buf, &len);
   if (!m)
     return arena_strdup(a, "");
-  fprintf(m, "// tilec: ws %s threads %d smem %d%s%s", entry, s->consumer_threads * s->groups + s->producer_threads,
-          dynamic_smem_bytes, s->persistent ? " persistent" : "", s->groups == 2 ? " pingpong" : "");
+  fprintf(m, "// tilec: ws %s threads %d smem %d", entry, s->consumer_threads * s->groups + s->producer_threads,
+          dynamic_smem_bytes);
+  if (s->persistent)
+    fprintf(m, " persistent group %d%s", s->tile_group, s->groups == 2 ? " pingpong" : "");
   if (s->cluster == 2)
     fprintf(m, " cluster 2 %c", "xyz"[s->cluster_axis]);
   fputc('\n', m);

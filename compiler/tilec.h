@@ -479,6 +479,10 @@ typedef struct TirSchedule {
   /* Block order (not persistent): the loops' trip counts grow with block.x, so the entry points
    * read block.x reversed (nctaid.x - 1 - ctaid.x) and the longest blocks start first. */
   bool reverse_x;
+  /* Persistent walk: rows of y per raster group (the runtime's default; TILERT_TILE_GROUP
+   * overrides). 1 (x first) when no ring load's coordinates depend on block.x, so the blocks
+   * resident at once stream the same operands (attention's K and V); else TILE_GROUP_ROWS. */
+  int tile_group;
   int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */

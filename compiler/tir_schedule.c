@@ -497,6 +497,50 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
       s->slice[s->nslice++] = k;
 }
 
+/* A persistent walk's raster group when the ring's loads follow block.x (GEMM: B's columns): the
+ * rows of y whose tiles run side by side, so the resident blocks share A's rows and B's columns
+ * in L2. libtilert's and the AOT launcher's default for older PTX too. */
+enum { TILE_GROUP_ROWS = 8 };
+
+/* Whether scalar register r may depend on block.x (conservative: true when unknown). A loop
+ * counter depends on its start and step, not on its bound. */
+static bool reads_block_x(const TirFunc *f, int r, int depth) {
+  if (r < 0)
+    return false;
+  int def = tir_only_write(f, r);
+  if (def < 0 || depth > 32)
+    return true;
+  const TirInst *in = &f->insts[def];
+  switch (in->op) {
+  case TIR_BLOCK_ID:
+    return in->axis == 0;
+  case TIR_CONST:
+  case TIR_PARAM:
+  case TIR_DIM:
+    return false;
+  case TIR_FOR:
+    return reads_block_x(f, in->args[0], depth + 1) || reads_block_x(f, in->args[2], depth + 1);
+  default:
+    if (!(tir_op_info[in->op].flags & OPF_ELEMWISE) || f->regs[r].type.rank != 0)
+      return true;
+    for (int k = 0; k < 3; k++)
+      if (reads_block_x(f, in->args[k], depth + 1))
+        return true;
+    return false;
+  }
+}
+
+/* The raster group of a persistent walk (TirSchedule.tile_group). */
+static int plan_tile_group(const TirFunc *f, const TirSchedule *s) {
+  for (int l = 0; l < s->ntmaps; l++) {
+    const TirInst *in = &f->insts[s->tmaps[l].load];
+    for (int d = 0; d < f->args[in->arg_index].rank; d++)
+      if (reads_block_x(f, in->index[d].start, 0))
+        return TILE_GROUP_ROWS;
+  }
+  return 1;
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -534,6 +578,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
   s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p);
+  s->tile_group = s->persistent ? plan_tile_group(f, s) : 0; /* the ring's loads only: heads come later */
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->cluster = 1;
@@ -1257,9 +1302,12 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// block order: block.x reversed, longest first (the loops run longer as it grows)\n");
   if (!s->ws)
     return;
-  fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)%s\n",
-          s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs,
-          s->persistent ? "; persistent grid" : "");
+  fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)",
+          s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
+  if (s->persistent)
+    fprintf(out, "; persistent grid, raster group %d%s", s->tile_group,
+            s->tile_group == 1 ? " (no ring load follows block.x: x first)" : "");
+  fputc('\n', out);
   if (s->cluster == 2)
     fprintf(out, "// cluster of 2 along grid axis %c\n", "xyz"[s->cluster_axis]);
   if (s->groups == 2)

@@ -159,7 +159,7 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
       return tilert__ok(); /* cannot be resident at all: the cp.async entry */
     k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : resident;
     const char *ge = getenv("TILERT_TILE_GROUP");
-    k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : 8;
+    k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : k->info.ws_tile_group;
   }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -152,6 +152,8 @@ typedef struct tilert_kernel_info {
   int ws_cluster;                /* 1, or 2: launched as clusters of 2 along x (cuLaunchKernelEx) */
   int ws_cluster_axis;           /* 2: the logical grid axis the pair's tiles are adjacent on */
   int ws_groups;                 /* 1, or 2: two copies of `threads` take turns on tiles */
+  int ws_tile_group;             /* persistent: the raster group the walk takes by default (rows of
+                                    y per group; 1: x first), TILERT_TILE_GROUP overrides */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -68,6 +68,7 @@ Test(schedule, gemm_is_warp_specialized_on_sm90a) {
   cr_assert_eq(s->tmaps[1].chunks, 4);
   cr_assert_eq(s->tx_bytes, 128 * 64 * 2 + 64 * 256 * 2);
   cr_assert(s->persistent, "every tile runs the same loop");
+  cr_assert_eq(s->tile_group, 8, "B's columns follow block.x: grouped rows share them in L2");
   cr_assert_eq(s->cluster, 1, "clusters are opt-in (TILEC_CLUSTER=1)");
   cr_assert_eq(s->tmaps[1].box[0], 64);
   arena_free(a);
@@ -130,7 +131,7 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   cr_assert_eq(s->consumer_regs, 240);
   char *ptx = module_ptx(a, "gemm", w4, ARCH_SM90A);
   cr_assert(strstr(ptx, "// tilec: ws gemm__ws threads 384 smem "));
-  cr_assert(strstr(ptx, " persistent pingpong\n"));
+  cr_assert(strstr(ptx, " persistent group 8 pingpong\n"));
   char *ws = ptx_entry(a, ptx, "gemm__ws");
   cr_assert(ws);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32 240;"), 1);
@@ -591,7 +592,9 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   cr_assert_eq(count(ws, "cp.async.wait_group"), 0, "%s: the ring has no cp.async", example);
   cr_assert_eq(count(cp, "mbarrier"), 0, "%s: the cp.async entry is unchanged", example);
   cr_assert(strstr(ptx, arena_printf(a, "// tilec: ws %s__ws threads 384 smem ", name)));
-  cr_assert(strstr(ptx, cluster ? " persistent cluster 2 " : " persistent\n"));
+  /* attention's ring loads (K, V) follow the loop and the head, not block.x: x first */
+  const char *group = strcmp(example, "gemm") == 0 ? " persistent group 8" : " persistent group 1";
+  cr_assert(strstr(ptx, arena_printf(a, cluster ? "%s cluster 2 " : "%s\n", group)), "%s", example);
   ptxas_assert_clean(ptx, ARCH_SM90A);
   /* sm_80: one entry, no Hopper instructions */
   char *p80 = module_ptx(a, example, defs, ARCH_SM80);
@@ -634,6 +637,7 @@ Test(schedule, metadata_round_trip) {
   cr_assert(k->tmaps[1].multicast);
   cr_assert_not(k->tmaps[0].multicast);
   cr_assert(k->ws_persistent);
+  cr_assert_eq(k->ws_tile_group, 8);
   cr_assert_eq(k->ws_cluster, 2);
   cr_assert_eq(k->ws_cluster_axis, 1);
   arena_free(a);
@@ -652,6 +656,9 @@ Test(schedule, metadata_rejects_bad_ws_lines) {
       "// tilec: ws k__ws threads 256 smem 0\n// tilec: tmap X swizzle 128 box 64 multicast\n", /* no cluster */
       "// tilec: ws k__ws threads 256 smem 0 persistent cluster 3 x\n",                     /* size 3 */
       "// tilec: ws k__ws threads 256 smem 0 cluster 2 x\n",                                /* not persistent */
+      "// tilec: ws k__ws threads 256 smem 0 persistent group 0\n",                        /* group < 1 */
+      "// tilec: ws k__ws threads 256 smem 0 persistent group\n",                          /* no size */
+      "// tilec: ws k__ws threads 256 smem 0 group 1\n",                                   /* not persistent */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char text[1024];
