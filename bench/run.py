@@ -435,8 +435,10 @@ class Tilert:
         # A variant named *_cpasync is its twin's PTX launched through the cp.async entry point
         # (TILERT_WS=0 while the runtime prepares the kernel): the A/B of warp specialization.
         # *_tiles: the persistent entry launched with one block per tile (TILERT_PERSISTENT=0).
-        # *_g1: the persistent entry walking tiles in the hardware's order (TILERT_TILE_GROUP=1).
-        env = {"_cpasync": ("TILERT_WS", "0"), "_tiles": ("TILERT_PERSISTENT", "0"), "_g1": ("TILERT_TILE_GROUP", "1")}
+        # *_g1 / *_g8: the persistent entry walking tiles x first / in groups of 8 rows of y
+        # (TILERT_TILE_GROUP; the kernel's own choice otherwise: its metadata's `group`).
+        env = {"_cpasync": ("TILERT_WS", "0"), "_tiles": ("TILERT_PERSISTENT", "0"), "_g1": ("TILERT_TILE_GROUP", "1"),
+               "_g8": ("TILERT_TILE_GROUP", "8")}
         var, val = next((v for sfx, v in env.items() if variant.endswith(sfx)), (None, None))
         saved = os.environ.get(var) if var else None
         if var:

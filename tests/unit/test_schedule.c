@@ -723,36 +723,22 @@ Test(schedule, several_kernels_in_one_module) {
   }
 }
 
-/* A plain GEMM whose epilogue converts the accumulator straight to f16 (`C = to_f16(acc)`): the
- * drain after the overlapped loop copies the values out of the wgmma registers, or ptxas
- * serializes every wgmma of the warp-specialized entry (C7514) at 3 stages and more. */
+/* A plain GEMM (bench/probe/matmul.tile) whose epilogue converts the accumulator straight to f16
+ * (`C = to_f16(acc)`): the drain after the overlapped loop copies the values out of the wgmma
+ * registers, or ptxas serializes every wgmma of the warp-specialized entry (C7514) at 3 stages
+ * and more. */
 Test(schedule, plain_gemm_epilogue_keeps_wgmma_async) {
   static const char *stages[] = {"3", "4", "5"};
   for (int i = 0; i < 3; i++) {
     Arena *a = arena_new();
-    char *src = arena_printf(a,
-                             "kernel mm<BM = 128, BN = 256, BK = 64, WARPS = 8, STAGES = %s>(A: f16[M, K], B: f16[K, N], "
-                             "C: out f16[M, N])\n"
-                             "  grid (cdiv(N, BN), cdiv(M, BM)) threads (WARPS * 32)\n"
-                             "{\n"
-                             "  let m0 = block.y * BM;\n"
-                             "  let n0 = block.x * BN;\n"
-                             "  reg acc: f32[BM, BN] = 0;\n"
-                             "  for k0 in 0 .. K step BK pipeline STAGES {\n"
-                             "    shared a = A[m0 : +BM, k0 : +BK];\n"
-                             "    shared b = B[k0 : +BK, n0 : +BN];\n"
-                             "    acc += dot(a, b);\n"
-                             "  }\n"
-                             "  C[m0 : +BM, n0 : +BN] = to_f16(acc);\n"
-                             "}\n",
-                             stages[i]);
+    const char *path = "bench/probe/matmul.tile", *defs[] = {arena_printf(a, "STAGES=%s", stages[i]), NULL};
     Diag d;
-    TirFunc *f = source_tir(a, "mm.tile", src, NULL, ARCH_SM90A, &d);
+    TirFunc *f = source_tir(a, path, file_text(a, path), defs, ARCH_SM90A, &d);
     cr_assert(f);
     NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
     char *ptx = nvptx_compile_module(&f, 1, &o, &d);
-    cr_assert(ptx && ptx_entry(a, ptx, "mm__ws"), "STAGES=%s", stages[i]);
-    ptxas_assert_unserialized(ptx_without_entry(a, ptx, "mm"), ARCH_SM90A);
+    cr_assert(ptx && ptx_entry(a, ptx, "matmul__ws"), "STAGES=%s", stages[i]);
+    ptxas_assert_unserialized(ptx_without_entry(a, ptx, "matmul"), ARCH_SM90A);
     arena_free(a);
   }
 }

@@ -134,8 +134,9 @@ void source_assembles(const char *path, const char *text) {
   }
 }
 
-char *example_text(Arena *a, const char *name) {
-  char *path = arena_printf(a, "dsl/examples/%s.tile", name);
+char *example_text(Arena *a, const char *name) { return file_text(a, arena_printf(a, "dsl/examples/%s.tile", name)); }
+
+char *file_text(Arena *a, const char *path) {
   FILE *fp = fopen(path, "rb");
   cr_assert(fp, "cannot open %s (tests run from the repository root)", path);
   char *buf = arena_alloc(a, 1 << 16);

@@ -24,6 +24,8 @@ char *source_ptx(Arena *a, const char *path, const char *text, const char **defs
 void source_assembles(const char *path, const char *text);
 /* The text of dsl/examples/NAME.tile (tests run from the repository root). */
 char *example_text(Arena *a, const char *name);
+/* The text of the file at path (relative to the repository root; at most 64 KiB). */
+char *file_text(Arena *a, const char *path);
 
 /* The module without its warp-specialized entry point (NAME__ws, sm_90a), or ptx itself when
  * it has none: the tests of the cp.async / wgmma protocols count instructions of entry NAME. */
