@@ -129,6 +129,9 @@ typedef struct Cg {
   LLVMValueRef group;                /* consumers: this thread's group (i32) */
   LLVMValueRef tile_j;               /* ping-pong consumers: i32 alloca, the group's tiles so far */
   LLVMValueRef head_phase;           /* head loads, consumers: i32 alloca, the parity of head_full */
+  Tile *staging;                     /* TMA stores: per tensor map (store maps only), its staging
+                                        tile in shared memory (swz set; the STORE's register tile
+                                        written in TMA's layout) */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -399,18 +402,26 @@ static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, in
 /* Byte offset of register r's element in a shared tile's buffer (lw: layout_lw of its layout):
  * row * pitch + column, or the swizzled layout's linear map (layout_smem_offset) of the element's
  * flat coordinate, split like the coordinate into a lane/warp part and a constant. */
+static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r);
+
 static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
   const Layout *L = t->lay;
   ElemType e = g->f->regs[t - g->tiles].type.elem;
   if (!t->swz)
     return LLVMBuildMul(g->b, buf_index(g, L, lw, r, t->pitch), ci32(g, elem_bytes(e)), "");
+  return swz_byte_off(g, t->swz, L, r);
+}
+
+/* Byte offset in the swizzled layout swz of register r's element of a tile in layout L (the
+ * element's flat coordinate through layout_smem_offset, a lane/warp part and a constant). */
+static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r) {
   uint32_t lb[LAYOUT_LANE_BITS], wb[LAYOUT_MAX_BITS], reach = 0;
   for (int k = 0; k < LAYOUT_LANE_BITS; k++)
-    reach |= lb[k] = layout_smem_offset(t->swz, L->basis[LAY_LANE][k]);
+    reach |= lb[k] = layout_smem_offset(swz, L->basis[LAY_LANE][k]);
   for (int k = 0; k < L->nbits[LAY_WARP]; k++)
-    reach |= wb[k] = layout_smem_offset(t->swz, L->basis[LAY_WARP][k]);
+    reach |= wb[k] = layout_smem_offset(swz, L->basis[LAY_WARP][k]);
   LLVMValueRef v = lw_value(g, lb, wb, L->nbits[LAY_WARP]);
-  uint32_t c = layout_smem_offset(t->swz, layout_apply_kind(L, LAY_REG, (uint32_t)r));
+  uint32_t c = layout_smem_offset(swz, layout_apply_kind(L, LAY_REG, (uint32_t)r));
   if (!c)
     return v;
   return (c & reach) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
@@ -1802,6 +1813,78 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   }
 }
 
+/* TMA store map t's STORE (the epilogue, consumers): thread 0 waits until the previous tile's
+ * bulk store has read the staging tile and a consumer barrier publishes that; every thread writes
+ * its elements into the staging tile in TMA's layout; a proxy fence and a barrier; thread 0
+ * issues the boxes (TMA clips what lies outside the tensor: the STORE's mask) and commits them
+ * as one bulk group, which the next tile's store (or the consumers' exit) waits for. */
+static void tma_store(Cg *g, const TirInst *in, int t) {
+  const TirTmap *m = &g->sched->tmaps[t];
+  const TirArg *a = &g->f->args[m->arg];
+  const Tile *st = &g->staging[t];
+  int src = in->args[0], n = g->tiles[src].n;
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = rtype(g, src)->elem;
+  LLVMValueRef first = LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), "");
+  LLVMBasicBlockRef j = begin_if(g, first);
+  inline_asm0(g, "cp.async.bulk.wait_group.read 0;");
+  end_if(g, j);
+  barrier(g);
+  LLVMValueRef *v = vals_new(g, n);
+  get_tile(g, src, v);
+  LLVMValueRef off = ci32(g, st->smem_off);
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
+  int ch = layout_vec_chunk(L, e);
+  ch = ch > 8 ? 8 : ch; /* a run stays inside one 16-byte unit of the swizzle */
+  LLVMTypeRef mt = mem_type(g, e);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r += ch) {
+    LLVMValueRef p = smem_at(g, base, swz_byte_off(g, st->swz, L, r));
+    LLVMValueRef x = to_mem(g, e, v[r]);
+    if (ch > 1) {
+      x = LLVMGetUndef(LLVMVectorType(mt, (unsigned)ch));
+      for (int k = 0; k < ch; k++)
+        x = LLVMBuildInsertElement(g->b, x, to_mem(g, e, v[r + k]), ci32(g, k), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(g->b, x, p), (unsigned)(2 * ch));
+  }
+  end_if(g, wj);
+  barrier(g); /* with the proxy fence: the bulk store reads what the threads wrote */
+  j = begin_if(g, first);
+  LLVMValueRef coord[TILE_MAX_RANK];
+  for (int d = 0; d < a->rank; d++)
+    get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
+  char text[256], cons[64] = "l";
+  int k = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", a->rank);
+  for (int d = 0; d < a->rank; d++) {
+    k += snprintf(text + k, sizeof text - (size_t)k, d ? ", $%d" : "$%d", 1 + d);
+    strcat(cons, ",r");
+  }
+  snprintf(text + k, sizeof text - (size_t)k, "}], [$%d];", 1 + a->rank);
+  strcat(cons, ",r,~{memory}");
+  LLVMValueRef sbase = LLVMBuildPtrToInt(g->b, base, g->i32, "");
+  for (int c = 0; c < m->chunks; c++) {
+    LLVMValueRef args[2 + TILE_MAX_RANK];
+    args[0] = LLVMBuildPtrToInt(g->b, g->tmap[t], g->i64, "");
+    for (int d = 0; d < a->rank; d++)
+      args[1 + d] = coord[d];
+    args[1] = LLVMBuildAdd(g->b, coord[0], ci32(g, c * m->box[a->rank - 1]), "");
+    args[1 + a->rank] = LLVMBuildAdd(g->b, sbase, ci32(g, c * m->rows * m->row_bytes), "");
+    asm_call_void(g, text, cons, args, 2 + a->rank);
+  }
+  inline_asm0(g, "cp.async.bulk.commit_group;");
+  end_if(g, j);
+}
+
+/* The TMA store map of STORE in (ws consumers), or -1. */
+static int tma_store_map(Cg *g, const TirInst *in) {
+  const TirSchedule *s = g->sched;
+  for (int t = 0; g->ws && t < s->ntmaps; t++)
+    if (s->tmaps[t].store && s->tmaps[t].load == (int)(in - g->f->insts))
+      return t;
+  return -1;
+}
+
 /* ---------------------------------------------- persistent grid: the tile loop
  *
  * The block walks tiles t = ctaid.x, ctaid.x + nctaid.x, ... below tiles.x * tiles.y * tiles.z,
@@ -2284,6 +2367,11 @@ static LLVMBasicBlockRef write_begin(Cg *g, const TirInst *in, LLVMValueRef **v,
 }
 
 static void lower_store(Cg *g, const TirInst *in) {
+  int tm = tma_store_map(g, in);
+  if (tm >= 0) {
+    tma_store(g, in, tm);
+    return;
+  }
   int src = in->args[0];
   const TileType *tt = rtype(g, src);
   const Layout *L = g->tiles[src].lay;
@@ -2572,6 +2660,24 @@ static bool plan(Cg *g) {
       if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
         plan_swizzled(g, t, ty);
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : 1);
+    }
+  }
+  if (g->ws && g->sched->nstores) { /* TMA stores: a staging tile each, 1 KB aligned (swizzle) */
+    const TirSchedule *s = g->sched;
+    g->staging = arena_alloc(f->arena, sizeof(Tile) * (size_t)s->ntmaps);
+    for (int t = s->ntmaps - s->nstores; t < s->ntmaps; t++) {
+      const TileType *ty = &f->regs[f->insts[s->tmaps[t].load].args[0]].type;
+      Tile *st = &g->staging[t];
+      memset(st, 0, sizeof *st);
+      SmemLayout *swz = arena_alloc(f->arena, sizeof *swz);
+      st->swz = swz;
+      if (!layout_smem_wgmma(ty->dims[0], ty->dims[1], 2, swz)) {
+        cg_error(g, "internal error: TMA store staging layout");
+        return false;
+      }
+      g->smem_tiles = (g->smem_tiles + 1023) & ~1023;
+      st->smem_off = g->smem_tiles;
+      g->smem_tiles += ty->dims[0] * ty->dims[1] * 2;
     }
   }
   if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: full, empty */
@@ -3301,6 +3407,11 @@ static int build_kernel(Cg *g) {
   }
   if (g->persistent)
     tile_loop_end(g, &tl);
+  if (g->ws && g->sched->nstores) { /* the staging tiles stay until the last bulk store read them */
+    LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
+    inline_asm0(g, "cp.async.bulk.wait_group 0;");
+    end_if(g, j);
+  }
   LLVMBuildRetVoid(g->b);
   int smem = finish_smem(g);
   report_smem(g, smem);

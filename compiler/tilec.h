@@ -441,7 +441,9 @@ typedef struct TirPipe {
 
 /* One TMA tensor map (a kernel parameter): a LOAD of a ring as `chunks` boxes per stage. */
 typedef struct TirTmap {
-  int load;                /* the LOAD instruction */
+  int load;                /* the LOAD instruction (a store map: the STORE) */
+  bool store;              /* a TMA store: the consumers stage the STORE's register tile in
+                              shared memory (this layout), one thread stores it with TMA */
   int arg;                 /* its tensor argument */
   int32_t box[TILE_MAX_RANK]; /* elements per tensor dimension (argument order); 1 for a
                               scalar index; the innermost spans at most `swizzle` bytes */
@@ -494,6 +496,10 @@ typedef struct TirSchedule {
   int *heads, nheads;      /* the LOADs */
   int head_wait, head_release; /* the HEAD_WAIT and HEAD_RELEASE instructions, or -1 */
   int head_bytes;          /* what HEAD_WAIT's mbarrier expects */
+  /* TMA stores (the epilogue): top-level STOREs after the loop whose register tiles the
+   * consumers write into a staging tile of their own in shared memory, then one thread stores
+   * with cp.async.bulk.tensor (tensor maps after the heads'); TILEC_TMA_STORE=0 leaves them out. */
+  int *stores, nstores;
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
 } TirSchedule;

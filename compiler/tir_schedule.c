@@ -285,14 +285,24 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
  * tile (TMA writes exactly that layout) of 2-byte elements, zero fill (TMA fills with +0), the
  * innermost tensor dimension a range, two range dimensions whose sizes are the tile's (no
  * padding: a box reads every element it covers), boxes of at most 256 per dimension. */
+static bool plan_box(const TirFunc *f, int j, const TileType *t, TirTmap *m);
+
 static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
   const TirInst *in = &f->insts[j];
   const TileType *t = &f->regs[in->dst].type;
+  if (!t->layout || t->rank != 2 || in->imm != 0 || signbit(in->imm) || !layout_is_wgmma_operand_tile(f, in->dst) ||
+      t->layout->shape[0] != t->dims[0] || t->layout->shape[1] != t->dims[1])
+    return false;
+  return plan_box(f, j, t, m);
+}
+
+/* The boxes of LOAD or STORE j of a [rows, cols] tile t of 2-byte elements (the layout in shared
+ * memory: layout_smem_wgmma's, which TMA reads and writes). */
+static bool plan_box(const TirFunc *f, int j, const TileType *t, TirTmap *m) {
+  const TirInst *in = &f->insts[j];
   const TirArg *a = &f->args[in->arg_index];
   SmemLayout sl;
-  if (!t->layout || t->rank != 2 || elem_bytes(t->elem) != 2 || in->imm != 0 || signbit(in->imm) ||
-      !layout_is_wgmma_operand_tile(f, in->dst) || t->layout->shape[0] != t->dims[0] ||
-      t->layout->shape[1] != t->dims[1] || !layout_smem_wgmma(t->dims[0], t->dims[1], 2, &sl))
+  if (t->rank != 2 || elem_bytes(t->elem) != 2 || !layout_smem_wgmma(t->dims[0], t->dims[1], 2, &sl))
     return false;
   if (!in->index[a->rank - 1].is_range || t->dims[0] > 256)
     return false;
@@ -497,6 +507,56 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
       s->slice[s->nslice++] = k;
 }
 
+/* Bytes of shared memory the consumers' tiles take (ring tiles per stage, 1 KB aligned). */
+static int shared_bytes(const TirFunc *f, const TirPipe *p) {
+  int bytes = 0;
+  for (int r = 0; r < f->nregs; r++) {
+    const TileType *t = &f->regs[r].type;
+    if (t->place != PLACE_SHARED)
+      continue;
+    int n = elem_bytes(t->elem);
+    for (int d = 0; d < t->rank; d++)
+      n *= t->dims[d];
+    bytes += ((n + 1023) & ~1023) * (in_ring(p, f, r) ? p->stages : 1);
+  }
+  return bytes;
+}
+
+/* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
+ * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
+ * beside the kernel's shared tiles. One consumer group, no cluster. */
+static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
+  if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_TMA_STORE"))
+    return;
+  int *stores = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1)), n = 0;
+  TirTmap m[TIR_MAX_TMAPS];
+  int bytes = shared_bytes(f, p) + 1024; /* the mbarriers, rounded */
+  for (int j = p->last + 1; j < f->ninsts && s->ntmaps + n < TIR_MAX_TMAPS; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op != TIR_STORE || !top_level(f, -1, j))
+      continue;
+    const TileType *t = &f->regs[in->args[0]].type;
+    if (t->place == PLACE_SHARED || !t->layout || t->rank != 2 || t->layout->shape[0] != t->dims[0] ||
+        t->layout->shape[1] != t->dims[1] || t->elem != f->args[in->arg_index].elem || !plan_box(f, j, t, &m[n]))
+      continue;
+    int staging = (t->dims[0] * t->dims[1] * 2 + 1023) & ~1023;
+    if (bytes + staging > arch_smem_limit(ARCH_SM90A))
+      continue;
+    bytes += staging;
+    m[n].store = true;
+    stores[n++] = j;
+  }
+  if (!n)
+    return;
+  TirTmap *all = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)(s->ntmaps + n));
+  memcpy(all, s->tmaps, sizeof(TirTmap) * (size_t)s->ntmaps);
+  memcpy(all + s->ntmaps, m, sizeof(TirTmap) * (size_t)n);
+  s->tmaps = all;
+  s->ntmaps += n;
+  s->stores = stores;
+  s->nstores = n;
+}
+
 /* A persistent walk's raster group when the ring's loads follow block.x (GEMM: B's columns): the
  * rows of y whose tiles run side by side, so the resident blocks share A's rows and B's columns
  * in L2. libtilert's and the AOT launcher's default for older PTX too. */
@@ -585,6 +645,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_cluster(f, s);
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
+  plan_stores(f, s, p);
   int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
   int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
@@ -593,6 +654,17 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
 }
 
 /* ---------------------------------------------- the scheduled copy */
+
+/* The schedule's instruction lists through map (old index -> new) after a pass renumbered the
+ * table: the producer's slice, the head loads, the TMA stores. */
+static void remap_roles(TirSchedule *s, const int *map) {
+  for (int k = 0; k < s->nslice; k++)
+    s->slice[k] = map[s->slice[k]];
+  for (int h = 0; h < s->nheads; h++)
+    s->heads[h] = map[s->heads[h]];
+  for (int k = 0; k < s->nstores; k++)
+    s->stores[k] = map[s->stores[k]];
+}
 
 /* Copies f's instructions with PIPE_WAIT after each pipe's FOR and PIPE_RELEASE after its last
  * reader, renumbering the table. */
@@ -647,10 +719,7 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
     for (int c = 0; c < p->nchain; c++)
       p->chain[c] = map[p->chain[c]];
   }
-  for (int k = 0; k < s->nslice; k++)
-    s->slice[k] = map[s->slice[k]];
-  for (int h = 0; h < s->nheads; h++)
-    s->heads[h] = map[s->heads[h]];
+  remap_roles(s, map);
 }
 
 
@@ -840,10 +909,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   for (int c = 0; c < p->nchain; c++)
     p->chain[c] = map[p->chain[c]];
   p->rotated = true;
-  for (int k = 0; k < sc->nslice; k++)
-    sc->slice[k] = map[sc->slice[k]];
-  for (int h = 0; h < sc->nheads; h++)
-    sc->heads[h] = map[sc->heads[h]];
+  remap_roles(sc, map);
   if (sc->nheads) {
     sc->head_wait = map[sc->head_wait];
     sc->head_release = map[sc->head_release];
@@ -980,8 +1046,10 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
-  for (int t = 0; t < s->ntmaps; t++)
-    s->tmaps[t].load = t < pipes[0].nloads ? pipes[0].loads[t] : s->heads[t - pipes[0].nloads];
+  for (int t = 0; t < s->ntmaps; t++) {
+    int h = t - pipes[0].nloads;
+    s->tmaps[t].load = h < 0 ? pipes[0].loads[t] : h < s->nheads ? s->heads[h] : s->stores[h - s->nheads];
+  }
   if (!tir_verify(g, d, "schedule") || !tir_verify_schedule(g, d))
     return NULL;
   return g;
@@ -1216,14 +1284,20 @@ static bool verify_ws(const SchedVerifier *v) {
     return sfail(v, -1, "register budgets %d / %d do not fit the %d x %d registers the block is launched with",
                  s->producer_regs, s->consumer_regs, threads, launch_regs(threads));
   const TirPipe *p = &s->pipes[0];
-  if (s->ntmaps != p->nloads + s->nheads)
-    return sfail(v, -1, "%d tensor maps for %d ring loads and %d head loads", s->ntmaps, p->nloads, s->nheads);
+  if (s->ntmaps != p->nloads + s->nheads + s->nstores)
+    return sfail(v, -1, "%d tensor maps for %d ring loads, %d head loads and %d stores", s->ntmaps, p->nloads,
+                 s->nheads, s->nstores);
   for (int t = 0; t < s->ntmaps; t++) {
     const TirTmap *m = &s->tmaps[t];
     const TirArg *a = &f->args[m->arg];
-    int load = t < p->nloads ? p->loads[t] : s->heads[t - p->nloads];
-    if (m->load != load || f->insts[m->load].arg_index != m->arg)
-      return sfail(v, m->load, "tensor map %d does not describe its load", t);
+    int h = t - p->nloads, load = h < 0 ? p->loads[t] : h < s->nheads ? s->heads[h] : s->stores[h - s->nheads];
+    bool store = h >= s->nheads;
+    if (m->load != load || f->insts[m->load].arg_index != m->arg || m->store != store)
+      return sfail(v, m->load, "tensor map %d does not describe its %s", t, store ? "store" : "load");
+    /* a staging tile is rewritten per tile: only after the loop, at the top level, once per tile */
+    if (store && (f->insts[m->load].op != TIR_STORE || m->load < p->last || !top_level(f, -1, m->load) ||
+                  s->groups != 1 || s->cluster != 1))
+      return sfail(v, m->load, "TMA store %d: not a top-level STORE after the loop of one consumer group", t);
     if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
         m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
       return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
@@ -1320,7 +1394,7 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
   fputc('\n', out);
   for (int t = 0; t < s->ntmaps; t++) {
     const TirTmap *m = &s->tmaps[t];
-    fprintf(out, "// tmap %d: load @%d, %s box [", t, m->load, f->args[m->arg].name);
+    fprintf(out, "// tmap %d: %s @%d, %s box [", t, m->store ? "store" : "load", m->load, f->args[m->arg].name);
     for (int dd = 0; dd < f->args[m->arg].rank; dd++)
       fprintf(out, dd ? ", %d" : "%d", m->box[dd]);
     fprintf(out, "] x %d, swizzle %d%s\n", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
