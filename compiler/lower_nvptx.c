@@ -3407,9 +3407,11 @@ static int build_kernel(Cg *g) {
   }
   if (g->persistent)
     tile_loop_end(g, &tl);
-  if (g->ws && g->sched->nstores) { /* the staging tiles stay until the last bulk store read them */
+  if (g->ws && g->sched->nstores) {
+    /* the staging tiles stay until the last bulk store has read them; its writes to global memory
+     * complete on their own (CUTLASS's store tail), so a block of one short tile exits early */
     LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
-    inline_asm0(g, "cp.async.bulk.wait_group 0;");
+    inline_asm0(g, "cp.async.bulk.wait_group.read 0;");
     end_if(g, j);
   }
   LLVMBuildRetVoid(g->b);
