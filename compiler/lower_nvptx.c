@@ -3498,8 +3498,10 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   Cg *ws = arena_alloc(f0->arena, sizeof *ws);
   *ws = *g;
   plan->ws |= f->sched->ws;
-  if (f->sched->ws && plan->rotate) { /* its own copy: rotated loops (the cp.async entry keeps the plain ring) */
-    so.rotate = true;
+  if (f->sched->ws) { /* its own copy: rotated loops and prefetched epilogue loads (the cp.async entry
+                         * keeps the plain ring and its registers) */
+    so.rotate = plan->rotate;
+    so.prefetch = true;
     TirFunc *fw = tir_schedule(f0, &so, g->d);
     if (!fw)
       return false;

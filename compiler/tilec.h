@@ -500,6 +500,11 @@ typedef struct TirSchedule {
    * consumers write into a staging tile of their own in shared memory, then one thread stores
    * with cp.async.bulk.tensor (tensor maps after the heads'); TILEC_TMA_STORE=0 leaves them out. */
   int *stores, nstores;
+  /* Prefetched loads (the warp-specialized entry's copy): top-level LOADs of register tiles after the loop that
+   * depend on nothing the loop computes and read a tensor the kernel never writes (GEMM's bias)
+   * are moved before the loop, so their latency hides under it instead of following the drain;
+   * at most PREFETCH_REGS registers a thread. TILEC_PREFETCH=0 leaves them in place. */
+  int *prefetch, nprefetch;
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
 } TirSchedule;
@@ -507,6 +512,8 @@ typedef struct TirSchedule {
 typedef struct SchedOptions {
   GpuArch arch;
   bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
+  bool prefetch;           /* the warp-specialized entry's copy: prefetched epilogue loads (its
+                              consumers have the registers; the cp.async entry may not) */
   bool wgmma;              /* DOTs on wgmma (layout_kernel_uses_wgmma) */
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
   bool wide_producer;      /* the producer at 40 registers, the consumers at what is left (a

@@ -33,6 +33,9 @@
  * launch's registers, not the SM's: producer 24 and two consumer warpgroups at 240 fill 384 x 168
  * exactly. A producer that spills at 24 gets 40 (SchedOptions.wide_producer), the consumers 232. */
 enum { PRODUCER_REGS = 24, PRODUCER_REGS_WIDE = 40, CONSUMER_REGS_MAX = 240, SM_REGS = 65536, WARPGROUP = 128 };
+/* Registers a thread may hold across the loop for prefetched epilogue loads (GEMM 128 x 256:
+ * the bias, 64 halves; the consumers' budget keeps room for them beside the accumulator). */
+enum { PREFETCH_REGS = 64 };
 
 /* The registers a thread of an n-thread block is launched with (ptxas: at most 255, whole
  * 8-register units, n of them on the SM). */
@@ -557,6 +560,41 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   s->nstores = n;
 }
 
+/* Whether the kernel writes tensor argument arg anywhere (STORE, atomics). */
+static bool arg_written(const TirFunc *f, int arg) {
+  for (int j = 0; j < f->ninsts; j++) {
+    TirOp op = f->insts[j].op;
+    if ((op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX) && f->insts[j].arg_index == arg)
+      return true;
+  }
+  return false;
+}
+
+/* Prefetched loads (TirSchedule.prefetch): each index start defined once, at the top level,
+ * before the loop; the tensor never written; registers within the budget. */
+static void plan_prefetch(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
+  if (env_off("TILEC_PREFETCH"))
+    return;
+  int *pre = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1)), n = 0, regs = 0;
+  for (int j = p->last + 1; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    const TileType *t = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
+    if (!t || t->place == PLACE_SHARED || !t->layout || !top_level(f, -1, j) || arg_written(f, in->arg_index))
+      continue;
+    bool ok = regs + layout_nregs(t->layout) <= PREFETCH_REGS;
+    for (int d = 0; ok && d < f->args[in->arg_index].rank; d++) {
+      int r = in->index[d].start, def = r < 0 ? -1 : tir_only_write(f, r);
+      ok = r < 0 || (def >= 0 && def < p->first && top_level(f, -1, def));
+    }
+    if (!ok)
+      continue;
+    regs += layout_nregs(t->layout);
+    pre[n++] = j;
+  }
+  s->prefetch = pre;
+  s->nprefetch = n;
+}
+
 /* A persistent walk's raster group when the ring's loads follow block.x (GEMM: B's columns): the
  * rows of y whose tiles run side by side, so the resident blocks share A's rows and B's columns
  * in L2. libtilert's and the AOT launcher's default for older PTX too. */
@@ -646,6 +684,8 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
   plan_stores(f, s, p);
+  if (S->o->prefetch)
+    plan_prefetch(f, s, p);
   int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
   int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
@@ -664,6 +704,8 @@ static void remap_roles(TirSchedule *s, const int *map) {
     s->heads[h] = map[s->heads[h]];
   for (int k = 0; k < s->nstores; k++)
     s->stores[k] = map[s->stores[k]];
+  for (int k = 0; k < s->nprefetch; k++)
+    s->prefetch[k] = map[s->prefetch[k]];
 }
 
 /* Copies f's instructions with PIPE_WAIT after each pipe's FOR and PIPE_RELEASE after its last
@@ -679,7 +721,17 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
   g->cap_insts = f->ninsts + 2 * npipes + 3;
   g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)g->cap_insts);
   g->ninsts = 0;
+  bool *moved = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
+  for (int k = 0; k < s->nprefetch; k++)
+    moved[s->prefetch[k]] = true;
   for (int i = 0; i < f->ninsts; i++) {
+    if (moved[i])
+      continue; /* already copied before the loop */
+    if (npipes && i == pipes[0].first)
+      for (int k = 0; k < s->nprefetch; k++) {
+        map[s->prefetch[k]] = g->ninsts;
+        g->insts[g->ninsts++] = f->insts[s->prefetch[k]];
+      }
     map[i] = g->ninsts;
     g->insts[g->ninsts++] = f->insts[i];
     TirInst head = {.op = TIR_HEAD_WAIT, .dst = -1, .args = {-1, -1, -1}, .arg_index = -1, .loc = f->insts[i].loc};
@@ -1306,6 +1358,11 @@ static bool verify_ws(const SchedVerifier *v) {
     if (m->multicast && uses_block_axis(f, f->insts[m->load].index[m->outer].start, s->cluster_axis, 0))
       return sfail(v, m->load, "tensor map %d: multicast, yet its rows depend on the cluster's axis", t);
   }
+  for (int k = 0; k < s->nprefetch; k++) {
+    int j = s->prefetch[k];
+    if (j >= p->first || f->insts[j].op != TIR_LOAD || !top_level(f, -1, j))
+      return sfail(v, j, "a prefetched load is not a top-level LOAD before the loop");
+  }
   for (int k = 0; k < s->nslice; k++) {
     int j = s->slice[k];
     if (j >= p->first || !top_level(f, -1, j) || f->regs[f->insts[j].dst].type.rank != 0 ||
@@ -1400,6 +1457,12 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "] x %d, swizzle %d%s\n", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
   }
   fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
+  if (s->nprefetch) {
+    fputs("// prefetched before the loop:", out);
+    for (int k = 0; k < s->nprefetch; k++)
+      fprintf(out, " @%d", s->prefetch[k]);
+    fputc('\n', out);
+  }
   if (s->nheads) {
     fputs("// head loads:", out);
     for (int h = 0; h < s->nheads; h++)

@@ -753,6 +753,22 @@ Test(schedule, several_kernels_in_one_module) {
   }
 }
 
+/* GEMM's bias is loaded before the K loop in the warp-specialized entry (its latency under the
+ * loop, not after the drain); the cp.async entry, whose registers it would spill, keeps it after. */
+Test(schedule, epilogue_loads_are_prefetched) {
+  Arena *a = arena_new();
+  char *ptx = module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A);
+  char *ws = ptx_entry(a, ptx, "gemm__ws"), *cp = ptx_entry(a, ptx, "gemm");
+  cr_assert(ws && cp);
+  cr_assert(strstr(ws, "ld.global") && strstr(ws, "ld.global") < strstr(ws, "wgmma.mma_async"), "ws: bias first");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  setenv("TILEC_PREFETCH", "0", 1);
+  ws = ptx_entry(a, module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A), "gemm__ws");
+  unsetenv("TILEC_PREFETCH");
+  cr_assert(strstr(ws, "ld.global") > strstr(ws, "wgmma.mma_async"), "TILEC_PREFETCH=0: in place");
+  arena_free(a);
+}
+
 /* A plain GEMM (bench/probe/matmul.tile) whose epilogue converts the accumulator straight to f16
  * (`C = to_f16(acc)`): the drain after the overlapped loop copies the values out of the wgmma
  * registers, or ptxas serializes every wgmma of the warp-specialized entry (C7514) at 3 stages
