@@ -79,7 +79,7 @@ grep -q "dim Z\$0 ('D 64 -' in RPN) is -54 with these shapes" "$W/err" || bad "n
 "$T" dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/s90" ||
   bad "--emit=schedule failed"
 for want in "pipe_wait pipe 0" "pipe_release pipe 0, previous stage" "// roles: producer warpgroup" \
-            "// tmap 1: load @13, B box [64, 64] x 4, swizzle 128"; do
+            "// tmap 1: load @14, B box [64, 64] x 4, swizzle 128" "// prefetched before the loop: @10"; do
   grep -qF "$want" "$W/s90" || bad "--emit=schedule (sm_90a) lacks '$want'"
 done
 "$T" dsl/examples/gemm.tile --emit=schedule --arch=sm_80 -o "$W/s80" || bad "--emit=schedule --arch=sm_80 failed"
