@@ -579,7 +579,9 @@ static void plan_prefetch(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   for (int j = p->last + 1; j < f->ninsts; j++) {
     const TirInst *in = &f->insts[j];
     const TileType *t = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
-    if (!t || t->place == PLACE_SHARED || !t->layout || !top_level(f, -1, j) || arg_written(f, in->arg_index))
+    /* the LOAD must be its register's only write: then nothing before it reads the register */
+    if (!t || t->place == PLACE_SHARED || !t->layout || !top_level(f, -1, j) || arg_written(f, in->arg_index) ||
+        count_writes(f, in->dst, 0, f->ninsts) != 1)
       continue;
     bool ok = regs + layout_nregs(t->layout) <= PREFETCH_REGS;
     for (int d = 0; ok && d < f->args[in->arg_index].rank; d++) {
