@@ -1775,6 +1775,15 @@ static void lower_pipe_sync(Cg *g, const TirInst *in) {
   } /* cp.async: the barrier at the next PIPE_WAIT orders every read before the refill */
 }
 
+/* A TMA box's coordinates for LOAD or STORE in over a tensor of rank dimensions: the index
+ * starts, innermost first. */
+static void tma_coords(Cg *g, const TirInst *in, int rank, LLVMValueRef *coord) {
+  for (int d = 0; d < rank; d++)
+    get_tile(g, in->index[d].start, &coord[rank - 1 - d]);
+}
+
+static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch);
+
 /* The TMA boxes of tensor map t's LOAD into shared memory at dst, completing on mbarrier full. Coordinates are the
  * index starts, innermost first; box c of the row sits c * rows * swizzle bytes in. */
 static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
@@ -1783,8 +1792,7 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   const TirArg *a = &g->f->args[m->arg];
   LLVMValueRef base = LLVMBuildPtrToInt(g->b, dst, g->i32, "");
   LLVMValueRef coord[TILE_MAX_RANK];
-  for (int d = 0; d < a->rank; d++)
-    get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
+  tma_coords(g, in, a->rank, coord);
   char text[320], cons[64] = "r,l";
   int n = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes%s [$0], [$1, {",
                    a->rank, m->multicast ? ".multicast::cluster" : "");
@@ -1836,24 +1844,14 @@ static void tma_store(Cg *g, const TirInst *in, int t) {
   LLVMValueRef base = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
   int ch = layout_vec_chunk(L, e);
   ch = ch > 8 ? 8 : ch; /* a run stays inside one 16-byte unit of the swizzle */
-  LLVMTypeRef mt = mem_type(g, e);
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  for (int r = 0; r < n; r += ch) {
-    LLVMValueRef p = smem_at(g, base, swz_byte_off(g, st->swz, L, r));
-    LLVMValueRef x = to_mem(g, e, v[r]);
-    if (ch > 1) {
-      x = LLVMGetUndef(LLVMVectorType(mt, (unsigned)ch));
-      for (int k = 0; k < ch; k++)
-        x = LLVMBuildInsertElement(g->b, x, to_mem(g, e, v[r + k]), ci32(g, k), "");
-    }
-    LLVMSetAlignment(LLVMBuildStore(g->b, x, p), (unsigned)(2 * ch));
-  }
+  for (int r = 0; r < n; r += ch)
+    store_chunk(g, e, smem_at(g, base, swz_byte_off(g, st->swz, L, r)), v + r, ch);
   end_if(g, wj);
   barrier(g); /* with the proxy fence: the bulk store reads what the threads wrote */
   j = begin_if(g, first);
   LLVMValueRef coord[TILE_MAX_RANK];
-  for (int d = 0; d < a->rank; d++)
-    get_tile(g, in->index[d].start, &coord[a->rank - 1 - d]);
+  tma_coords(g, in, a->rank, coord);
   char text[256], cons[64] = "l";
   int k = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", a->rank);
   for (int d = 0; d < a->rank; d++) {

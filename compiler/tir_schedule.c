@@ -399,16 +399,19 @@ static bool uniform_trips(const TirFunc *f, const TirPipe *p) {
  * blocks along M share B; an attention's query blocks share K and V), multicasting those loads.
  * Only persistent kernels (both blocks of a pair must run the same iterations) whose multicast
  * tiles split into two halves of whole swizzle patterns (rows a multiple of 16). */
+/* Whether a coordinate of LOAD j depends on grid axis ax. */
+static bool load_follows_axis(const TirFunc *f, int j, int ax) {
+  const TirInst *in = &f->insts[j];
+  for (int d = 0; d < f->args[in->arg_index].rank; d++)
+    if (uses_block_axis(f, in->index[d].start, ax, 0))
+      return true;
+  return false;
+}
+
 /* Ring tile m is the same for two blocks adjacent along grid axis ax (no coordinate depends on
  * it) and splits into two halves of whole swizzle patterns. */
 static bool multicastable(const TirFunc *f, const TirTmap *m, int ax) {
-  const TirInst *in = &f->insts[m->load];
-  if (m->rows % 16)
-    return false;
-  for (int d = 0; d < f->args[m->arg].rank; d++)
-    if (uses_block_axis(f, in->index[d].start, ax, 0))
-      return false;
-  return true;
+  return m->rows % 16 == 0 && !load_follows_axis(f, m->load, ax);
 }
 
 static void plan_cluster(const TirFunc *f, TirSchedule *s) {
@@ -449,6 +452,15 @@ static void plan_groups(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
     if (f->regs[r].type.place == PLACE_SHARED && !in_ring(p, f, r))
       return;
   s->groups = 2;
+}
+
+/* The schedule's tensor maps followed by m[0 .. n) (head loads, then stores, after the ring's). */
+static void append_tmaps(const TirFunc *f, TirSchedule *s, const TirTmap *m, int n) {
+  TirTmap *all = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)(s->ntmaps + n));
+  memcpy(all, s->tmaps, sizeof(TirTmap) * (size_t)s->ntmaps);
+  memcpy(all + s->ntmaps, m, sizeof(TirTmap) * (size_t)n);
+  s->tmaps = all;
+  s->ntmaps += n;
 }
 
 /* Whether every read of shared tile t is after `after` and either at the top level or inside
@@ -493,11 +505,7 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
       return;
   if (!n || last < 0)
     return;
-  TirTmap *all = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)(p->nloads + n));
-  memcpy(all, s->tmaps, sizeof(TirTmap) * (size_t)p->nloads);
-  memcpy(all + p->nloads, m, sizeof(TirTmap) * (size_t)n);
-  s->tmaps = all;
-  s->ntmaps = p->nloads + n;
+  append_tmaps(f, s, m, n);
   s->heads = heads;
   s->nheads = n;
   for (int h = 0; h < n; h++)
@@ -551,11 +559,7 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   }
   if (!n)
     return;
-  TirTmap *all = arena_alloc(f->arena, sizeof(TirTmap) * (size_t)(s->ntmaps + n));
-  memcpy(all, s->tmaps, sizeof(TirTmap) * (size_t)s->ntmaps);
-  memcpy(all + s->ntmaps, m, sizeof(TirTmap) * (size_t)n);
-  s->tmaps = all;
-  s->ntmaps += n;
+  append_tmaps(f, s, m, n);
   s->stores = stores;
   s->nstores = n;
 }
@@ -602,42 +606,11 @@ static void plan_prefetch(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
  * in L2. libtilert's and the AOT launcher's default for older PTX too. */
 enum { TILE_GROUP_ROWS = 8 };
 
-/* Whether scalar register r may depend on block.x (conservative: true when unknown). A loop
- * counter depends on its start and step, not on its bound. */
-static bool reads_block_x(const TirFunc *f, int r, int depth) {
-  if (r < 0)
-    return false;
-  int def = tir_only_write(f, r);
-  if (def < 0 || depth > 32)
-    return true;
-  const TirInst *in = &f->insts[def];
-  switch (in->op) {
-  case TIR_BLOCK_ID:
-    return in->axis == 0;
-  case TIR_CONST:
-  case TIR_PARAM:
-  case TIR_DIM:
-    return false;
-  case TIR_FOR:
-    return reads_block_x(f, in->args[0], depth + 1) || reads_block_x(f, in->args[2], depth + 1);
-  default:
-    if (!(tir_op_info[in->op].flags & OPF_ELEMWISE) || f->regs[r].type.rank != 0)
-      return true;
-    for (int k = 0; k < 3; k++)
-      if (reads_block_x(f, in->args[k], depth + 1))
-        return true;
-    return false;
-  }
-}
-
 /* The raster group of a persistent walk (TirSchedule.tile_group). */
 static int plan_tile_group(const TirFunc *f, const TirSchedule *s) {
-  for (int l = 0; l < s->ntmaps; l++) {
-    const TirInst *in = &f->insts[s->tmaps[l].load];
-    for (int d = 0; d < f->args[in->arg_index].rank; d++)
-      if (reads_block_x(f, in->index[d].start, 0))
-        return TILE_GROUP_ROWS;
-  }
+  for (int l = 0; l < s->ntmaps; l++)
+    if (load_follows_axis(f, s->tmaps[l].load, 0))
+      return TILE_GROUP_ROWS;
   return 1;
 }
 

@@ -64,18 +64,15 @@ static int run(int *failures) {
          failures);
   ln_unload();
   Buf *all[] = {&x, &w, &b, &y, &mean, &rstd, &dy, &dx, &dw, &db};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    buf_free(all[i]);
+  buf_free_all(all, sizeof all / sizeof all[0]);
   free(ry), free(rmean), free(rrstd), free(rdx), free(rdw), free(rdb);
   return 0;
 }
 
 int main(void) {
-  int count = 0, failures = 0;
-  if (cuInit(0) == CUDA_ERROR_NO_DEVICE || (cuDeviceGetCount(&count) == CUDA_SUCCESS && !count)) {
-    printf("bundle_gpu: SKIP (no GPU)\n");
+  int failures = 0;
+  if (cu_no_device("bundle_gpu"))
     return 0;
-  }
   if (cu_primary_context() || run(&failures))
     return 1;
   printf("bundle_gpu: %s\n", failures ? "FAILED" : "both kernels of one module match the references");

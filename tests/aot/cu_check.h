@@ -1,5 +1,5 @@
 /* cu_check.h — shared by the GPU programs in tests/aot/ (demo_main.c, tuned_gpu.c,
- * bundle_gpu.c): error checks (a failed driver or generated-library call prints what failed, by
+ * bundle_gpu.c, ws_gpu.c): error checks (a failed driver or generated-library call prints what failed, by
  * name, and returns 1 from the calling function) and the context they run in. Include after
  * cuda.h. */
 #ifndef TILEC_TESTS_CU_CHECK_H
@@ -25,6 +25,16 @@
       return 1;                                                          \
     }                                                                    \
   } while (0)
+
+/* True, after saying so, when there is no GPU to run on: the program then skips (exit 0). */
+static inline int cu_no_device(const char *prog) {
+  int count = 0;
+  if (cuInit(0) == CUDA_ERROR_NO_DEVICE || (cuDeviceGetCount(&count) == CUDA_SUCCESS && !count)) {
+    printf("%s: SKIP (no GPU)\n", prog);
+    return 1;
+  }
+  return 0;
+}
 
 static int cu_primary_context(void) {
   CUdevice dev;

@@ -1,5 +1,5 @@
 /* gpu_buf.h — host and device copies of a test tensor for the GPU programs in tests/aot/
- * (tuned_gpu.c, bundle_gpu.c) and the relative error they judge outputs by. elem_load and
+ * (tuned_gpu.c, bundle_gpu.c, ws_gpu.c) and the relative error they judge outputs by. elem_load and
  * elem_store come from libtilec.a. */
 #ifndef TILEC_TESTS_GPU_BUF_H
 #define TILEC_TESTS_GPU_BUF_H
@@ -48,6 +48,11 @@ static void buf_free(Buf *b) {
   cuMemFree(b->d);
   free(b->v);
   free(b->bits);
+}
+
+static inline void buf_free_all(Buf **all, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    buf_free(all[i]);
 }
 
 /* ||out - ref|| / ||ref||, or INFINITY when out has a non-finite value. */

@@ -38,17 +38,14 @@ static int check(const char *what, int64_t M, int64_t N, int64_t K, int offset, 
   *failures += !(err <= 1e-2);
   free(want);
   Buf *all[] = {&a, &b, &bias, &c};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    buf_free(all[i]);
+  buf_free_all(all, sizeof all / sizeof all[0]);
   return 0;
 }
 
 int main(void) {
-  int count = 0, failures = 0;
-  if (cuInit(0) == CUDA_ERROR_NO_DEVICE || (cuDeviceGetCount(&count) == CUDA_SUCCESS && !count)) {
-    printf("ws_gpu: SKIP (no GPU)\n");
+  int failures = 0;
+  if (cu_no_device("ws_gpu"))
     return 0;
-  }
   if (cu_primary_context() || check("1000 x 768 x 512 (a block per tile)", 1000, 768, 512, 0, &failures) ||
       check("2048 x 4096 x 128 (256 tiles walked)", 2048, 4096, 128, 0, &failures) ||
       check("A offset by one element (cp.async entry)", 256, 512, 256, 1, &failures))
