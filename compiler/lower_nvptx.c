@@ -399,19 +399,6 @@ static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, in
   return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), col, "");
 }
 
-/* Byte offset of register r's element in a shared tile's buffer (lw: layout_lw of its layout):
- * row * pitch + column, or the swizzled layout's linear map (layout_smem_offset) of the element's
- * flat coordinate, split like the coordinate into a lane/warp part and a constant. */
-static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r);
-
-static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
-  const Layout *L = t->lay;
-  ElemType e = g->f->regs[t - g->tiles].type.elem;
-  if (!t->swz)
-    return LLVMBuildMul(g->b, buf_index(g, L, lw, r, t->pitch), ci32(g, elem_bytes(e)), "");
-  return swz_byte_off(g, t->swz, L, r);
-}
-
 /* Byte offset in the swizzled layout swz of register r's element of a tile in layout L (the
  * element's flat coordinate through layout_smem_offset, a lane/warp part and a constant). */
 static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r) {
@@ -426,6 +413,18 @@ static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, 
     return v;
   return (c & reach) ? LLVMBuildXor(g->b, v, ci32(g, c), "") : LLVMBuildAdd(g->b, v, ci32(g, c), "");
 }
+
+/* Byte offset of register r's element in a shared tile's buffer (lw: layout_lw of its layout):
+ * row * pitch + column, or the swizzled layout's linear map (layout_smem_offset) of the element's
+ * flat coordinate, split like the coordinate into a lane/warp part and a constant. */
+static LLVMValueRef tile_byte_off(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
+  const Layout *L = t->lay;
+  ElemType e = g->f->regs[t - g->tiles].type.elem;
+  if (!t->swz)
+    return LLVMBuildMul(g->b, buf_index(g, L, lw, r, t->pitch), ci32(g, elem_bytes(e)), "");
+  return swz_byte_off(g, t->swz, L, r);
+}
+
 
 
 /* Writes a thread's register values into a buffer (row pitch in elements), vectorized per run. */
