@@ -128,7 +128,8 @@ typedef struct Cg {
   int groups;                        /* ws: consumer groups taking turns on tiles (sched->groups) */
   LLVMValueRef group;                /* consumers: this thread's group (i32) */
   LLVMValueRef tile_j;               /* ping-pong consumers: i32 alloca, the group's tiles so far */
-  LLVMValueRef head_phase;           /* head loads, consumers: i32 alloca, the parity of head_full */
+  LLVMValueRef head_count;           /* head loads, consumers: i32 alloca, the tiles whose head
+                                        tiles they released (copy count % head_stages) */
   Tile *staging;                     /* TMA stores: per tensor map (store maps only), its staging
                                         tile in shared memory (swz set; the STORE's register tile
                                         written in TMA's layout) */
@@ -381,6 +382,8 @@ static LLVMValueRef ring_slot(Cg *g, const Pipe *p, int ahead) {
 static LLVMValueRef tile_base(Cg *g, const Tile *t) {
   if (t->pipe >= 0)
     return stage_base(g, t, ring_slot(g, &g->pipes[t->pipe], g->stage_ahead));
+  if (t->head && g->sched->head_stages == 2) /* the consumers' current copy */
+    return stage_base(g, t, LLVMBuildAnd(g->b, LLVMBuildLoad2(g->b, g->i32, g->head_count, ""), ci32(g, 1), ""));
   LLVMValueRef off = ci32(g, t->smem_off);
   return LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
 }
@@ -1700,10 +1703,20 @@ static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r) {
   return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
 }
 
-/* Head loads: one stage of their own, full (which = 0) and empty (1) after the ring's barriers. */
-static LLVMValueRef head_mbar(Cg *g, int which) {
-  LLVMValueRef off = ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages + 8 * which);
+/* Head loads: a ring of head_stages copies of their own; copy `slot`'s full (which = 0) and
+ * empty (1) barriers after the ring's. */
+static LLVMValueRef head_mbar(Cg *g, int which, LLVMValueRef slot) {
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages + 8 * which),
+                                  LLVMBuildMul(g->b, slot, ci32(g, 16), ""), "");
   return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
+}
+
+/* The copy (slot) and the parity of its barriers' current phase for the head loads of the
+ * count-th tile of the walk. */
+static void head_ring(Cg *g, LLVMValueRef count, LLVMValueRef *slot, LLVMValueRef *parity) {
+  bool two = g->sched->head_stages == 2;
+  *slot = two ? LLVMBuildAnd(g->b, count, ci32(g, 1), "") : ci32(g, 0);
+  *parity = LLVMBuildAnd(g->b, two ? LLVMBuildLShr(g->b, count, ci32(g, 1), "") : count, ci32(g, 1), "");
 }
 
 static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
@@ -1970,32 +1983,36 @@ static void tile_loop_end(Cg *g, const TileLoop *l) {
  * loop, per iteration: wait for the stage to be empty, expect its bytes, replay the chain,
  * issue the boxes; persistent: for every tile of the block, the ring running on. The other
  * producer threads exit at once. */
-/* The producer's head loads for one tile: wait until the consumers freed the head tiles (empty,
- * parity flipping per tile), then TMA them in, completing on full. */
-static void produce_heads(Cg *g, LLVMValueRef phase) {
+/* The producer's head loads for its count-th tile: wait until the consumers freed that tile's
+ * copy (empty; a fresh barrier's phase before the first counts as complete), then TMA the
+ * head tiles in, completing on full. */
+static void produce_heads(Cg *g, LLVMValueRef count) {
   const TirSchedule *s = g->sched;
-  LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
-  mbar_wait(g, head_mbar(g, 1), ph);
-  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, ci32(g, 1), ""), phase);
-  LLVMValueRef full = head_mbar(g, 0);
+  LLVMValueRef n = LLVMBuildLoad2(g->b, g->i32, count, ""), slot, parity;
+  head_ring(g, n, &slot, &parity);
+  mbar_wait(g, head_mbar(g, 1, slot), LLVMBuildXor(g->b, parity, ci32(g, 1), ""));
+  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, n, ci32(g, 1), ""), count);
+  LLVMValueRef full = head_mbar(g, 0, slot);
   LLVMValueRef ex[2] = {full, ci32(g, s->head_bytes)};
   asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
   for (int h = 0; h < s->nheads; h++)
-    tma_load(g, s->pipes[0].nloads + h, tile_base(g, &g->tiles[g->f->insts[s->heads[h]].dst]), full);
+    tma_load(g, s->pipes[0].nloads + h, stage_base(g, &g->tiles[g->f->insts[s->heads[h]].dst], slot), full);
 }
 
-/* Consumers: HEAD_WAIT waits for this tile's head tiles (parity flipping per tile); HEAD_RELEASE
- * frees them for the next tile's (one arrival per warp). The cp.async entry loads them itself. */
+/* Consumers: HEAD_WAIT waits for this tile's head tiles in its copy; HEAD_RELEASE frees the copy
+ * for the producer (one arrival per warp) and moves on to the next tile's. The cp.async entry
+ * loads them itself. */
 static void lower_head_sync(Cg *g, const TirInst *in) {
   if (!g->ws)
     return;
+  LLVMValueRef n = LLVMBuildLoad2(g->b, g->i32, g->head_count, ""), slot, parity;
+  head_ring(g, n, &slot, &parity);
   if (in->op == TIR_HEAD_RELEASE) {
-    warp_arrive(g, head_mbar(g, 1), elected(g), false);
+    warp_arrive(g, head_mbar(g, 1, slot), elected(g), false);
+    LLVMBuildStore(g->b, LLVMBuildAdd(g->b, n, ci32(g, 1), ""), g->head_count);
     return;
   }
-  LLVMValueRef ph = LLVMBuildLoad2(g->b, g->i32, g->head_phase, "");
-  mbar_wait(g, head_mbar(g, 0), ph);
-  LLVMBuildStore(g->b, LLVMBuildXor(g->b, ph, ci32(g, 1), ""), g->head_phase);
+  mbar_wait(g, head_mbar(g, 0, slot), parity);
 }
 
 static void emit_producer(Cg *g) {
@@ -2011,18 +2028,22 @@ static void emit_producer(Cg *g) {
                   done);
   LLVMPositionBuilderAtEnd(g->b, work);
   LLVMValueRef ctr = entry_alloca(g, g->i64, 1), slot = entry_alloca(g, g->i32, 1), phase = entry_alloca(g, g->i32, 1);
-  LLVMValueRef head_phase = entry_alloca(g, g->i32, 1);
+  LLVMValueRef heads_done = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, ci32(g, 0), slot);
   LLVMBuildStore(g->b, ci32(g, 1), phase);
-  LLVMBuildStore(g->b, ci32(g, 1), head_phase); /* a fresh barrier: the last phase is complete */
+  LLVMBuildStore(g->b, ci32(g, 0), heads_done);
   TileLoop tl;
   if (g->persistent)
     tl = tile_loop_begin(g, false);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
-  /* This tile's head tiles go after its first `stages` ring loads (or after all of them when
-   * there are fewer): those only need stages the last tile's loop frees, while the head tiles
-   * wait for that loop's end (head_release), so the ring keeps running ahead across tiles. */
+  /* With one copy, this tile's head tiles go after its first `stages` ring loads (or after all
+   * of them when there are fewer): those only need stages the last tile's loop frees, while the
+   * head tiles wait for that loop's end (head_release), so the ring keeps running ahead across
+   * tiles. With two, they go first: their copy was freed by the tile before the last one. */
+  bool heads_first = s->nheads && s->head_stages == 2;
+  if (heads_first)
+    produce_heads(g, heads_done);
   LLVMValueRef nth = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, ci32(g, 0), nth);
   const TirInst *fi = &f->insts[p->first];
@@ -2040,9 +2061,9 @@ static void emit_producer(Cg *g) {
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, walked);
   LLVMPositionBuilderAtEnd(g->b, body);
   LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
-  if (s->nheads) {
+  if (s->nheads && !heads_first) {
     LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, k, ci32(g, p->stages), ""));
-    produce_heads(g, head_phase);
+    produce_heads(g, heads_done);
     end_if(g, join);
   }
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, k, ci32(g, 1), ""), nth);
@@ -2061,10 +2082,10 @@ static void emit_producer(Cg *g) {
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
   LLVMPositionBuilderAtEnd(g->b, walked);
-  if (s->nheads) {
+  if (s->nheads && !heads_first) {
     LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
     LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLE, k, ci32(g, p->stages), ""));
-    produce_heads(g, head_phase);
+    produce_heads(g, heads_done);
     end_if(g, join);
   }
   if (g->persistent)
@@ -2101,8 +2122,8 @@ static void emit_roles(Cg *g) {
     LLVMValueRef a[2] = {turn_addr(g, ci32(g, r)), ci32(g, s->consumer_threads / 32)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
-  for (int which = 0; which < (s->nheads ? 2 : 0); which++) { /* full: the producer; empty: consumer warps */
-    LLVMValueRef a[2] = {head_mbar(g, which), ci32(g, which ? s->consumer_threads / 32 : 1)};
+  for (int k = 0; k < (s->nheads ? 2 * s->head_stages : 0); k++) { /* full: the producer; empty: consumer warps */
+    LLVMValueRef a[2] = {head_mbar(g, k & 1, ci32(g, k >> 1)), ci32(g, k & 1 ? s->consumer_threads / 32 : 1)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
   inline_asm0(g, "fence.mbarrier_init.release.cluster;");
@@ -2125,8 +2146,8 @@ static void emit_roles(Cg *g) {
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].rslot);
   LLVMBuildStore(g->b, ci32(g, 0), g->pipes[0].phase);
   if (s->nheads) {
-    g->head_phase = entry_alloca(g, g->i32, 1);
-    LLVMBuildStore(g->b, ci32(g, 0), g->head_phase);
+    g->head_count = entry_alloca(g, g->i32, 1);
+    LLVMBuildStore(g->b, ci32(g, 0), g->head_count);
   }
   if (s->turns) { /* warpgroup 0 has the first turn: the last one passes it once, up front */
     LLVMValueRef last = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""),
@@ -2656,7 +2677,7 @@ static bool plan(Cg *g) {
       t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
       if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
         plan_swizzled(g, t, ty);
-      g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : 1);
+      g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : t->head ? g->sched->head_stages : 1);
     }
   }
   if (g->ws && g->sched->nstores) { /* TMA stores: a staging tile each, 1 KB aligned (swizzle) */
@@ -2677,9 +2698,10 @@ static bool plan(Cg *g) {
       g->smem_tiles += ty->dims[0] * ty->dims[1] * 2;
     }
   }
-  if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: full, empty */
+  if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: {full, empty}[head_stages] */
+    const TirSchedule *s = g->sched;
     g->mbar_off = (g->smem_tiles + 7) & ~7;
-    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (g->sched->groups == 2 || g->sched->nheads ? 16 : 0);
+    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (s->nheads ? 16 * s->head_stages : s->groups == 2 ? 16 : 0);
   }
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))

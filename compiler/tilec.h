@@ -496,10 +496,15 @@ typedef struct TirSchedule {
   int *heads, nheads;      /* the LOADs */
   int head_wait, head_release; /* the HEAD_WAIT and HEAD_RELEASE instructions, or -1 */
   int head_bytes;          /* what HEAD_WAIT's mbarrier expects */
+  /* 1, or 2 (persistent, when a second copy of the head tiles fits): tile i's head tiles sit in
+   * copy i % 2, so the producer loads the next tile's (Q) while this tile's loop still reads
+   * its own, instead of after that loop frees them. TILEC_HEAD_DOUBLE=0: one copy. */
+  int head_stages;
   /* TMA stores (the epilogue): top-level STOREs after the loop whose register tiles the
    * consumers write into a staging tile of their own in shared memory, then one thread stores
    * with cp.async.bulk.tensor (tensor maps after the heads'); TILEC_TMA_STORE=0 leaves them out. */
   int *stores, nstores;
+  int store_bytes;         /* their staging tiles' shared memory */
   /* Prefetched loads (the warp-specialized entry's copy): top-level LOADs of register tiles after the loop that
    * depend on nothing the loop computes and read a tensor the kernel never writes (GEMM's bias)
    * are moved before the loop, so their latency hides under it instead of following the drain;

@@ -518,18 +518,26 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
       s->slice[s->nslice++] = k;
 }
 
-/* Bytes of shared memory the consumers' tiles take (ring tiles per stage, 1 KB aligned). */
+/* Bytes of one copy of shared tile r as the emitter lays it out, 1 KB aligned: wgmma operands
+ * swizzled, unpadded; other tiles of rank 2+ with 16 bytes of padding per row. */
+static int tile_bytes(const TirFunc *f, int r) {
+  const TileType *t = &f->regs[r].type;
+  int n = elem_bytes(t->elem), inner = t->rank ? t->dims[t->rank - 1] : 1;
+  for (int d = 0; d < t->rank - 1; d++)
+    n *= t->dims[d];
+  n *= inner;
+  if (t->rank >= 2 && !layout_is_wgmma_operand_tile(f, r))
+    n += n / (inner * elem_bytes(t->elem)) * 16;
+  return (n + 1023) & ~1023;
+}
+
+/* Bytes of shared memory the consumers' tiles take (ring tiles per stage; an upper bound of
+ * what the emitter allocates). */
 static int shared_bytes(const TirFunc *f, const TirPipe *p) {
   int bytes = 0;
-  for (int r = 0; r < f->nregs; r++) {
-    const TileType *t = &f->regs[r].type;
-    if (t->place != PLACE_SHARED)
-      continue;
-    int n = elem_bytes(t->elem);
-    for (int d = 0; d < t->rank; d++)
-      n *= t->dims[d];
-    bytes += ((n + 1023) & ~1023) * (in_ring(p, f, r) ? p->stages : 1);
-  }
+  for (int r = 0; r < f->nregs; r++)
+    if (f->regs[r].type.place == PLACE_SHARED)
+      bytes += tile_bytes(f, r) * (in_ring(p, f, r) ? p->stages : 1);
   return bytes;
 }
 
@@ -562,6 +570,20 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   append_tmaps(f, s, m, n);
   s->stores = stores;
   s->nstores = n;
+  s->store_bytes = bytes - shared_bytes(f, p) - 1024;
+}
+
+/* A second copy of the head tiles (TirSchedule.head_stages) for a persistent walk, where it fits
+ * beside everything else. */
+static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
+  s->head_stages = 1;
+  if (!s->nheads || !s->persistent || env_off("TILEC_HEAD_DOUBLE"))
+    return;
+  int bytes = shared_bytes(f, p) + s->store_bytes + 1024;
+  for (int h = 0; h < s->nheads; h++)
+    bytes += tile_bytes(f, f->insts[s->heads[h]].dst);
+  if (bytes <= arch_smem_limit(ARCH_SM90A))
+    s->head_stages = 2;
 }
 
 /* Whether the kernel writes tensor argument arg anywhere (STORE, atomics). */
@@ -659,6 +681,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
   plan_stores(f, s, p);
+  plan_head_stages(f, s, p);
   if (S->o->prefetch)
     plan_prefetch(f, s, p);
   int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
@@ -1276,6 +1299,8 @@ static bool verify_heads(const SchedVerifier *v) {
     return waits + releases == 0 ? true : sfail(v, -1, "head_wait / head_release without head loads");
   if (s->groups != 1 || s->cluster != 1)
     return sfail(v, -1, "head loads with %d consumer groups, a cluster of %d", s->groups, s->cluster);
+  if (s->head_stages != 1 && (s->head_stages != 2 || !s->persistent))
+    return sfail(v, -1, "%d copies of the head tiles (1, or 2 with a persistent walk)", s->head_stages);
   int w = s->head_wait, rel = s->head_release;
   if (waits != 1 || releases != 1 || w < 0 || rel <= w || f->insts[w].op != TIR_HEAD_WAIT ||
       f->insts[rel].op != TIR_HEAD_RELEASE || !top_level(f, -1, w) || !top_level(f, -1, rel) || w > p->first)
@@ -1442,6 +1467,7 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fputs("// head loads:", out);
     for (int h = 0; h < s->nheads; h++)
       fprintf(out, " @%d", s->heads[h]);
-    fprintf(out, " (%d bytes), wait @%d, release @%d\n", s->head_bytes, s->head_wait, s->head_release);
+    fprintf(out, " (%d bytes%s), wait @%d, release @%d\n", s->head_bytes, s->head_stages == 2 ? ", 2 copies" : "",
+            s->head_wait, s->head_release);
   }
 }

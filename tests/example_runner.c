@@ -78,6 +78,8 @@ static const Case cases[] = {
     /* More tiles than resident blocks: the persistent entries walk several tiles per block */
     {"gemm_ws_persist", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0, NULL, 0},
     {"attn_ws_persist", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=20,N=1000", SUITE_GPU, 0, NULL, 0},
+    /* not causal: a persistent walk with two copies of Q (the next tile's loads during this loop) */
+    {"attn_ws_persist_d128", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=2,H=40,N=1000", SUITE_GPU, 0, NULL, 0},
     /* make gpu-prep compiles these two with TILEC_CLUSTER=1: clusters of 2 with TMA multicast
      * (an odd number of tiles along the pair's axis: the last pair's second tile is past the edge) */
     {"gemm_ws_cluster", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4", "M=2000,N=2056,K=200", SUITE_GPU, 0, NULL, 0},

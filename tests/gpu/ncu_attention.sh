@@ -4,18 +4,21 @@
 # cuDNN and flash backends in the same process: tensor pipe, throughput, and the warp states
 # (why issue stalls). Clocks as the GPU has them (--clock-control none). Needs build/ from
 # `make bench-prep`. Writes $OUT/ncu_attention.csv (raw) and $OUT/ncu_attention.txt (a summary).
+# NCU_ATTN_SHAPE="B H N" profiles another shape (the short sequences: "32 16 512").
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must be set}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 ptx=${NCU_ATTN_PTX:-build/bench/ptx/attn_d128_c0_bn128.ptx}
+shape=${NCU_ATTN_SHAPE:-4 16 4096}
 cat > "$OUT/ncu_attention.py" <<'PY'
 import sys, torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
 sys.path.insert(0, "python")
 import tilec
-B, H, N, D = 4, 16, 4096, 128
+B, H, N = (int(x) for x in sys.argv[2:5])
+D = 128
 q, k, v = (torch.randn(B, H, N, D, device="cuda", dtype=torch.float16) for _ in range(3))
 o = torch.empty_like(q)
 attn = tilec.load_ptx(sys.argv[1])
@@ -39,9 +42,9 @@ PY
 timeout 240 "$ncu" --profile-from-start off --clock-control none --csv --print-units base \
   --section SpeedOfLight --section WarpStateStats --section Occupancy --metrics \
 sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-  python3 "$OUT/ncu_attention.py" "$ptx" > "$OUT/ncu_attention.csv" 2> "$OUT/ncu_attention.err"
+   python3 "$OUT/ncu_attention.py" "$ptx" $shape > "$OUT/ncu_attention.csv" 2> "$OUT/ncu_attention.err"
 echo "ncu exit $?"
-python3 - "$OUT" <<'PY' | tee "$OUT/ncu_attention.txt"
+python3 - "$OUT" $shape <<'PY' | tee "$OUT/ncu_attention.txt"
 import csv, sys
 out = sys.argv[1]
 rows = list(csv.DictReader([l for l in open(f"{out}/ncu_attention.csv") if l.startswith('"')]))
@@ -52,7 +55,8 @@ for r in rows:
     except ValueError:
         pass
     names[r["ID"]] = r["Kernel Name"][:44]
-flops = 4 * 4 * 16 * 4096 * 4096 * 128
+B, H, N = (int(x) for x in sys.argv[2:5])
+flops = 4 * B * H * N * N * 128
 for i in sorted(k, key=int):
     m = k[i]
     t = m.get("gpu__time_duration.sum", 0) * 1e-3

@@ -343,6 +343,9 @@ Test(schedule, attention_q_is_a_head_load) {
   cr_assert_eq(s->ntmaps, p->nloads + 1 + 1, "the ring's, Q's, and O's (a TMA store)");
   cr_assert_eq(s->tmaps[p->nloads].load, s->heads[0]);
   cr_assert_eq(s->head_bytes, 128 * 128 * 2);
+  /* a persistent walk, and a second Q fits beside the ring, Q and O's staging: 224 KB */
+  cr_assert(s->persistent);
+  cr_assert_eq(s->head_stages, 2, "the next tile's Q loads during this tile's loop");
   cr_assert_eq(s->nstores, 1);
   cr_assert(s->tmaps[p->nloads + 1].store);
   cr_assert_eq(s->tmaps[p->nloads + 1].load, s->stores[0]);
@@ -355,6 +358,14 @@ Test(schedule, attention_q_is_a_head_load) {
   char *bad = verify_msg(a, f);
   cr_assert(strstr(bad, "does not describe its store") || strstr(bad, "TMA store"), "%s", bad);
   f->sched->stores[0] = f->sched->tmaps[p->nloads + 1].load = store;
+  cr_assert_str_eq(verify_msg(a, f), "");
+  /* the verifier: two copies without a persistent walk (nothing would reuse the second) */
+  f->sched->persistent = false;
+  cr_assert(strstr(verify_msg(a, f), "copies of the head tiles"));
+  f->sched->persistent = true;
+  f->sched->head_stages = 3;
+  cr_assert(strstr(verify_msg(a, f), "3 copies of the head tiles"));
+  f->sched->head_stages = 2;
   cr_assert_str_eq(verify_msg(a, f), "");
   /* the verifier: no wait, a release before the last reader */
   f->insts[s->head_wait].op = TIR_HEAD_RELEASE;
@@ -377,6 +388,18 @@ Test(schedule, attention_q_is_a_head_load) {
   cr_assert_eq(f->sched->nheads, 0);
   cr_assert_eq(f->sched->ntmaps, f->sched->pipes[0].nloads + f->sched->nstores);
   cr_assert_str_eq(verify_msg(a, f), "");
+  arena_free(a);
+  /* one copy: TILEC_HEAD_DOUBLE=0, and where a second does not fit (the 3-stage rotated d128 loop) */
+  a = arena_new();
+  setenv("TILEC_HEAD_DOUBLE", "0", 1);
+  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  unsetenv("TILEC_HEAD_DOUBLE");
+  cr_assert_eq(f->sched->head_stages, 1);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  static const char *d128_s3[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
+  f = scheduled_as(a, "attention", d128_s3, ARCH_SM90A, true, &d);
+  cr_assert_eq(f->sched->head_stages, 1);
+  cr_assert_eq(f->sched->nstores, 0);
   arena_free(a);
   /* TILEC_TMA_STORE=0: the epilogue stores from registers */
   a = arena_new();
@@ -561,9 +584,9 @@ static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArc
   return ptx;
 }
 
-/* A producer that spills at 24 registers (attention d64 x 128 without its TMA-store epilogue:
- * the ring's loads and the head loads) is compiled again at 40, its consumers at 232 (the
- * launch's 384 x 168 registers). */
+/* A producer that spills at 24 registers (attention d64 x 128 without its TMA-store epilogue,
+ * one copy of Q: the ring's loads and the head loads after them) is compiled again at 40, its
+ * consumers at 232 (the launch's 384 x 168 registers). */
 Test(schedule, a_spilling_producer_gets_wider_budgets) {
   Arena *a = arena_new();
   const char *ptxas = ptxas_find(a);
@@ -573,8 +596,10 @@ Test(schedule, a_spilling_producer_gets_wider_budgets) {
   }
   static const char *defs[] = {"D=64", "BM=128", "BN=128", "WARPS=8", NULL};
   setenv("TILEC_TMA_STORE", "0", 1); /* with its TMA-store epilogue the producer fits 24 */
+  setenv("TILEC_HEAD_DOUBLE", "0", 1); /* so it does with Q's loads before the ring's */
   char *ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
   unsetenv("TILEC_TMA_STORE");
+  unsetenv("TILEC_HEAD_DOUBLE");
   char *ws = ptx_entry(a, ptx, "attention__ws");
   cr_assert(ws);
   cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 40;"), 1);
@@ -588,21 +613,22 @@ Test(schedule, a_spilling_producer_gets_wider_budgets) {
 }
 
 static void check_ws_entry(const char *example, const char **defs, const char *name, int stages, int boxes_per_stage,
-                           int boxes_multicast, int head_boxes, int store_boxes) {
+                           int boxes_multicast, int head_boxes, int head_stages, int store_boxes) {
   Arena *a = arena_new();
   char *ptx = module_ptx(a, example, defs, ARCH_SM90A);
   char *ws = ptx_entry(a, ptx, arena_printf(a, "%s__ws", name));
   char *cp = ptx_entry(a, ptx, name);
   cr_assert(ws && cp, "%s: both entry points", example);
-  /* the head boxes twice: issued after the ring's first stages, or after the loop when shorter */
-  cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage + 2 * head_boxes + store_boxes,
+  /* one copy: the head boxes twice, issued after the ring's first stages, or after the loop when
+   * shorter; two copies: once, before the tile's ring loads */
+  cr_assert_eq(count(ws, "cp.async.bulk.tensor"), boxes_per_stage + (head_stages == 2 ? 1 : 2) * head_boxes + store_boxes,
                "%s: TMA boxes per stage, head and store", example);
   cr_assert_eq(count(ws, ".global.shared::cta.bulk_group"), store_boxes, "%s: the epilogue's TMA store", example);
   cr_assert_eq(count(ws, "cp.async.bulk.commit_group;"), store_boxes > 0, "%s: one bulk group per tile", example);
   cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 24;"), 1);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32"), 1);
-  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages + (head_boxes ? 2 : 0),
-               "%s: full and empty per stage (and for the head loads)", example);
+  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages + (head_boxes ? 2 * head_stages : 0),
+               "%s: full and empty per stage (and per copy of the head tiles)", example);
   cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
   cr_assert_geq(count(ws, "mbarrier.arrive.expect_tx"), 1);
   cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
@@ -635,13 +661,16 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
 
 Test(schedule, ws_entry_points_in_the_ptx) {
   /* 4 stages of 128 x 256 leave no room for the 64 KB staging tile; 3 stages do */
-  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0, 0, 0);
-  check_ws_entry("gemm", GEMM_S3, "gemm", 3, 1 + 4, 0, 0, 4);
-  /* Q: a head load; O[b, h, m0 : +128, 0 : +128]: a TMA store of two boxes */
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2, 2);
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0, 0, 0, 0);
+  check_ws_entry("gemm", GEMM_S3, "gemm", 3, 1 + 4, 0, 0, 0, 4);
+  /* Q: a head load, two copies; O[b, h, m0 : +128, 0 : +128]: a TMA store of two boxes */
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2, 2, 2);
+  setenv("TILEC_HEAD_DOUBLE", "0", 1);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2, 1, 2);
+  unsetenv("TILEC_HEAD_DOUBLE");
   setenv("TILEC_CLUSTER", "1", 1);
-  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4, 0, 0);
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4, 0, 0); /* no head loads or stores in a cluster */
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4, 0, 0, 0);
+  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 4, 0, 0, 0); /* no head loads or stores in a cluster */
   unsetenv("TILEC_CLUSTER");
 }
 
