@@ -50,6 +50,11 @@ typedef struct Tile {
   bool in_flight;        /* shared, its cp.async copies not yet waited for (async_shared_load) */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
+  /* A cp.async ring tile whose rows may start anywhere in memory (rows of 50257 f16 logits):
+   * a misaligned row is copied from the 16-byte aligned address at or before it, so element
+   * (i, j) sits shift_i elements past its place, shift_i the row's misalignment in elements;
+   * get_tile adds it back (plan_shifted). */
+  const TirInst *shifted; /* the LOAD filling it, or NULL */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -491,6 +496,8 @@ static int buf_bytes(const Layout *l, ElemType e, int pitch) {
 
 static const TileType *rtype(Cg *g, int r) { return &g->f->regs[r].type; }
 
+static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals); /* reads through the LOAD's Access */
+
 /* Values of register `r` in its own layout. */
 static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
   Tile *t = &g->tiles[r];
@@ -506,6 +513,10 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
       vals[k] = from_mem(g, e, LLVMBuildLoad2(g->b, mem_type(g, e), p, ""));
     }
     g->dirty = true;
+    return;
+  }
+  if (t->shifted) {
+    shifted_read(g, t, e, vals);
     return;
   }
   if (t->shared) {
@@ -1267,9 +1278,10 @@ static void access_init(Cg *g, const TirInst *in, Access *ac) {
 }
 
 /* Element offset and in-bounds predicate of tile element r (run: elements r..r+len-1 along the
- * last dim all in bounds). */
-static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
-                        LLVMValueRef lw, int r, int len, LLVMValueRef *off, LLVMValueRef *ok) {
+ * last dim all in bounds); with col, the last dim is left out of *ok and *col is the element's
+ * index along it (a shifted copy's row, which bounds its bytes itself). */
+static void access_at(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                      LLVMValueRef lw, int r, int len, LLVMValueRef *off, LLVMValueRef *ok, LLVMValueRef *col) {
   *off = ac->base;
   *ok = ac->scalar_ok;
   for (int d = 0; d < ac->arg->rank; d++) {
@@ -1279,6 +1291,11 @@ static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileTy
     LLVMValueRef t = elem_dim(g, L, lw, r, j);
     bool last = j == tt->rank - 1;
     int extra = last ? len - 1 : 0;
+    if (last && col) {
+      *col = LLVMBuildAdd(g->b, ac->start[d], t, "");
+      *off = LLVMBuildAdd(g->b, *off, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, *col, g->i64, ""), g->tensor_stride[in->arg_index][d], ""), "");
+      continue;
+    }
     /* Within the logical tile, and start + t (.. + extra) within the tensor. */
     if (tt->dims[j] < L->shape[j] || extra)
       *ok = LLVMBuildAnd(g->b, *ok, in_range(g, LLVMBuildAdd(g->b, t, ci32(g, extra), ""), ci32(g, tt->dims[j])), "");
@@ -1288,6 +1305,11 @@ static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileTy
       *ok = LLVMBuildAnd(g->b, *ok, in_range(g, LLVMBuildAdd(g->b, idx, ci32(g, extra), ""), arg_dim(g, ac->arg, d)), "");
     *off = LLVMBuildAdd(g->b, *off, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, idx, g->i64, ""), g->tensor_stride[in->arg_index][d], ""), "");
   }
+}
+
+static void access_elem(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
+                        LLVMValueRef lw, int r, int len, LLVMValueRef *off, LLVMValueRef *ok) {
+  access_at(g, in, ac, tt, L, lw, r, len, off, ok, NULL);
 }
 
 static LLVMValueRef gaddr(Cg *g, int arg, ElemType e, LLVMValueRef off) {
@@ -1330,14 +1352,15 @@ static void asm_regs(char *buf, size_t cap, int first, int words) {
 
 static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 2 ? ".v2" : ""; }
 
-/* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
- * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
- * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
-static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
+/* A 4/8/16-byte load from `space` ("global" or "shared") as inline PTX. A plain LLVM vector
+ * load whose elements are used one by one gets scalarized by the optimizer; this keeps
+ * ld.global.v4.b32. Side effects on (and no memory attributes): it stays ordered with the
+ * kernel's own stores (and the other loads). */
+static void vec_load_space(Cg *g, const char *space, LLVMValueRef p, int words, LLVMValueRef *out) {
   char regs[48], text[96];
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
+  snprintf(text, sizeof text, "ld.%s%s.b32 %s, [$%d];", space, vec_suffix(words), regs, words);
   LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
   LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
@@ -1347,6 +1370,10 @@ static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) 
   LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
   for (int w = 0; w < words; w++)
     out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
+}
+
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
+  vec_load_space(g, "global", p, words, out);
 }
 
 /* Memory words -> register values (f16/bf16 two per word). */
@@ -1511,6 +1538,109 @@ static void cp_async_wait(Cg *g, int pending) {
   call_intrin(g, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
 }
 
+/* The misalignment in elements (0 .. 16 / eb - 1) of element `off` of LOAD in's tensor. */
+static LLVMValueRef elem_misalign(Cg *g, const TirInst *in, LLVMValueRef off, int eb) {
+  LLVMValueRef p = LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, "");
+  LLVMValueRef e = LLVMBuildAdd(g->b, LLVMBuildLShr(g->b, p, ci64(g, eb == 2 ? 1 : 2), ""), off, "");
+  return LLVMBuildTrunc(g->b, LLVMBuildAnd(g->b, e, ci64(g, 16 / eb - 1), ""), g->i32, "");
+}
+
+/* One 16-byte copy of a shifted row from the aligned address src: the `left` elements the row
+ * has from there, at most 16 bytes of them and none when !row_ok; the rest zero-filled. */
+static void copy_row_part(Cg *g, const TirInst *in, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef row_ok,
+                          LLVMValueRef left, int eb, bool l1) {
+  LLVMValueRef ch = ci32(g, 16 / eb);
+  LLVMValueRef n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, ch, ""), left, ch, "");
+  LLVMValueRef any = LLVMBuildAnd(g->b, row_ok, LLVMBuildICmp(g->b, LLVMIntSGT, n, ci32(g, 0), ""), "");
+  n = LLVMBuildSelect(g->b, any, n, ci32(g, 0), "");
+  src = LLVMBuildSelect(g->b, any, src, g->tensor_ptr[in->arg_index], ""); /* no address past the tensor */
+  cp_async16(g, dst, src, LLVMBuildMul(g->b, n, ci32(g, eb), ""), l1);
+}
+
+/* The copies of a shifted tile (Tile.shifted) where some chunk of the thread is misaligned or
+ * out of bounds: each chunk from the 16-byte aligned address at or before it, as many bytes as
+ * its row has from there; the row's last chunk also the 16 bytes after, which hold the row's
+ * last `shift` elements. Bytes past a row's end, and rows out of bounds, are zero; get_tile
+ * gives what the LOAD's bounds exclude its fill. */
+static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile *t, LLVMValueRef lw, LLVMValueRef *sp,
+                         bool l1) {
+  const TileType *tt = rtype(g, in->dst);
+  const Layout *L = t->lay;
+  int eb = elem_bytes(tt->elem), ch = 16 / eb, last = tt->rank - 1;
+  LLVMValueRef ncols = arg_dim(g, ac->arg, ac->arg->rank - 1);
+  for (int k = 0; k < t->n / ch; k++) {
+    LLVMValueRef off, row_ok, col;
+    access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &row_ok, &col);
+    LLVMValueRef shift = elem_misalign(g, in, off, eb);
+    LLVMValueRef back = LLVMBuildSub(g->b, off, LLVMBuildZExt(g->b, shift, g->i64, ""), "");
+    LLVMValueRef left = LLVMBuildSub(g->b, ncols, LLVMBuildSub(g->b, col, shift, ""), "");
+    copy_row_part(g, in, sp[k], gaddr(g, in->arg_index, tt->elem, back), row_ok, left, eb, l1);
+    LLVMValueRef row_end = LLVMBuildICmp(g->b, LLVMIntEQ, elem_dim(g, L, lw, k * ch, last), ci32(g, L->shape[last] - ch), "");
+    LLVMBasicBlockRef j = begin_if(g, LLVMBuildAnd(g->b, row_end, LLVMBuildICmp(g->b, LLVMIntNE, shift, ci32(g, 0), ""), ""));
+    LLVMValueRef next = gaddr(g, in->arg_index, tt->elem, LLVMBuildAdd(g->b, back, ci64(g, ch), ""));
+    copy_row_part(g, in, smem_at(g, sp[k], ci32(g, 16)), next, row_ok, LLVMBuildSub(g->b, left, ci32(g, ch), ""), eb, l1);
+    end_if(g, j);
+  }
+}
+
+/* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted); what
+ * the LOAD's bounds exclude reads its fill (the copies zero-fill past a row's end, and the
+ * padding after a row may hold the next row's first elements). The plain vector reads when
+ * every row the thread reads is aligned. */
+static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
+  const TirInst *in = t->shifted;
+  const TileType *tt = rtype(g, in->dst);
+  const Layout *L = t->lay;
+  int eb = elem_bytes(e), ch = 16 / eb, n = t->n;
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), off;
+  LLVMValueRef *shift = vals_new(g, n / ch), *ok = vals_new(g, n), aligned = LLVMConstInt(g->i1, 1, 0);
+  for (int k = 0; k < n / ch; k++) {
+    access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok[k * ch]);
+    shift[k] = elem_misalign(g, in, off, eb);
+    aligned = LLVMBuildAnd(g->b, aligned, LLVMBuildICmp(g->b, LLVMIntEQ, shift[k], ci32(g, 0), ""), "");
+  }
+  for (int r = 0; r < n; r++)
+    if (r % ch)
+      access_elem(g, in, &ac, tt, L, lw, r, 1, &off, &ok[r]);
+  LLVMValueRef *v = vals_new(g, n), *w = vals_new(g, n), words[4];
+  LLVMBasicBlockRef bb[3];
+  split3(g, aligned, bb);
+  /* inline PTX: plain loads here would be merged with the scalar ones below (their addresses
+   * differ by the shift only), and then vectorized by neither */
+  for (int k = 0; k < n / ch; k++) {
+    vec_load_space(g, "shared", smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), "")), 4, words);
+    words_to_elems(g, e, 4, words, v + k * ch);
+  }
+  LLVMBasicBlockRef vec_end = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, t->pitch), shift[r / ch], "");
+    LLVMValueRef x = LLVMBuildLoad2(g->b, mem_type(g, e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
+    LLVMSetAlignment(x, (unsigned)eb);
+    w[r] = from_mem(g, e, x);
+  }
+  LLVMBasicBlockRef scalar_end = LLVMGetInsertBlock(g->b);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+  bool exact = true; /* every element of the layout inside the logical tile */
+  for (int d = 0; d < tt->rank; d++)
+    exact &= tt->dims[d] == L->shape[d];
+  bool mask = !exact || in->imm != 0 || signbit(in->imm);
+  LLVMValueRef fill = const_elem(g, e, in->imm);
+  for (int r = 0; r < n; r++) { /* the phis first: a block starts with its phis */
+    vals[r] = LLVMBuildPhi(g->b, LLVMTypeOf(v[r]), "");
+    LLVMValueRef in_vals[2] = {v[r], w[r]};
+    LLVMBasicBlockRef in_bbs[2] = {vec_end, scalar_end};
+    LLVMAddIncoming(vals[r], in_vals, in_bbs, 2);
+  }
+  for (int r = 0; mask && r < n; r++)
+    vals[r] = LLVMBuildSelect(g->b, ok[r], vals[r], fill, "");
+  g->dirty = true;
+}
+
 /* The copies of one pipelined LOAD into stage `slot` of its tile. */
 static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
   Tile *t = &g->tiles[in->dst];
@@ -1533,7 +1663,9 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
     cp_async16(g, sp[k], c.p[k], NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
-  for (int k = 0; k < nch; k++) {
+  if (t->shifted)
+    copy_shifted(g, in, &ac, t, lw, sp, l1);
+  for (int k = 0; k < (t->shifted ? 0 : nch); k++) {
     LLVMBasicBlockRef cb[3];
     split3(g, c.ok[k], cb);
     cp_async16(g, sp[k], c.p[k], NULL, l1);
@@ -2637,6 +2769,31 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
 }
 
+/* Shifted tiles (Tile.shifted): a LOAD into a cp.async ring tile (the cp.async entry; TMA needs
+ * aligned rows anyway) of 2- or 4-byte elements whose last dim runs along the tensor's rows in
+ * 16-byte chunks, the tile's only write, read only elementwise (get_tile: DOT operands and
+ * transposed views read the plain layout). TILEC_SHIFTED=0 leaves them out (the A/B). */
+static void plan_shifted(Cg *g, int i) {
+  const TirFunc *f = g->f;
+  const TirInst *in = &f->insts[i];
+  const char *env = getenv("TILEC_SHIFTED");
+  if (in->op != TIR_LOAD || g->ws || (env && !strcmp(env, "0")))
+    return;
+  Tile *t = &g->tiles[in->dst];
+  const TileType *tt = rtype(g, in->dst);
+  int eb = elem_bytes(tt->elem);
+  if (tt->place != PLACE_SHARED || t->pipe < 0 || t->view_of >= 0 || (eb != 2 && eb != 4) ||
+      global_chunk(in, &f->args[in->arg_index], t->lay, tt->elem) * eb != 16 ||
+      (g->wgmma && layout_is_wgmma_operand_tile(f, in->dst)))
+    return;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *u = &f->insts[j];
+    if ((j != i && u->dst == in->dst) || ((u->op == TIR_DOT || u->op == TIR_TRANS) && tir_inst_reads(u, in->dst)))
+      return;
+  }
+  t->shifted = in;
+}
+
 /* The emitter's state for the schedule's pipes; marks their ring tiles. */
 static void plan_pipes(Cg *g) {
   const TirFunc *f = g->f;
@@ -2666,13 +2823,23 @@ static bool plan(Cg *g) {
   plan_pipes(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
-    const TileType *ty = &f->regs[r].type;
-    t->lay = ty->layout;
+    t->lay = f->regs[r].type.layout;
     t->n = layout_nregs(t->lay);
     t->view_of = -1;
+  }
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
+      g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
+  for (int i = 0; i < f->ninsts; i++)
+    plan_shifted(g, i);
+  for (int r = 0; r < f->nregs; r++) {
+    Tile *t = &g->tiles[r];
+    const TileType *ty = &f->regs[r].type;
     if (ty->place == PLACE_SHARED) {
       t->shared = true;
       t->pitch = padded_pitch(t->lay, ty->elem);
+      if (t->shifted && t->lay->rank == 1)
+        t->pitch += 16 / elem_bytes(ty->elem); /* room for the chunk a shifted row spills into */
       t->smem_off = g->smem_tiles;
       t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
       if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
@@ -2703,9 +2870,6 @@ static bool plan(Cg *g) {
     g->mbar_off = (g->smem_tiles + 7) & ~7;
     g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (s->nheads ? 16 * s->head_stages : s->groups == 2 ? 16 : 0);
   }
-  for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
-      g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     if (!t->shared && t->view_of < 0)
