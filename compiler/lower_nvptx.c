@@ -1545,47 +1545,102 @@ static LLVMValueRef elem_misalign(Cg *g, const TirInst *in, LLVMValueRef off, in
   return LLVMBuildTrunc(g->b, LLVMBuildAnd(g->b, e, ci64(g, 16 / eb - 1), ""), g->i32, "");
 }
 
-/* One 16-byte copy of a shifted row from the aligned address src: the `left` elements the row
- * has from there, at most 16 bytes of them and none when !row_ok; the rest zero-filled. */
-static void copy_row_part(Cg *g, const TirInst *in, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef row_ok,
-                          LLVMValueRef left, int eb, bool l1) {
-  LLVMValueRef ch = ci32(g, 16 / eb);
-  LLVMValueRef n = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, left, ch, ""), left, ch, "");
-  LLVMValueRef any = LLVMBuildAnd(g->b, row_ok, LLVMBuildICmp(g->b, LLVMIntSGT, n, ci32(g, 0), ""), "");
-  n = LLVMBuildSelect(g->b, any, n, ci32(g, 0), "");
-  src = LLVMBuildSelect(g->b, any, src, g->tensor_ptr[in->arg_index], ""); /* no address past the tensor */
-  cp_async16(g, dst, src, LLVMBuildMul(g->b, n, ci32(g, eb), ""), l1);
+/* The element offset just past the last element of LOAD in's tensor (its extent in memory). */
+static LLVMValueRef tensor_extent(Cg *g, const TirInst *in) {
+  const TirArg *a = &g->f->args[in->arg_index];
+  LLVMValueRef end = ci64(g, 1);
+  for (int d = 0; d < a->rank; d++) {
+    LLVMValueRef last = LLVMBuildSExt(g->b, LLVMBuildSub(g->b, arg_dim(g, a, d), ci32(g, 1), ""), g->i64, "");
+    end = LLVMBuildAdd(g->b, end, LLVMBuildMul(g->b, last, g->tensor_stride[in->arg_index][d], ""), "");
+  }
+  return end;
+}
+
+/* One 16-byte granule of a shifted row (copy_shifted): global elements back .. back + ch - 1 (back
+ * 16-byte aligned), tile columns tc0 .. tc0 + ch - 1, into dst. Positions no reader reaches (tile
+ * columns outside [0, shape)) are left as they are; when every position a reader reaches holds a
+ * valid element and the 16 bytes lie inside the tensor, one cp.async; else element by element,
+ * the LOAD's fill where an element is out of bounds. */
+typedef struct Granule {
+  LLVMValueRef row_ok, start, ncols, extent, fill; /* the row in bounds; its first column; N; */
+  int dims, shape;                                  /* the tile's last dim: logical, padded */
+} Granule;
+
+static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueRef dst, LLVMValueRef back,
+                         LLVMValueRef tc0, bool l1) {
+  ElemType e = rtype(g, in->dst)->elem;
+  int eb = elem_bytes(e), ch = 16 / eb;
+  LLVMValueRef tc_end = LLVMBuildAdd(g->b, tc0, ci32(g, ch), "");
+  LLVMValueRef lo = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, tc0, ci32(g, 0), ""), ci32(g, 0), tc0, "");
+  LLVMValueRef hi = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, tc_end, ci32(g, gr->shape), ""),
+                                    ci32(g, gr->shape), tc_end, "");
+  LLVMBasicBlockRef any = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""));
+  LLVMValueRef valid = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLE, hi, ci32(g, gr->dims), ""), "");
+  valid = LLVMBuildAnd(g->b, valid, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, hi, ""), gr->ncols, ""), "");
+  LLVMValueRef inside = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, back, ci64(g, 0), ""),
+                                     LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, back, ci64(g, ch), ""), gr->extent, ""), "");
+  LLVMBasicBlockRef bb[3];
+  split3(g, LLVMBuildAnd(g->b, valid, inside, ""), bb);
+  cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  LLVMTypeRef mt = mem_type(g, e);
+  for (int p = 0; p < ch; p++) {
+    LLVMValueRef tc = LLVMBuildAdd(g->b, tc0, ci32(g, p), "");
+    LLVMValueRef read = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, tc, ci32(g, 0), ""),
+                                     LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->shape), ""), "");
+    LLVMBasicBlockRef rj = begin_if(g, read);
+    LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
+    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols, ""), "");
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, LLVMBuildAdd(g->b, back, ci64(g, p), "")), "");
+    LLVMSetAlignment(v, (unsigned)eb);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
+    LLVMValueRef vals[2] = {gr->fill, v};
+    LLVMBasicBlockRef blocks[2] = {from, then};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    LLVMSetAlignment(LLVMBuildStore(g->b, phi, smem_at(g, dst, ci32(g, p * eb))), (unsigned)eb);
+    end_if(g, rj);
+  }
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+  end_if(g, any);
 }
 
 /* The copies of a shifted tile (Tile.shifted) where some chunk of the thread is misaligned or
- * out of bounds: each chunk from the 16-byte aligned address at or before it, as many bytes as
- * its row has from there; the row's last chunk also the 16 bytes after, which hold the row's
- * last `shift` elements. Bytes past a row's end, and rows out of bounds, are zero; get_tile
- * gives what the LOAD's bounds exclude its fill. */
+ * out of bounds: each chunk from the 16-byte aligned address at or before it (the row's shift
+ * elements earlier), and the row's last chunk also the granule after it, which holds the row's
+ * last `shift` elements (copy_granule). */
 static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile *t, LLVMValueRef lw, LLVMValueRef *sp,
                          bool l1) {
   const TileType *tt = rtype(g, in->dst);
   const Layout *L = t->lay;
   int eb = elem_bytes(tt->elem), ch = 16 / eb, last = tt->rank - 1;
-  LLVMValueRef ncols = arg_dim(g, ac->arg, ac->arg->rank - 1);
+  Granule gr = {.ncols = arg_dim(g, ac->arg, ac->arg->rank - 1), .extent = tensor_extent(g, in),
+                .fill = const_mem(g, tt->elem, in->imm), .dims = tt->dims[last], .shape = L->shape[last]};
+  for (int d = 0; d < ac->arg->rank; d++)
+    if (ac->tile_dim[d] == last)
+      gr.start = ac->start[d];
   for (int k = 0; k < t->n / ch; k++) {
-    LLVMValueRef off, row_ok, col;
-    access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &row_ok, &col);
+    LLVMValueRef off, col;
+    access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &gr.row_ok, &col);
     LLVMValueRef shift = elem_misalign(g, in, off, eb);
     LLVMValueRef back = LLVMBuildSub(g->b, off, LLVMBuildZExt(g->b, shift, g->i64, ""), "");
-    LLVMValueRef left = LLVMBuildSub(g->b, ncols, LLVMBuildSub(g->b, col, shift, ""), "");
-    copy_row_part(g, in, sp[k], gaddr(g, in->arg_index, tt->elem, back), row_ok, left, eb, l1);
-    LLVMValueRef row_end = LLVMBuildICmp(g->b, LLVMIntEQ, elem_dim(g, L, lw, k * ch, last), ci32(g, L->shape[last] - ch), "");
-    LLVMBasicBlockRef j = begin_if(g, LLVMBuildAnd(g->b, row_end, LLVMBuildICmp(g->b, LLVMIntNE, shift, ci32(g, 0), ""), ""));
-    LLVMValueRef next = gaddr(g, in->arg_index, tt->elem, LLVMBuildAdd(g->b, back, ci64(g, ch), ""));
-    copy_row_part(g, in, smem_at(g, sp[k], ci32(g, 16)), next, row_ok, LLVMBuildSub(g->b, left, ci32(g, ch), ""), eb, l1);
+    LLVMValueRef tcol = elem_dim(g, L, lw, k * ch, last), tc0 = LLVMBuildSub(g->b, tcol, shift, "");
+    copy_granule(g, in, &gr, sp[k], back, tc0, l1);
+    LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, tcol, ci32(g, gr.shape - ch), ""));
+    copy_granule(g, in, &gr, smem_at(g, sp[k], ci32(g, 16)), LLVMBuildAdd(g->b, back, ci64(g, ch), ""),
+                 LLVMBuildAdd(g->b, tc0, ci32(g, ch), ""), l1);
     end_if(g, j);
   }
 }
 
-/* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted); what
- * the LOAD's bounds exclude reads its fill (the copies zero-fill past a row's end, and the
- * padding after a row may hold the next row's first elements). The plain vector reads when
+/* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted, which
+ * also wrote the LOAD's fill where the bounds exclude an element). The plain vector reads when
  * every row the thread reads is aligned. */
 static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   const TirInst *in = t->shifted;
@@ -1594,16 +1649,13 @@ static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   int eb = elem_bytes(e), ch = 16 / eb, n = t->n;
   Access ac;
   access_init(g, in, &ac);
-  LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), off;
-  LLVMValueRef *shift = vals_new(g, n / ch), *ok = vals_new(g, n), aligned = LLVMConstInt(g->i1, 1, 0);
+  LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), off, ok;
+  LLVMValueRef *shift = vals_new(g, n / ch), aligned = LLVMConstInt(g->i1, 1, 0);
   for (int k = 0; k < n / ch; k++) {
-    access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok[k * ch]);
+    access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok);
     shift[k] = elem_misalign(g, in, off, eb);
     aligned = LLVMBuildAnd(g->b, aligned, LLVMBuildICmp(g->b, LLVMIntEQ, shift[k], ci32(g, 0), ""), "");
   }
-  for (int r = 0; r < n; r++)
-    if (r % ch)
-      access_elem(g, in, &ac, tt, L, lw, r, 1, &off, &ok[r]);
   LLVMValueRef *v = vals_new(g, n), *w = vals_new(g, n), words[4];
   LLVMBasicBlockRef bb[3];
   split3(g, aligned, bb);
@@ -1625,19 +1677,12 @@ static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   LLVMBasicBlockRef scalar_end = LLVMGetInsertBlock(g->b);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
-  bool exact = true; /* every element of the layout inside the logical tile */
-  for (int d = 0; d < tt->rank; d++)
-    exact &= tt->dims[d] == L->shape[d];
-  bool mask = !exact || in->imm != 0 || signbit(in->imm);
-  LLVMValueRef fill = const_elem(g, e, in->imm);
-  for (int r = 0; r < n; r++) { /* the phis first: a block starts with its phis */
+  for (int r = 0; r < n; r++) {
     vals[r] = LLVMBuildPhi(g->b, LLVMTypeOf(v[r]), "");
     LLVMValueRef in_vals[2] = {v[r], w[r]};
     LLVMBasicBlockRef in_bbs[2] = {vec_end, scalar_end};
     LLVMAddIncoming(vals[r], in_vals, in_bbs, 2);
   }
-  for (int r = 0; mask && r < n; r++)
-    vals[r] = LLVMBuildSelect(g->b, ok[r], vals[r], fill, "");
   g->dirty = true;
 }
 
@@ -1965,11 +2010,33 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   }
 }
 
-/* TMA store map t's STORE (the epilogue, consumers): thread 0 waits until the previous tile's
- * bulk store has read the staging tile and a consumer barrier publishes that; every thread writes
- * its elements into the staging tile in TMA's layout; a proxy fence and a barrier; thread 0
- * issues the boxes (TMA clips what lies outside the tensor: the STORE's mask) and commits them
- * as one bulk group, which the next tile's store (or the consumers' exit) waits for. */
+enum { STORE_BARRIER = 8, WARPGROUP = 128 }; /* STORE_BARRIER + w: warpgroup w's own in a split TMA store */
+
+/* The thread that issues (and waits for) a TMA store's bulk groups: the consumers' first, or
+ * with a split store (TirTmap.split) each warpgroup's. */
+static LLVMValueRef store_leader(Cg *g, bool split) {
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, g->tid, ci32(g, split ? WARPGROUP - 1 : -1), ""),
+                       ci32(g, 0), "");
+}
+
+/* The barrier of a TMA store's writers: the consumers', or the warpgroup's own. */
+static void store_barrier(Cg *g, bool split) {
+  if (!split) {
+    barrier(g);
+    return;
+  }
+  inline_asm0(g, "fence.proxy.async.shared::cta;");
+  LLVMValueRef a[2] = {LLVMBuildAdd(g->b, LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""), ci32(g, STORE_BARRIER), ""),
+                       ci32(g, WARPGROUP)};
+  call_intrin(g, "llvm.nvvm.barrier.sync.cnt", NULL, 0, a, 2);
+}
+
+/* TMA store map t's STORE (the epilogue, consumers): the leader waits until the previous tile's
+ * bulk store has read the staging tile and a barrier publishes that; every thread writes its
+ * elements into the staging tile in TMA's layout; a proxy fence and a barrier; the leader issues
+ * the boxes (TMA clips what lies outside the tensor: the STORE's mask) and commits them as one
+ * bulk group, which the next tile's store (or the consumers' exit) waits for. A split store does
+ * all of it per warpgroup, on the warpgroup's rows of the staging tile. */
 static void tma_store(Cg *g, const TirInst *in, int t) {
   const TirTmap *m = &g->sched->tmaps[t];
   const TirArg *a = &g->f->args[m->arg];
@@ -1977,11 +2044,12 @@ static void tma_store(Cg *g, const TirInst *in, int t) {
   int src = in->args[0], n = g->tiles[src].n;
   const Layout *L = g->tiles[src].lay;
   ElemType e = rtype(g, src)->elem;
-  LLVMValueRef first = LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), "");
+  bool split = m->split > 1;
+  LLVMValueRef first = store_leader(g, split);
   LLVMBasicBlockRef j = begin_if(g, first);
   inline_asm0(g, "cp.async.bulk.wait_group.read 0;");
   end_if(g, j);
-  barrier(g);
+  store_barrier(g, split);
   LLVMValueRef *v = vals_new(g, n);
   get_tile(g, src, v);
   LLVMValueRef off = ci32(g, st->smem_off);
@@ -1992,10 +2060,15 @@ static void tma_store(Cg *g, const TirInst *in, int t) {
   for (int r = 0; r < n; r += ch)
     store_chunk(g, e, smem_at(g, base, swz_byte_off(g, st->swz, L, r)), v + r, ch);
   end_if(g, wj);
-  barrier(g); /* with the proxy fence: the bulk store reads what the threads wrote */
+  store_barrier(g, split); /* with the proxy fence: the bulk store reads what the threads wrote */
   j = begin_if(g, first);
   LLVMValueRef coord[TILE_MAX_RANK];
   tma_coords(g, in, a->rank, coord);
+  LLVMValueRef wg_rows = ci32(g, 0); /* a split store: this warpgroup's first row */
+  if (split)
+    wg_rows = LLVMBuildMul(g->b, LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""), ci32(g, m->box[m->outer]), "");
+  int outer = a->rank - 1 - m->outer; /* coordinates are innermost first */
+  coord[outer] = LLVMBuildAdd(g->b, coord[outer], wg_rows, "");
   char text[256], cons[64] = "l";
   int k = snprintf(text, sizeof text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$0, {", a->rank);
   for (int d = 0; d < a->rank; d++) {
@@ -2004,7 +2077,8 @@ static void tma_store(Cg *g, const TirInst *in, int t) {
   }
   snprintf(text + k, sizeof text - (size_t)k, "}], [$%d];", 1 + a->rank);
   strcat(cons, ",r,~{memory}");
-  LLVMValueRef sbase = LLVMBuildPtrToInt(g->b, base, g->i32, "");
+  LLVMValueRef sbase = LLVMBuildAdd(g->b, LLVMBuildPtrToInt(g->b, base, g->i32, ""),
+                                    LLVMBuildMul(g->b, wg_rows, ci32(g, m->row_bytes), ""), "");
   for (int c = 0; c < m->chunks; c++) {
     LLVMValueRef args[2 + TILE_MAX_RANK];
     args[0] = LLVMBuildPtrToInt(g->b, g->tmap[t], g->i64, "");
@@ -3593,7 +3667,10 @@ static int build_kernel(Cg *g) {
   if (g->ws && g->sched->nstores) {
     /* the staging tiles stay until the last bulk store has read them; its writes to global memory
      * complete on their own (CUTLASS's store tail), so a block of one short tile exits early */
-    LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
+    bool split = false;
+    for (int t = 0; t < g->sched->ntmaps; t++)
+      split |= g->sched->tmaps[t].store && g->sched->tmaps[t].split > 1;
+    LLVMBasicBlockRef j = begin_if(g, store_leader(g, split));
     inline_asm0(g, "cp.async.bulk.wait_group.read 0;");
     end_if(g, j);
   }

@@ -453,6 +453,11 @@ typedef struct TirTmap {
   bool multicast;          /* cluster: the two blocks load the same tile, each half of its rows
                               (box[outer] = rows / 2) into both blocks' shared memory */
   int outer;               /* the tensor dimension of the tile's rows */
+  /* A TMA store whose register tile's rows split by consumer warpgroup (attention's O, GEMM's C:
+   * a wgmma accumulator): each warpgroup stages and stores its own rows/split rows (box[outer]),
+   * synchronizing only itself, so the warpgroups leave a tile's epilogue out of lockstep.
+   * 1: the whole tile, after a barrier of all consumers. TILEC_STORE_SPLIT=0 keeps 1. */
+  int split;
 } TirTmap;
 
 #define TIR_MAX_TMAPS 8

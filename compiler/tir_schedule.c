@@ -541,6 +541,28 @@ static int shared_bytes(const TirFunc *f, const TirPipe *p) {
   return bytes;
 }
 
+/* The consumer warpgroups a TMA store of register tile t can split into (TirTmap.split): each
+ * warpgroup's warp bits select a block of rows/split rows (a multiple of the swizzle's 8) and
+ * every other bit of the layout stays inside one block; else 1. */
+static int store_split(const TirFunc *f, const TileType *t) {
+  const Layout *L = t->layout;
+  int wgs = f->threads / WARPGROUP, wg_bit = layout_log2(WARPGROUP / 32);
+  if (wgs < 2 || f->threads % WARPGROUP || L->nbits[LAY_WARP] != wg_bit + layout_log2((uint32_t)wgs) ||
+      env_off("TILEC_STORE_SPLIT"))
+    return 1;
+  int32_t rows = t->dims[0] / wgs, cols = L->shape[1];
+  if (rows % 8 || rows * wgs != L->shape[0])
+    return 1;
+  for (int kind = 0; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < L->nbits[kind]; b++) {
+      uint32_t row = L->basis[kind][b] / (uint32_t)cols;
+      bool wg = kind == LAY_WARP && b >= wg_bit;
+      if (wg ? L->basis[kind][b] != (uint32_t)(rows << (b - wg_bit)) * (uint32_t)cols : row >= (uint32_t)rows)
+        return 1;
+    }
+  return wgs;
+}
+
 /* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
  * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
  * beside the kernel's shared tiles. One consumer group, no cluster. */
@@ -563,6 +585,8 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
       continue;
     bytes += staging;
     m[n].store = true;
+    m[n].split = store_split(f, t);
+    m[n].box[m[n].outer] = t->dims[0] / m[n].split;
     stores[n++] = j;
   }
   if (!n)
@@ -1350,6 +1374,10 @@ static bool verify_ws(const SchedVerifier *v) {
     if (store && (f->insts[m->load].op != TIR_STORE || m->load < p->last || !top_level(f, -1, m->load) ||
                   s->groups != 1 || s->cluster != 1))
       return sfail(v, m->load, "TMA store %d: not a top-level STORE after the loop of one consumer group", t);
+    if (store && (m->split < 1 || m->box[m->outer] * m->split != m->rows || m->box[m->outer] % 8 ||
+                  (m->split > 1 && m->split * WARPGROUP != s->consumer_threads)))
+      return sfail(v, m->load, "TMA store %d: %d warpgroups do not each store a block of whole swizzle patterns", t,
+                   m->split);
     if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
         m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
       return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
@@ -1454,7 +1482,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// tmap %d: %s @%d, %s box [", t, m->store ? "store" : "load", m->load, f->args[m->arg].name);
     for (int dd = 0; dd < f->args[m->arg].rank; dd++)
       fprintf(out, dd ? ", %d" : "%d", m->box[dd]);
-    fprintf(out, "] x %d, swizzle %d%s\n", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
+    fprintf(out, "] x %d, swizzle %d%s", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
+    fprintf(out, m->split > 1 ? ", one per warpgroup (%d)\n" : "\n", m->split);
   }
   fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
   if (s->nprefetch) {

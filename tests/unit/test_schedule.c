@@ -882,3 +882,43 @@ Test(schedule, causal_blocks_run_longest_first) {
   cr_assert_eq(count(ptx_entry(a, plain_ptx, "attention"), "%nctaid.x"), 0);
   arena_free(a);
 }
+
+/* A TMA store whose rows split by consumer warpgroup (attention's O: each warpgroup's wgmma
+ * accumulator holds 64 of the 128 rows) is issued per warpgroup: boxes of 64 rows, the
+ * warpgroup's own named barrier (128 threads), so the warpgroups leave the epilogue out of
+ * lockstep. The verifier rejects a split whose blocks are not the warpgroups'. */
+Test(schedule, tma_store_per_warpgroup) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  TirSchedule *s = f->sched;
+  TirTmap *m = &s->tmaps[s->ntmaps - 1];
+  cr_assert(m->store);
+  cr_assert_eq(m->split, 2);
+  cr_assert_eq(m->box[m->outer], 64);
+  cr_assert_eq(m->rows, 128, "the staging tile stays whole");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  m->split = 4;
+  cr_assert(strstr(verify_msg(a, f), "do not each store a block"));
+  m->split = 2;
+  m->box[m->outer] = 128;
+  cr_assert(strstr(verify_msg(a, f), "do not each store a block"));
+  arena_free(a);
+  a = arena_new();
+  char *ws = ptx_entry(a, module_ptx(a, "attention", ATTN_D128, ARCH_SM90A), "attention__ws");
+  /* the warpgroup's barrier before and after its staging writes, and no barrier of both */
+  cr_assert_eq(count(ws, "barrier.sync"), 2);
+  cr_assert_eq(count(ws, "barrier.sync \t%r"), 2);
+  cr_assert_eq(count(ws, ".global.shared::cta.bulk_group"), 2, "two 64-column boxes of the warpgroup's rows");
+  /* one warpgroup: the whole tile, the consumers' barrier (TILEC_STORE_SPLIT=0 too) */
+  setenv("TILEC_STORE_SPLIT", "0", 1);
+  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  unsetenv("TILEC_STORE_SPLIT");
+  cr_assert_eq(f->sched->tmaps[f->sched->ntmaps - 1].split, 1);
+  cr_assert_eq(f->sched->tmaps[f->sched->ntmaps - 1].box[2], 128);
+  static const char *gemm_one_wg[] = {"BM=64", "BN=128", "BK=64", "WARPS=4", "STAGES=3", NULL};
+  f = scheduled(a, "gemm", gemm_one_wg, ARCH_SM90A, &d);
+  for (int t = 0; t < f->sched->ntmaps; t++)
+    cr_assert_eq(f->sched->tmaps[t].store ? f->sched->tmaps[t].split : 1, 1);
+  arena_free(a);
+}
