@@ -3734,6 +3734,7 @@ static void module_close(Cg *m, LLVMTargetMachineRef tm) {
 typedef struct WsPlan {
   bool rotate;        /* rotate loops where legal (TILEC_ROTATE=1) */
   bool wide_producer; /* the producer at 40 registers instead of 24 (SchedOptions) */
+  bool whole_stores;  /* TMA stores of whole tiles, not per warpgroup (SchedOptions) */
   bool rotated;       /* out: some loop was rotated */
   bool ws;            /* out: some kernel has a warp-specialized entry */
 } WsPlan;
@@ -3748,7 +3749,8 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   g->wgmma = m->o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(f0);
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
-  SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer};
+  SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
+                     .whole_stores = plan->whole_stores};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -3842,8 +3844,10 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * warpgroups already overlap one's softmax with the other's products. A rotated loop keeps the
  * next iteration's scores, this one's P and the output accumulator in registers at once. Where
  * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
- * producer at 40 registers (the consumers at 232), then without rotation, then both; the first
- * plan without spills wins, else the one that spills the fewest bytes (the earlier on a tie). */
+ * producer at 40 registers (the consumers at 232), then without rotation, then both, then (the
+ * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; the
+ * first plan without spills wins, else the one that spills the fewest bytes (the earlier on a
+ * tie). */
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -3853,12 +3857,14 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
                         int *retry_cap) {
   const char *on = getenv("TILEC_ROTATE");
   bool rotate = on && !strcmp(on, "1");
-  const WsPlan plans[4] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true}};
+  const WsPlan plans[6] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true},
+                           {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
   char *best = NULL;
   long best_spill = 0;
-  for (int k = 0; k < 4; k++) {
-    if (k >= 2 && !rotate)
-      break;
+  bool rotated = rotate;
+  for (int k = 0; k < 6; k++) {
+    if ((k == 2 || k == 3) && !rotated)
+      continue; /* no loop rotated: the plans without rotation are the ones tried */
     WsPlan plan = plans[k];
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
@@ -3868,8 +3874,8 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
     if (spill <= 0)
       break;
-    if (k == 1 && !plan.rotated)
-      break; /* no loop rotated: the plans without rotation are the ones tried */
+    if (k == 1)
+      rotated = plan.rotated;
   }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }

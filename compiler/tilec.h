@@ -528,6 +528,8 @@ typedef struct SchedOptions {
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
   bool wide_producer;      /* the producer at 40 registers, the consumers at what is left (a
                               producer that spills at 24; lower_nvptx.c retries with it) */
+  bool whole_stores;       /* TMA stores of the whole tile (TirTmap.split 1): the split store's
+                              few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
 } SchedOptions;
 
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */

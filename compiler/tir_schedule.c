@@ -544,11 +544,12 @@ static int shared_bytes(const TirFunc *f, const TirPipe *p) {
 /* The consumer warpgroups a TMA store of register tile t can split into (TirTmap.split): each
  * warpgroup's warp bits select a block of rows/split rows (a multiple of the swizzle's 8) and
  * every other bit of the layout stays inside one block; else 1. */
-static int store_split(const TirFunc *f, const TileType *t) {
+static int store_split(const Sched *S, const TileType *t) {
+  const TirFunc *f = S->f;
   const Layout *L = t->layout;
   int wgs = f->threads / WARPGROUP, wg_bit = layout_log2(WARPGROUP / 32);
   if (wgs < 2 || f->threads % WARPGROUP || L->nbits[LAY_WARP] != wg_bit + layout_log2((uint32_t)wgs) ||
-      env_off("TILEC_STORE_SPLIT"))
+      S->o->whole_stores || env_off("TILEC_STORE_SPLIT"))
     return 1;
   int32_t rows = t->dims[0] / wgs, cols = L->shape[1];
   if (rows % 8 || rows * wgs != L->shape[0])
@@ -566,7 +567,8 @@ static int store_split(const TirFunc *f, const TileType *t) {
 /* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
  * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
  * beside the kernel's shared tiles. One consumer group, no cluster. */
-static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
+static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
+  const TirFunc *f = S->f;
   if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_TMA_STORE"))
     return;
   int *stores = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1)), n = 0;
@@ -585,7 +587,7 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
       continue;
     bytes += staging;
     m[n].store = true;
-    m[n].split = store_split(f, t);
+    m[n].split = store_split(S, t);
     m[n].box[m[n].outer] = t->dims[0] / m[n].split;
     stores[n++] = j;
   }
@@ -597,8 +599,12 @@ static void plan_stores(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   s->store_bytes = bytes - shared_bytes(f, p) - 1024;
 }
 
-/* A second copy of the head tiles (TirSchedule.head_stages) for a persistent walk, where it fits
- * beside everything else. */
+/* A second copy of the head tiles (TirSchedule.head_stages) for a persistent walk, where the
+ * block's shared memory stays within HEAD_DOUBLE_SMEM with it: past that the L1 left beside it
+ * shrinks (the SM's 256 KB are both), and on the H200 attention d128 (224 KB with the second Q)
+ * ran 1.5-5% slower at N >= 4k with it (runs n1, n2), while d64 (176 KB) gained or tied. */
+enum { HEAD_DOUBLE_SMEM = 200 * 1024 };
+
 static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   s->head_stages = 1;
   if (!s->nheads || !s->persistent || env_off("TILEC_HEAD_DOUBLE"))
@@ -606,7 +612,7 @@ static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p)
   int bytes = shared_bytes(f, p) + s->store_bytes + 1024;
   for (int h = 0; h < s->nheads; h++)
     bytes += tile_bytes(f, f->insts[s->heads[h]].dst);
-  if (bytes <= arch_smem_limit(ARCH_SM90A))
+  if (bytes <= arch_smem_limit(ARCH_SM90A) && bytes <= HEAD_DOUBLE_SMEM)
     s->head_stages = 2;
 }
 
@@ -704,7 +710,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_cluster(f, s);
   plan_groups(f, s, p);
   plan_heads(f, s, p, mark);
-  plan_stores(f, s, p);
+  plan_stores(S, s, p);
   plan_head_stages(f, s, p);
   if (S->o->prefetch)
     plan_prefetch(f, s, p);

@@ -38,6 +38,7 @@ static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArc
 static const char *GEMM_BIG[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
 static const char *ATTN_D128[] = {"D=128", "BM=128", "BN=128", "WARPS=8", NULL};
 static const char *GEMM_S3[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", NULL};
+static const char *ATTN_D64_S4[] = {"D=64", "BM=128", "BN=128", "WARPS=8", "STAGES=4", NULL};
 
 Test(schedule, gemm_is_warp_specialized_on_sm90a) {
   Arena *a = arena_new();
@@ -343,9 +344,10 @@ Test(schedule, attention_q_is_a_head_load) {
   cr_assert_eq(s->ntmaps, p->nloads + 1 + 1, "the ring's, Q's, and O's (a TMA store)");
   cr_assert_eq(s->tmaps[p->nloads].load, s->heads[0]);
   cr_assert_eq(s->head_bytes, 128 * 128 * 2);
-  /* a persistent walk, and a second Q fits beside the ring, Q and O's staging: 224 KB */
+  /* a persistent walk; a second Q would take the block to 224 KB, past the 200 that leave L1
+   * room (measured slower at long sequences): one copy */
   cr_assert(s->persistent);
-  cr_assert_eq(s->head_stages, 2, "the next tile's Q loads during this tile's loop");
+  cr_assert_eq(s->head_stages, 1);
   cr_assert_eq(s->nstores, 1);
   cr_assert(s->tmaps[p->nloads + 1].store);
   cr_assert_eq(s->tmaps[p->nloads + 1].load, s->stores[0]);
@@ -360,6 +362,8 @@ Test(schedule, attention_q_is_a_head_load) {
   f->sched->stores[0] = f->sched->tmaps[p->nloads + 1].load = store;
   cr_assert_str_eq(verify_msg(a, f), "");
   /* the verifier: two copies without a persistent walk (nothing would reuse the second) */
+  f->sched->head_stages = 2;
+  cr_assert_str_eq(verify_msg(a, f), "");
   f->sched->persistent = false;
   cr_assert(strstr(verify_msg(a, f), "copies of the head tiles"));
   f->sched->persistent = true;
@@ -389,10 +393,15 @@ Test(schedule, attention_q_is_a_head_load) {
   cr_assert_eq(f->sched->ntmaps, f->sched->pipes[0].nloads + f->sched->nstores);
   cr_assert_str_eq(verify_msg(a, f), "");
   arena_free(a);
-  /* one copy: TILEC_HEAD_DOUBLE=0, and where a second does not fit (the 3-stage rotated d128 loop) */
+  /* two copies at d64 (176 KB with the 4-stage ring and O's staging: the next tile's Q loads
+   * during this tile's loop); one with TILEC_HEAD_DOUBLE=0, and where a second does not fit (the
+   * 3-stage d128 loop) */
   a = arena_new();
+  f = scheduled(a, "attention", ATTN_D64_S4, ARCH_SM90A, &d);
+  cr_assert_eq(f->sched->head_stages, 2);
+  cr_assert_str_eq(verify_msg(a, f), "");
   setenv("TILEC_HEAD_DOUBLE", "0", 1);
-  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
+  f = scheduled(a, "attention", ATTN_D64_S4, ARCH_SM90A, &d);
   unsetenv("TILEC_HEAD_DOUBLE");
   cr_assert_eq(f->sched->head_stages, 1);
   cr_assert_str_eq(verify_msg(a, f), "");
@@ -663,10 +672,11 @@ Test(schedule, ws_entry_points_in_the_ptx) {
   /* 4 stages of 128 x 256 leave no room for the 64 KB staging tile; 3 stages do */
   check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0, 0, 0, 0);
   check_ws_entry("gemm", GEMM_S3, "gemm", 3, 1 + 4, 0, 0, 0, 4);
-  /* Q: a head load, two copies; O[b, h, m0 : +128, 0 : +128]: a TMA store of two boxes */
-  check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2, 2, 2);
-  setenv("TILEC_HEAD_DOUBLE", "0", 1);
+  /* Q: a head load; O[b, h, m0 : +128, 0 : +128]: a TMA store of two boxes; at d64 two copies of Q */
   check_ws_entry("attention", ATTN_D128, "attention", 2, 2 + 2, 0, 2, 1, 2);
+  check_ws_entry("attention", ATTN_D64_S4, "attention", 4, 1 + 1, 0, 1, 2, 1);
+  setenv("TILEC_HEAD_DOUBLE", "0", 1);
+  check_ws_entry("attention", ATTN_D64_S4, "attention", 4, 1 + 1, 0, 1, 1, 1);
   unsetenv("TILEC_HEAD_DOUBLE");
   setenv("TILEC_CLUSTER", "1", 1);
   check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 4, 0, 0, 0);
