@@ -1639,9 +1639,23 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
   }
 }
 
+/* Whether every row of LOAD in's tile starts 16-byte aligned: the tensor's address, the row
+ * strides and the tile's first column (loop-invariant but for the column). */
+static LLVMValueRef rows_aligned(Cg *g, const TirInst *in, const Access *ac, int eb) {
+  const TirArg *a = ac->arg;
+  LLVMValueRef p = LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, "");
+  LLVMValueRef mis = LLVMBuildAnd(g->b, p, ci64(g, 15), "");
+  mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, ac->start[a->rank - 1], g->i64, ""), ci64(g, eb), ""), "");
+  mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, ac->base, ci64(g, eb), ""), "");
+  for (int d = 0; d < a->rank - 1; d++)
+    if (ac->tile_dim[d] >= 0)
+      mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, g->tensor_stride[in->arg_index][d], ci64(g, eb), ""), "");
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
+}
+
 /* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted, which
- * also wrote the LOAD's fill where the bounds exclude an element). The plain vector reads when
- * every row the thread reads is aligned. */
+ * also wrote the LOAD's fill where the bounds exclude an element). The plain reads when every
+ * row of the tile is aligned (rows_aligned: no per-element arithmetic on that path). */
 static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   const TirInst *in = t->shifted;
   const TileType *tt = rtype(g, in->dst);
@@ -1650,29 +1664,23 @@ static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   Access ac;
   access_init(g, in, &ac);
   LLVMValueRef lw = layout_lw(g, L), base = tile_base(g, t), off, ok;
-  LLVMValueRef *shift = vals_new(g, n / ch), aligned = LLVMConstInt(g->i1, 1, 0);
-  for (int k = 0; k < n / ch; k++) {
-    access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok);
-    shift[k] = elem_misalign(g, in, off, eb);
-    aligned = LLVMBuildAnd(g->b, aligned, LLVMBuildICmp(g->b, LLVMIntEQ, shift[k], ci32(g, 0), ""), "");
-  }
-  LLVMValueRef *v = vals_new(g, n), *w = vals_new(g, n), words[4];
+  LLVMValueRef *v = vals_new(g, n), *w = vals_new(g, n);
   LLVMBasicBlockRef bb[3];
-  split3(g, aligned, bb);
-  /* inline PTX: plain loads here would be merged with the scalar ones below (their addresses
-   * differ by the shift only), and then vectorized by neither */
-  for (int k = 0; k < n / ch; k++) {
-    vec_load_space(g, "shared", smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, t->pitch), ci32(g, eb), "")), 4, words);
-    words_to_elems(g, e, 4, words, v + k * ch);
-  }
+  split3(g, rows_aligned(g, in, &ac, eb), bb);
+  buf_read(g, base, L, e, t->pitch, v);
   LLVMBasicBlockRef vec_end = LLVMGetInsertBlock(g->b);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
-  for (int r = 0; r < n; r++) {
-    LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, t->pitch), shift[r / ch], "");
-    LLVMValueRef x = LLVMBuildLoad2(g->b, mem_type(g, e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
-    LLVMSetAlignment(x, (unsigned)eb);
-    w[r] = from_mem(g, e, x);
+  for (int k = 0; k < n / ch; k++) {
+    access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok);
+    LLVMValueRef shift = elem_misalign(g, in, off, eb);
+    for (int r = k * ch; r < (k + 1) * ch; r++) {
+      LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, t->pitch), shift, "");
+      LLVMValueRef x = LLVMBuildLoad2(g->b, mem_type(g, e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
+      LLVMSetAlignment(x, (unsigned)eb);
+      LLVMSetVolatile(x, 1); /* else merged with the aligned path's loads, and then vectorized by neither */
+      w[r] = from_mem(g, e, x);
+    }
   }
   LLVMBasicBlockRef scalar_end = LLVMGetInsertBlock(g->b);
   LLVMBuildBr(g->b, bb[2]);
