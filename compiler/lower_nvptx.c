@@ -2851,15 +2851,17 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
 }
 
-/* Shifted tiles (Tile.shifted): a LOAD into a cp.async ring tile (the cp.async entry; TMA needs
- * aligned rows anyway) of 2- or 4-byte elements whose last dim runs along the tensor's rows in
- * 16-byte chunks, the tile's only write, read only elementwise (get_tile: DOT operands and
- * transposed views read the plain layout). TILEC_SHIFTED=0 leaves them out (the A/B). */
+/* Shifted tiles (Tile.shifted), opt-in (TILEC_SHIFTED=1): a LOAD into a cp.async ring tile (the
+ * cp.async entry; TMA needs aligned rows anyway) of 2- or 4-byte elements whose last dim runs
+ * along the tensor's rows in 16-byte chunks, the tile's only write, read only elementwise
+ * (get_tile: DOT operands and transposed views read the plain layout). Opt-in: on the H200 it
+ * made cross-entropy's misaligned rows (50257 columns) 5-14% faster but its aligned ones 4%
+ * slower (runs n3, n4; docs/performance.md). */
 static void plan_shifted(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
   const char *env = getenv("TILEC_SHIFTED");
-  if (in->op != TIR_LOAD || g->ws || (env && !strcmp(env, "0")))
+  if (in->op != TIR_LOAD || g->ws || !env || strcmp(env, "1") != 0)
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);

@@ -132,11 +132,16 @@ static const Case cases[] = {
     {"xent_bwd_1", "cross_entropy_backward", "", "M=3,N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     {"xent_bwd_bf16", "cross_entropy_backward", "-D T=bf16 -D BN=256", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     {"xent_bwd_big", "cross_entropy_backward", "", "M=1025,N=50257", SUITE_GPU, 0, NULL, 0},
-    /* rows that start anywhere (N odd): the copies start at the aligned address before each row
-     * and the reads shift back (shifted tiles); one row per tile, and two rows of two shifts */
+    /* rows that start anywhere (N odd); make gpu-prep compiles *_shift with TILEC_SHIFTED=1: the
+     * copies start at the aligned address before each row and the reads shift back (shifted
+     * tiles); one row per tile, and two rows of two shifts */
     {"xent_bwd_odd", "cross_entropy_backward", "-D BN=256", "M=9,N=1001", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
-    {"xent_bwd_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D BN=512", "M=9,N=1537", SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_odd_shift", "cross_entropy_backward", "-D BN=256", "M=9,N=1001", SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_odd_bf16_shift", "cross_entropy_backward", "-D T=bf16 -D BN=512", "M=9,N=1537", SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_big_shift", "cross_entropy_backward", "", "M=1025,N=50257", SUITE_GPU, 0, NULL, 0},
     {"ln_bwd_odd", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_SMALL | SUITE_GPU, 0,
+     "layernorm_backward", 0},
+    {"ln_bwd_odd_shift", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,
      "layernorm_backward", 0},
     /* attention_backward.tile, kernel by kernel (random LSE and Delta: the reference rebuilds P
      * from them as the kernel does); dQacc sums f16 products of dS, hence T's bound */

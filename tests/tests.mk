@@ -59,7 +59,9 @@ gpu-prep: all $(B)/example_runner
 	@$(B)/example_runner --suite=gpu --list | while read id file defs; do \
 	  case $$id in *_cluster) cl=1 ;; *) cl= ;; esac; case $$id in *_pingpong) pp=1 ;; *) pp= ;; esac; \
 	  case $$id in attn_rot_*) rot=1 ;; *) rot= ;; esac; case $$id in *_nt) nt=0 ;; *) nt= ;; esac; \
-	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
+	  case $$id in *_shift) sh=1 ;; *) sh= ;; esac; \
+	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt TILEC_SHIFTED=$$sh \
+	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
 	@mkdir -p $(B)/aot
 	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
 	$(B)/tilec dsl/examples/softmax.tile --emit=c --arch=sm_90a -o $(B)/aot/softmax

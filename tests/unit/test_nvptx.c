@@ -444,24 +444,24 @@ static int occurrences(const char *s, const char *what) {
  * element; only a granule with an element out of bounds goes element by element (the LOAD's
  * fill). The reads add each row's shift back (scalar ld.volatile.shared: not merged with the
  * aligned path's), and keep the vector reads where every row is aligned (one test of the tensor's
- * address, its row strides and the tile's first column). TILEC_SHIFTED=0: no shifted copies or
- * reads. */
+ * address, its row strides and the tile's first column). Opt-in (TILEC_SHIFTED=1): without it,
+ * no shifted copies or reads. */
 Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
   Arena *a = arena_new();
   static const char *defs[] = {"BN=256", NULL};
   char *text = example_text(a, "cross_entropy_backward");
   for (int arch = 0; arch < 2; arch++) {
     GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+    setenv("TILEC_SHIFTED", "1", 1);
     char *ptx = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga);
+    unsetenv("TILEC_SHIFTED");
     /* two loops, each issuing in its prologue and its body: the in-bounds copy, the shifted one
      * and the granule after the row's last chunk */
     cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
     cr_assert_geq(occurrences(ptx, "ld.volatile.shared.b16"), 2, "the shifted reads");
     cr_assert_geq(occurrences(ptx, "ld.shared.v4.b32"), 2, "the aligned rows' reads");
     ptxas_assert_clean(ptx, ga);
-    setenv("TILEC_SHIFTED", "0", 1);
     char *plain = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga);
-    unsetenv("TILEC_SHIFTED");
     /* per issue site: the in-bounds copy; with fill 0 (the second loop) also the zero-fill of a
      * chunk past the end */
     cr_assert_eq(occurrences(plain, "cp.async.cg.shared.global"), 2 * (1 + 2));
