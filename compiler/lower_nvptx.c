@@ -1352,15 +1352,14 @@ static void asm_regs(char *buf, size_t cap, int first, int words) {
 
 static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 2 ? ".v2" : ""; }
 
-/* A 4/8/16-byte load from `space` ("global" or "shared") as inline PTX. A plain LLVM vector
- * load whose elements are used one by one gets scalarized by the optimizer; this keeps
- * ld.global.v4.b32. Side effects on (and no memory attributes): it stays ordered with the
- * kernel's own stores (and the other loads). */
-static void vec_load_space(Cg *g, const char *space, LLVMValueRef p, int words, LLVMValueRef *out) {
+/* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
+ * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
+ * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
   char regs[48], text[96];
   static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.%s%s.b32 %s, [$%d];", space, vec_suffix(words), regs, words);
+  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
   LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
   LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
@@ -1370,10 +1369,6 @@ static void vec_load_space(Cg *g, const char *space, LLVMValueRef p, int words, 
   LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
   for (int w = 0; w < words; w++)
     out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
-}
-
-static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
-  vec_load_space(g, "global", p, words, out);
 }
 
 /* Memory words -> register values (f16/bf16 two per word). */
@@ -1556,16 +1551,20 @@ static LLVMValueRef tensor_extent(Cg *g, const TirInst *in) {
   return end;
 }
 
+/* What copy_granule needs of a shifted row. */
+typedef struct Granule {
+  LLVMValueRef row_ok;                /* i1: the row's other coordinates in bounds */
+  LLVMValueRef start, ncols;          /* i32: the tile's first column in the tensor; the columns */
+  LLVMValueRef extent;                /* i64: tensor_extent */
+  LLVMValueRef fill;                  /* the LOAD's fill, in memory type */
+  int dims, shape;                    /* the tile's last dim: logical, padded */
+} Granule;
+
 /* One 16-byte granule of a shifted row (copy_shifted): global elements back .. back + ch - 1 (back
  * 16-byte aligned), tile columns tc0 .. tc0 + ch - 1, into dst. Positions no reader reaches (tile
  * columns outside [0, shape)) are left as they are; when every position a reader reaches holds a
  * valid element and the 16 bytes lie inside the tensor, one cp.async; else element by element,
  * the LOAD's fill where an element is out of bounds. */
-typedef struct Granule {
-  LLVMValueRef row_ok, start, ncols, extent, fill; /* the row in bounds; its first column; N; */
-  int dims, shape;                                  /* the tile's last dim: logical, padded */
-} Granule;
-
 static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueRef dst, LLVMValueRef back,
                          LLVMValueRef tc0, bool l1) {
   ElemType e = rtype(g, in->dst)->elem;
