@@ -932,3 +932,21 @@ Test(schedule, tma_store_per_warpgroup) {
     cr_assert_eq(f->sched->tmaps[t].store ? f->sched->tmaps[t].split : 1, 1);
   arena_free(a);
 }
+
+/* The split store's few registers made GEMM + GELU's 128 x 256 entry spill 8 bytes: where ptxas
+ * says so the module is compiled again with whole-tile stores (the box of all 128 rows); the
+ * bias + relu GEMM keeps its split (64-row boxes). */
+Test(schedule, a_spilling_split_store_goes_whole) {
+  Arena *a = arena_new();
+  if (!ptxas_find(a)) {
+    arena_free(a);
+    return; /* the retry needs ptxas's word */
+  }
+  static const char *gelu[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", "ACT=2", NULL};
+  char *ptx = module_ptx(a, "gemm", gelu, ARCH_SM90A);
+  cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 128 64"), "whole-tile store");
+  cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), ptx, ARCH_SM90A, "__ws"), 0);
+  ptx = module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A);
+  cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 64 64"), "a store per warpgroup");
+  arena_free(a);
+}
