@@ -138,6 +138,9 @@ typedef struct Cg {
   Tile *staging;                     /* TMA stores: per tensor map (store maps only), its staging
                                         tile in shared memory (swz set; the STORE's register tile
                                         written in TMA's layout) */
+  Tile *shift_stage;                 /* shifted stores: per instruction, the staging buffer of a
+                                        STORE whose rows may start anywhere (pitch, smem_off;
+                                        pitch 0: none; plan_shifted_store) */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -2597,24 +2600,103 @@ static LLVMBasicBlockRef write_begin(Cg *g, const TirInst *in, LLVMValueRef **v,
   return begin_if(g, layout_writer(g, L));
 }
 
-static void lower_store(Cg *g, const TirInst *in) {
-  int tm = tma_store_map(g, in);
-  if (tm >= 0) {
-    tma_store(g, in, tm);
-    return;
+/* One 16-byte granule of a shifted STORE's row (store_shifted), from the staging buffer at src
+ * to global elements back .. back + ch - 1 (tile columns tc0 ..): one vector store where every
+ * element is the STORE's to write (inside the logical tile and the tensor), else element by
+ * element. */
+static void store_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueRef src, LLVMValueRef back,
+                          LLVMValueRef tc0) {
+  ElemType e = rtype(g, in->args[0])->elem;
+  int eb = elem_bytes(e), ch = 16 / eb;
+  LLVMTypeRef mt = mem_type(g, e), vt = LLVMVectorType(mt, (unsigned)ch);
+  LLVMValueRef end = LLVMBuildAdd(g->b, tc0, ci32(g, ch), "");
+  LLVMValueRef all = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc0, ci32(g, 0), ""), "");
+  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, end, ci32(g, gr->dims), ""), "");
+  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, end, ""), gr->ncols, ""), "");
+  LLVMBasicBlockRef bb[3];
+  split3(g, all, bb);
+  LLVMValueRef x = LLVMBuildLoad2(g->b, vt, src, "");
+  LLVMSetAlignment(x, 16);
+  LLVMSetAlignment(LLVMBuildStore(g->b, x, gaddr(g, in->arg_index, e, back)), 16);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  for (int p = 0; p < ch; p++) {
+    LLVMValueRef tc = LLVMBuildAdd(g->b, tc0, ci32(g, p), "");
+    LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc, ci32(g, 0), ""), "");
+    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
+    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols, ""), "");
+    LLVMBasicBlockRef j = begin_if(g, ok);
+    LLVMValueRef y = LLVMBuildLoad2(g->b, mt, smem_at(g, src, ci32(g, p * eb)), "");
+    LLVMSetAlignment(y, (unsigned)eb);
+    LLVMSetAlignment(LLVMBuildStore(g->b, y, gaddr(g, in->arg_index, e, LLVMBuildAdd(g->b, back, ci64(g, p), ""))),
+                     (unsigned)eb);
+    end_if(g, j);
   }
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+}
+
+/* A STORE whose rows may be misaligned, through its staging buffer (plan_shifted_store): each
+ * writer puts its elements in the buffer, row i shifted by its misalignment shift_i, a barrier,
+ * then each stores the 16-byte aligned granules that start in its chunks (the row's last chunk
+ * also the granule after it; store_granule). The barrier before: the buffer's last readers. */
+static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueRef *v, LLVMValueRef lw) {
+  const Tile *st = &g->shift_stage[in - g->f->insts];
+  int src = in->args[0];
+  const TileType *tt = rtype(g, src);
+  const Layout *L = g->tiles[src].lay;
+  ElemType e = tt->elem;
+  int eb = elem_bytes(e), ch = 16 / eb, n = g->tiles[src].n, last = tt->rank - 1;
+  LLVMValueRef soff = ci32(g, st->smem_off);
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &soff, 1, "");
+  LLVMValueRef *shift = vals_new(g, n / ch), *back = vals_new(g, n / ch), *row_ok = vals_new(g, n / ch), off, col;
+  for (int k = 0; k < n / ch; k++) {
+    access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &row_ok[k], &col);
+    shift[k] = elem_misalign(g, in, off, eb);
+    back[k] = LLVMBuildSub(g->b, off, LLVMBuildZExt(g->b, shift[k], g->i64, ""), "");
+  }
+  barrier(g);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  for (int r = 0; r < n; r++) {
+    LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, st->pitch), shift[r / ch], "");
+    LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r]), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""))),
+                     (unsigned)eb);
+  }
+  end_if(g, wj);
+  barrier(g);
+  Granule gr = {.ncols = arg_dim(g, ac->arg, ac->arg->rank - 1), .dims = tt->dims[last], .shape = L->shape[last]};
+  for (int d = 0; d < ac->arg->rank; d++)
+    if (ac->tile_dim[d] == last)
+      gr.start = ac->start[d];
+  wj = begin_if(g, layout_writer(g, L));
+  for (int k = 0; k < n / ch; k++) {
+    LLVMValueRef tcol = elem_dim(g, L, lw, k * ch, last), tc0 = LLVMBuildSub(g->b, tcol, shift[k], "");
+    LLVMValueRef src_at = smem_at(g, base, LLVMBuildMul(g->b, buf_index(g, L, lw, k * ch, st->pitch), ci32(g, eb), ""));
+    gr.row_ok = row_ok[k];
+    store_granule(g, in, &gr, src_at, back[k], tc0);
+    LLVMValueRef row_end = LLVMBuildICmp(g->b, LLVMIntEQ, tcol, ci32(g, gr.shape - ch), "");
+    LLVMBasicBlockRef j = begin_if(g, LLVMBuildAnd(g->b, row_end, LLVMBuildICmp(g->b, LLVMIntNE, shift[k], ci32(g, 0), ""), ""));
+    store_granule(g, in, &gr, smem_at(g, src_at, ci32(g, 16)), LLVMBuildAdd(g->b, back[k], ci64(g, ch), ""),
+                  LLVMBuildAdd(g->b, tc0, ci32(g, ch), ""));
+    end_if(g, j);
+  }
+  end_if(g, wj);
+  g->dirty = true; /* the buffer was read; and on the other path no barrier ran */
+  g->red_read[0] = g->red_read[1] = true;
+}
+
+/* The chunks of a STORE: all at once where the thread's chunks are in bounds and aligned, else
+ * chunk by chunk (a masked chunk element by element). */
+static void store_chunks(Cg *g, const TirInst *in, const Access *ac, LLVMValueRef lw, LLVMValueRef *v) {
   int src = in->args[0];
   const TileType *tt = rtype(g, src);
   const Layout *L = g->tiles[src].lay;
   ElemType e = tt->elem;
   int n = g->tiles[src].n, ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
-  LLVMValueRef *v, lw;
-  Access ac;
-  LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
   if (ch == 1) {
-    store_scalars(g, in, &ac, tt, L, lw, 0, n, v);
+    store_scalars(g, in, ac, tt, L, lw, 0, n, v);
   } else {
-    Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+    Chunks c = chunks_plan(g, in, ac, tt, L, lw, n, ch);
     LLVMBasicBlockRef bb[3];
     split3(g, c.all, bb);
     for (int k = 0; k < c.count; k++)
@@ -2627,14 +2709,47 @@ static void lower_store(Cg *g, const TirInst *in) {
       store_chunk(g, e, c.p[k], v + k * ch, ch);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
-      store_scalars(g, in, &ac, tt, L, lw, k * ch, ch, v);
+      store_scalars(g, in, ac, tt, L, lw, k * ch, ch, v);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[2]);
   }
+}
+
+static void lower_store(Cg *g, const TirInst *in) {
+  int tm = tma_store_map(g, in);
+  if (tm >= 0) {
+    tma_store(g, in, tm);
+    return;
+  }
+  LLVMValueRef *v, lw;
+  Access ac;
+  if (!g->shift_stage[in - g->f->insts].pitch) {
+    LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
+    store_chunks(g, in, &ac, lw, v);
+    end_if(g, wj);
+    return;
+  }
+  /* a shifted store: the barriers of the misaligned path are the block's, so the writer guard
+   * is inside each path */
+  int src = in->args[0];
+  const Layout *L = g->tiles[src].lay;
+  v = vals_new(g, g->tiles[src].n);
+  get_tile(g, src, v);
+  access_init(g, in, &ac);
+  lw = layout_lw(g, L);
+  LLVMBasicBlockRef bb[3];
+  split3(g, rows_aligned(g, in, &ac, elem_bytes(rtype(g, src)->elem)), bb);
+  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
+  store_chunks(g, in, &ac, lw, v);
   end_if(g, wj);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  store_shifted(g, in, &ac, v, lw);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
 }
 
 /* ATOMIC_ADD / ATOMIC_MAX: one relaxed read-modify-write per element, masked like a store, by
@@ -2850,6 +2965,11 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
 }
 
+static bool shifted_on(void) {
+  const char *env = getenv("TILEC_SHIFTED");
+  return env && !strcmp(env, "1");
+}
+
 /* Shifted tiles (Tile.shifted), opt-in (TILEC_SHIFTED=1): a LOAD into a cp.async ring tile (the
  * cp.async entry; TMA needs aligned rows anyway) of 2- or 4-byte elements whose last dim runs
  * along the tensor's rows in 16-byte chunks, the tile's only write, read only elementwise
@@ -2859,8 +2979,7 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
 static void plan_shifted(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
-  const char *env = getenv("TILEC_SHIFTED");
-  if (in->op != TIR_LOAD || g->ws || !env || strcmp(env, "1") != 0)
+  if (in->op != TIR_LOAD || g->ws || !shifted_on())
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
@@ -2875,6 +2994,32 @@ static void plan_shifted(Cg *g, int i) {
       return;
   }
   t->shifted = in;
+}
+
+/* Shifted stores (opt-in with the shifted tiles, TILEC_SHIFTED=1): a STORE of a register tile
+ * of 2- or 4-byte elements whose last dim runs along the tensor's rows in 16-byte chunks (in
+ * the cp.async entry, as the shifted tiles) gets a staging buffer (the tile's layout, a 16-byte chunk of room per
+ * row) of at most SHIFT_STAGE_MAX bytes (a row op's tile, not a GEMM's C, whose buffer would
+ * cost the ring its stages): a misaligned row goes through it (store_shifted) instead of a
+ * 2-byte store per element. */
+enum { SHIFT_STAGE_MAX = 16 * 1024 };
+static void plan_shifted_store(Cg *g, int i) {
+  const TirFunc *f = g->f;
+  const TirInst *in = &f->insts[i];
+  if (in->op != TIR_STORE || g->ws || !shifted_on()) /* ws: two ping-pong groups would share the buffer */
+    return;
+  const Tile *t = &g->tiles[in->args[0]];
+  const TileType *tt = rtype(g, in->args[0]);
+  int eb = elem_bytes(tt->elem);
+  if (t->shared || t->view_of >= 0 || (eb != 2 && eb != 4) || tt->rank < 1 ||
+      global_chunk(in, &f->args[in->arg_index], t->lay, tt->elem) * eb != 16)
+    return;
+  int pitch = padded_pitch(t->lay, tt->elem) + (t->lay->rank == 1 ? 16 / eb : 0);
+  if (buf_bytes(t->lay, tt->elem, pitch) > SHIFT_STAGE_MAX)
+    return;
+  Tile *st = &g->shift_stage[i];
+  st->lay = t->lay;
+  st->pitch = pitch;
 }
 
 /* The emitter's state for the schedule's pipes; marks their ring tiles. */
@@ -2913,8 +3058,11 @@ static bool plan(Cg *g) {
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
-  for (int i = 0; i < f->ninsts; i++)
+  g->shift_stage = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->ninsts + 1));
+  for (int i = 0; i < f->ninsts; i++) {
     plan_shifted(g, i);
+    plan_shifted_store(g, i);
+  }
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     const TileType *ty = &f->regs[r].type;
@@ -2947,6 +3095,14 @@ static bool plan(Cg *g) {
       st->smem_off = g->smem_tiles;
       g->smem_tiles += ty->dims[0] * ty->dims[1] * 2;
     }
+  }
+  for (int i = 0; i < f->ninsts; i++) { /* shifted stores' staging buffers */
+    Tile *st = &g->shift_stage[i];
+    if (!st->pitch)
+      continue;
+    g->smem_tiles = (g->smem_tiles + 15) & ~15;
+    st->smem_off = g->smem_tiles;
+    g->smem_tiles += buf_bytes(st->lay, rtype(g, f->insts[i].args[0])->elem, st->pitch);
   }
   if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: {full, empty}[head_stages] */
     const TirSchedule *s = g->sched;

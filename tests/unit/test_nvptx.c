@@ -444,8 +444,9 @@ static int occurrences(const char *s, const char *what) {
  * element; only a granule with an element out of bounds goes element by element (the LOAD's
  * fill). The reads add each row's shift back (scalar ld.volatile.shared: not merged with the
  * aligned path's), and keep the vector reads where every row is aligned (one test of the tensor's
- * address, its row strides and the tile's first column). Opt-in (TILEC_SHIFTED=1): without it,
- * no shifted copies or reads. */
+ * address, its row strides and the tile's first column). The store of dX: a misaligned row goes
+ * through a staging buffer and leaves in aligned 16-byte granules (shifted stores). Opt-in
+ * (TILEC_SHIFTED=1): without it, none of this. */
 Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
   Arena *a = arena_new();
   static const char *defs[] = {"BN=256", NULL};
@@ -460,12 +461,17 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
     cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
     cr_assert_geq(occurrences(ptx, "ld.volatile.shared.b16"), 2, "the shifted reads");
     cr_assert_geq(occurrences(ptx, "ld.shared.v4.b32"), 2, "the aligned rows' reads");
+    /* dX's store: the aligned rows' vector store; a misaligned row through the staging buffer,
+     * between two barriers, one vector store per granule (and the one after the row) */
+    cr_assert_eq(occurrences(ptx, "st.global.v4"), 3);
     ptxas_assert_clean(ptx, ga);
     char *plain = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga);
     /* per issue site: the in-bounds copy; with fill 0 (the second loop) also the zero-fill of a
      * chunk past the end */
     cr_assert_eq(occurrences(plain, "cp.async.cg.shared.global"), 2 * (1 + 2));
     cr_assert_eq(occurrences(plain, "ld.volatile.shared"), 0);
+    cr_assert_eq(occurrences(plain, "st.global.v4"), 1);
+    cr_assert_eq(occurrences(ptx, "bar.sync"), occurrences(plain, "bar.sync") + 2);
   }
   arena_free(a);
 }
