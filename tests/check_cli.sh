@@ -85,6 +85,14 @@ done
 "$T" dsl/examples/gemm.tile --emit=schedule --arch=sm_80 -o "$W/s80" || bad "--emit=schedule --arch=sm_80 failed"
 grep -q "pipe_wait" "$W/s80" && ! grep -q "roles" "$W/s80" || bad "--emit=schedule (sm_80): $(tail -3 "$W/s80")"
 
+# attention d64 (4 stages, 176 KB): two copies of Q, O stored by each consumer warpgroup
+"$T" dsl/examples/attention.tile -D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/sa" ||
+  bad "--emit=schedule (attention) failed"
+for want in "// head loads: @10 (16384 bytes, 2 copies)" \
+            "// tmap 3: store @81, O box [1, 1, 64, 64] x 1, swizzle 128, one per warpgroup (2)"; do
+  grep -qF "$want" "$W/sa" || bad "--emit=schedule (attention) lacks '$want'"
+done
+
 # a file of two kernels: one module with both (one metadata block each), or the one --kernel picks
 printf 'kernel add1(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (128)\n{\n  Y[block.x * 256 : +256] = X[block.x * 256 : +256] + 1.0;\n}\nkernel mul2(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (128)\n{\n  Y[block.x * 256 : +256] = X[block.x * 256 : +256] * 2.0;\n}\n' > "$W/two.tile"
 "$T" "$W/two.tile" -o "$W/two.ptx" || bad "--emit=ptx of two kernels failed"
