@@ -1579,6 +1579,8 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
   LLVMBasicBlockRef any = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""));
   LLVMValueRef valid = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLE, hi, ci32(g, gr->dims), ""), "");
   valid = LLVMBuildAnd(g->b, valid, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, hi, ""), gr->ncols, ""), "");
+  /* a window that starts left of the row (X[r, n0 - 8 : +BN]) reads its fill there */
+  valid = LLVMBuildAnd(g->b, valid, LLVMBuildICmp(g->b, LLVMIntSGE, LLVMBuildAdd(g->b, gr->start, lo, ""), ci32(g, 0), ""), "");
   LLVMValueRef inside = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, back, ci64(g, 0), ""),
                                      LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, back, ci64(g, ch), ""), gr->extent, ""), "");
   LLVMBasicBlockRef bb[3];
@@ -1593,7 +1595,7 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
                                      LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->shape), ""), "");
     LLVMBasicBlockRef rj = begin_if(g, read);
     LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
-    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols, ""), "");
+    ok = LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), "");
     LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
     LLVMBuildCondBr(g->b, ok, then, join);
     LLVMPositionBuilderAtEnd(g->b, then);
@@ -2020,7 +2022,8 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   }
 }
 
-enum { STORE_BARRIER = 8, WARPGROUP = 128 }; /* STORE_BARRIER + w: warpgroup w's own in a split TMA store */
+/* STORE_BARRIER + w: warpgroup w's own in a split TMA store (w < 4), after the turns' (3 + w, w < 7) */
+enum { STORE_BARRIER = 10, WARPGROUP = 128 };
 
 /* The thread that issues (and waits for) a TMA store's bulk groups: the consumers' first, or
  * with a split store (TirTmap.split) each warpgroup's. */
@@ -2613,6 +2616,7 @@ static void store_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValue
   LLVMValueRef all = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc0, ci32(g, 0), ""), "");
   all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, end, ci32(g, gr->dims), ""), "");
   all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, end, ""), gr->ncols, ""), "");
+  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSGE, LLVMBuildAdd(g->b, gr->start, tc0, ""), ci32(g, 0), ""), "");
   LLVMBasicBlockRef bb[3];
   split3(g, all, bb);
   LLVMValueRef x = LLVMBuildLoad2(g->b, vt, src, "");
@@ -2624,7 +2628,7 @@ static void store_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValue
     LLVMValueRef tc = LLVMBuildAdd(g->b, tc0, ci32(g, p), "");
     LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc, ci32(g, 0), ""), "");
     ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
-    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols, ""), "");
+    ok = LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), ""); /* column >= 0 too */
     LLVMBasicBlockRef j = begin_if(g, ok);
     LLVMValueRef y = LLVMBuildLoad2(g->b, mt, smem_at(g, src, ci32(g, p * eb)), "");
     LLVMSetAlignment(y, (unsigned)eb);
@@ -3901,6 +3905,7 @@ typedef struct WsPlan {
   bool wide_producer; /* the producer at 40 registers instead of 24 (SchedOptions) */
   bool whole_stores;  /* TMA stores of whole tiles, not per warpgroup (SchedOptions) */
   bool rotated;       /* out: some loop was rotated */
+  bool split;         /* out: some TMA store is split by warpgroup */
   bool ws;            /* out: some kernel has a warp-specialized entry */
 } WsPlan;
 
@@ -3935,6 +3940,8 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
     ws->f = fw;
     ws->sched = fw->sched;
     plan->rotated |= fw->sched->pipes[0].rotated;
+    for (int t = 0; t < fw->sched->ntmaps; t++)
+      plan->split |= fw->sched->tmaps[t].store && fw->sched->tmaps[t].split > 1;
   }
   int smem = build_kernel(g), ws_smem = -1;
   if (smem >= 0 && f->sched->ws) {
@@ -4026,10 +4033,12 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
                            {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
   char *best = NULL;
   long best_spill = 0;
-  bool rotated = rotate;
+  bool rotated = rotate, split = true;
   for (int k = 0; k < 6; k++) {
     if ((k == 2 || k == 3) && !rotated)
       continue; /* no loop rotated: the plans without rotation are the ones tried */
+    if (k >= 4 && !split)
+      break; /* no store split: whole stores are what was tried */
     WsPlan plan = plans[k];
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
@@ -4041,6 +4050,8 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       break;
     if (k == 1)
       rotated = plan.rotated;
+    if (k == 0)
+      split = plan.split;
   }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
