@@ -33,6 +33,15 @@ static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuA
   return scheduled_as(a, example, defs, arch, false, d);
 }
 
+/* scheduled() with one TILEC_* knob set to value for the scheduling (the A/B of a pass). */
+static TirFunc *scheduled_with(Arena *a, const char *example, const char **defs, GpuArch arch, const char *knob,
+                               const char *value, Diag *d) {
+  setenv(knob, value, 1);
+  TirFunc *f = scheduled(a, example, defs, arch, d);
+  unsetenv(knob);
+  return f;
+}
+
 static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArch arch);
 
 static const char *GEMM_BIG[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
@@ -386,9 +395,7 @@ Test(schedule, attention_q_is_a_head_load) {
   arena_free(a);
   /* off: TILEC_HEADS=0 */
   a = arena_new();
-  setenv("TILEC_HEADS", "0", 1);
-  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
-  unsetenv("TILEC_HEADS");
+  f = scheduled_with(a, "attention", ATTN_D128, ARCH_SM90A, "TILEC_HEADS", "0", &d);
   cr_assert_eq(f->sched->nheads, 0);
   cr_assert_eq(f->sched->ntmaps, f->sched->pipes[0].nloads + f->sched->nstores);
   cr_assert_str_eq(verify_msg(a, f), "");
@@ -400,9 +407,7 @@ Test(schedule, attention_q_is_a_head_load) {
   f = scheduled(a, "attention", ATTN_D64_S4, ARCH_SM90A, &d);
   cr_assert_eq(f->sched->head_stages, 2);
   cr_assert_str_eq(verify_msg(a, f), "");
-  setenv("TILEC_HEAD_DOUBLE", "0", 1);
-  f = scheduled(a, "attention", ATTN_D64_S4, ARCH_SM90A, &d);
-  unsetenv("TILEC_HEAD_DOUBLE");
+  f = scheduled_with(a, "attention", ATTN_D64_S4, ARCH_SM90A, "TILEC_HEAD_DOUBLE", "0", &d);
   cr_assert_eq(f->sched->head_stages, 1);
   cr_assert_str_eq(verify_msg(a, f), "");
   static const char *d128_s3[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
@@ -412,9 +417,7 @@ Test(schedule, attention_q_is_a_head_load) {
   arena_free(a);
   /* TILEC_TMA_STORE=0: the epilogue stores from registers */
   a = arena_new();
-  setenv("TILEC_TMA_STORE", "0", 1);
-  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
-  unsetenv("TILEC_TMA_STORE");
+  f = scheduled_with(a, "attention", ATTN_D128, ARCH_SM90A, "TILEC_TMA_STORE", "0", &d);
   cr_assert_eq(f->sched->nstores, 0);
   cr_assert_eq(f->sched->ntmaps, f->sched->pipes[0].nloads + 1);
   arena_free(a);
@@ -921,9 +924,7 @@ Test(schedule, tma_store_per_warpgroup) {
   cr_assert_eq(count(ws, "barrier.sync \t%r"), 2);
   cr_assert_eq(count(ws, ".global.shared::cta.bulk_group"), 2, "two 64-column boxes of the warpgroup's rows");
   /* one warpgroup: the whole tile, the consumers' barrier (TILEC_STORE_SPLIT=0 too) */
-  setenv("TILEC_STORE_SPLIT", "0", 1);
-  f = scheduled(a, "attention", ATTN_D128, ARCH_SM90A, &d);
-  unsetenv("TILEC_STORE_SPLIT");
+  f = scheduled_with(a, "attention", ATTN_D128, ARCH_SM90A, "TILEC_STORE_SPLIT", "0", &d);
   cr_assert_eq(f->sched->tmaps[f->sched->ntmaps - 1].split, 1);
   cr_assert_eq(f->sched->tmaps[f->sched->ntmaps - 1].box[2], 128);
   static const char *gemm_one_wg[] = {"BM=64", "BN=128", "BK=64", "WARPS=4", "STAGES=3", NULL};
