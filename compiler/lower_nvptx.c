@@ -1421,27 +1421,30 @@ static LLVMValueRef const_mem(Cg *g, ElemType e, double v) {
 }
 
 /* The masked scalar accesses of elements r .. r+len-1 (ragged edges, unaligned views). */
+/* One element from global address src to shared address dst when ok, else fill (memory type). */
+static void copy_elem_masked(Cg *g, ElemType e, LLVMValueRef ok, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef fill) {
+  LLVMTypeRef mt = mem_type(g, e);
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
+  LLVMBuildCondBr(g->b, ok, then, join);
+  LLVMPositionBuilderAtEnd(g->b, then);
+  LLVMValueRef v = LLVMBuildLoad2(g->b, mt, src, "");
+  LLVMSetAlignment(v, (unsigned)elem_bytes(e));
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+  LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
+  LLVMValueRef vals[2] = {fill, v};
+  LLVMBasicBlockRef blocks[2] = {from, then};
+  LLVMAddIncoming(phi, vals, blocks, 2);
+  LLVMSetAlignment(LLVMBuildStore(g->b, phi, dst), (unsigned)elem_bytes(e));
+}
+
 static void load_shared_scalars(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
                                 LLVMValueRef lw, int r, int len, LLVMValueRef sp, LLVMValueRef fill) {
   ElemType e = tt->elem;
-  int eb = elem_bytes(e);
-  LLVMTypeRef mt = mem_type(g, e);
   for (int j = 0; j < len; j++) {
     LLVMValueRef off, ok;
     access_elem(g, in, ac, tt, L, lw, r + j, 1, &off, &ok);
-    LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
-    LLVMBuildCondBr(g->b, ok, then, join);
-    LLVMPositionBuilderAtEnd(g->b, then);
-    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, off), "");
-    LLVMSetAlignment(v, (unsigned)eb);
-    LLVMBuildBr(g->b, join);
-    LLVMPositionBuilderAtEnd(g->b, join);
-    LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
-    LLVMValueRef vals[2] = {fill, v};
-    LLVMBasicBlockRef blocks[2] = {from, then};
-    LLVMAddIncoming(phi, vals, blocks, 2);
-    LLVMValueRef o = ci32(g, j * eb);
-    LLVMSetAlignment(LLVMBuildStore(g->b, phi, LLVMBuildInBoundsGEP2(g->b, g->i8, sp, &o, 1, "")), (unsigned)eb);
+    copy_elem_masked(g, e, ok, gaddr(g, in->arg_index, e, off), smem_at(g, sp, ci32(g, j * elem_bytes(e))), fill);
   }
 }
 
@@ -1563,6 +1566,31 @@ typedef struct Granule {
   int dims, shape;                    /* the tile's last dim: logical, padded */
 } Granule;
 
+/* The Granule of LOAD or STORE in's tile (row_ok is per chunk: the caller's). */
+static Granule granule_of(Cg *g, const Access *ac, const TileType *tt, const Layout *L) {
+  int last = tt->rank - 1;
+  Granule gr = {.ncols = arg_dim(g, ac->arg, ac->arg->rank - 1), .dims = tt->dims[last], .shape = L->shape[last]};
+  for (int d = 0; d < ac->arg->rank; d++)
+    if (ac->tile_dim[d] == last)
+      gr.start = ac->start[d];
+  return gr;
+}
+
+/* Whether tile columns lo .. hi - 1 of the granule's row are all the tile's and the tensor's. */
+static LLVMValueRef granule_span_ok(Cg *g, const Granule *gr, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, lo, ci32(g, 0), ""), "");
+  ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLE, hi, ci32(g, gr->dims), ""), "");
+  /* a window that starts left of the row (X[r, n0 - 8 : +BN]) has no element there */
+  ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSGE, LLVMBuildAdd(g->b, gr->start, lo, ""), ci32(g, 0), ""), "");
+  return LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, hi, ""), gr->ncols, ""), "");
+}
+
+/* Whether tile column tc of the granule's row is the tile's and the tensor's. */
+static LLVMValueRef granule_elem_ok(Cg *g, const Granule *gr, LLVMValueRef tc) {
+  LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, in_range(g, tc, ci32(g, gr->dims)), "");
+  return LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), "");
+}
+
 /* One 16-byte granule of a shifted row (copy_shifted): global elements back .. back + ch - 1 (back
  * 16-byte aligned), tile columns tc0 .. tc0 + ch - 1, into dst. Positions no reader reaches (tile
  * columns outside [0, shape)) are left as they are; when every position a reader reaches holds a
@@ -1577,10 +1605,7 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
   LLVMValueRef hi = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, tc_end, ci32(g, gr->shape), ""),
                                     ci32(g, gr->shape), tc_end, "");
   LLVMBasicBlockRef any = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""));
-  LLVMValueRef valid = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLE, hi, ci32(g, gr->dims), ""), "");
-  valid = LLVMBuildAnd(g->b, valid, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, hi, ""), gr->ncols, ""), "");
-  /* a window that starts left of the row (X[r, n0 - 8 : +BN]) reads its fill there */
-  valid = LLVMBuildAnd(g->b, valid, LLVMBuildICmp(g->b, LLVMIntSGE, LLVMBuildAdd(g->b, gr->start, lo, ""), ci32(g, 0), ""), "");
+  LLVMValueRef valid = granule_span_ok(g, gr, lo, hi);
   LLVMValueRef inside = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, back, ci64(g, 0), ""),
                                      LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, back, ci64(g, ch), ""), gr->extent, ""), "");
   LLVMBasicBlockRef bb[3];
@@ -1588,26 +1613,11 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
   cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
-  LLVMTypeRef mt = mem_type(g, e);
   for (int p = 0; p < ch; p++) {
     LLVMValueRef tc = LLVMBuildAdd(g->b, tc0, ci32(g, p), "");
-    LLVMValueRef read = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, tc, ci32(g, 0), ""),
-                                     LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->shape), ""), "");
-    LLVMBasicBlockRef rj = begin_if(g, read);
-    LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
-    ok = LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), "");
-    LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), then = new_bb(g, "ld"), join = new_bb(g, "ld.j");
-    LLVMBuildCondBr(g->b, ok, then, join);
-    LLVMPositionBuilderAtEnd(g->b, then);
-    LLVMValueRef v = LLVMBuildLoad2(g->b, mt, gaddr(g, in->arg_index, e, LLVMBuildAdd(g->b, back, ci64(g, p), "")), "");
-    LLVMSetAlignment(v, (unsigned)eb);
-    LLVMBuildBr(g->b, join);
-    LLVMPositionBuilderAtEnd(g->b, join);
-    LLVMValueRef phi = LLVMBuildPhi(g->b, mt, "");
-    LLVMValueRef vals[2] = {gr->fill, v};
-    LLVMBasicBlockRef blocks[2] = {from, then};
-    LLVMAddIncoming(phi, vals, blocks, 2);
-    LLVMSetAlignment(LLVMBuildStore(g->b, phi, smem_at(g, dst, ci32(g, p * eb))), (unsigned)eb);
+    LLVMBasicBlockRef rj = begin_if(g, in_range(g, tc, ci32(g, gr->shape))); /* a position a reader reaches */
+    copy_elem_masked(g, e, granule_elem_ok(g, gr, tc), gaddr(g, in->arg_index, e, LLVMBuildAdd(g->b, back, ci64(g, p), "")),
+                     smem_at(g, dst, ci32(g, p * eb)), gr->fill);
     end_if(g, rj);
   }
   LLVMBuildBr(g->b, bb[2]);
@@ -1624,11 +1634,9 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
   const TileType *tt = rtype(g, in->dst);
   const Layout *L = t->lay;
   int eb = elem_bytes(tt->elem), ch = 16 / eb, last = tt->rank - 1;
-  Granule gr = {.ncols = arg_dim(g, ac->arg, ac->arg->rank - 1), .extent = tensor_extent(g, in),
-                .fill = const_mem(g, tt->elem, in->imm), .dims = tt->dims[last], .shape = L->shape[last]};
-  for (int d = 0; d < ac->arg->rank; d++)
-    if (ac->tile_dim[d] == last)
-      gr.start = ac->start[d];
+  Granule gr = granule_of(g, ac, tt, L);
+  gr.extent = tensor_extent(g, in);
+  gr.fill = const_mem(g, tt->elem, in->imm);
   for (int k = 0; k < t->n / ch; k++) {
     LLVMValueRef off, col;
     access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &gr.row_ok, &col);
@@ -2612,24 +2620,15 @@ static void store_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValue
   ElemType e = rtype(g, in->args[0])->elem;
   int eb = elem_bytes(e), ch = 16 / eb;
   LLVMTypeRef mt = mem_type(g, e), vt = LLVMVectorType(mt, (unsigned)ch);
-  LLVMValueRef end = LLVMBuildAdd(g->b, tc0, ci32(g, ch), "");
-  LLVMValueRef all = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc0, ci32(g, 0), ""), "");
-  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, end, ci32(g, gr->dims), ""), "");
-  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, gr->start, end, ""), gr->ncols, ""), "");
-  all = LLVMBuildAnd(g->b, all, LLVMBuildICmp(g->b, LLVMIntSGE, LLVMBuildAdd(g->b, gr->start, tc0, ""), ci32(g, 0), ""), "");
   LLVMBasicBlockRef bb[3];
-  split3(g, all, bb);
+  split3(g, granule_span_ok(g, gr, tc0, LLVMBuildAdd(g->b, tc0, ci32(g, ch), "")), bb);
   LLVMValueRef x = LLVMBuildLoad2(g->b, vt, src, "");
   LLVMSetAlignment(x, 16);
   LLVMSetAlignment(LLVMBuildStore(g->b, x, gaddr(g, in->arg_index, e, back)), 16);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   for (int p = 0; p < ch; p++) {
-    LLVMValueRef tc = LLVMBuildAdd(g->b, tc0, ci32(g, p), "");
-    LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, tc, ci32(g, 0), ""), "");
-    ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntSLT, tc, ci32(g, gr->dims), ""), "");
-    ok = LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), ""); /* column >= 0 too */
-    LLVMBasicBlockRef j = begin_if(g, ok);
+    LLVMBasicBlockRef j = begin_if(g, granule_elem_ok(g, gr, LLVMBuildAdd(g->b, tc0, ci32(g, p), "")));
     LLVMValueRef y = LLVMBuildLoad2(g->b, mt, smem_at(g, src, ci32(g, p * eb)), "");
     LLVMSetAlignment(y, (unsigned)eb);
     LLVMSetAlignment(LLVMBuildStore(g->b, y, gaddr(g, in->arg_index, e, LLVMBuildAdd(g->b, back, ci64(g, p), ""))),
@@ -2668,10 +2667,7 @@ static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueR
   }
   end_if(g, wj);
   barrier(g);
-  Granule gr = {.ncols = arg_dim(g, ac->arg, ac->arg->rank - 1), .dims = tt->dims[last], .shape = L->shape[last]};
-  for (int d = 0; d < ac->arg->rank; d++)
-    if (ac->tile_dim[d] == last)
-      gr.start = ac->start[d];
+  Granule gr = granule_of(g, ac, tt, L);
   wj = begin_if(g, layout_writer(g, L));
   for (int k = 0; k < n / ch; k++) {
     LLVMValueRef tcol = elem_dim(g, L, lw, k * ch, last), tc0 = LLVMBuildSub(g->b, tcol, shift[k], "");
@@ -2974,6 +2970,13 @@ static bool shifted_on(void) {
   return env && !strcmp(env, "1");
 }
 
+/* Whether LOAD or STORE in moves tile t's rows in whole 16-byte chunks of 2- or 4-byte elements
+ * (what a shifted tile or store needs). */
+static bool moves_16_byte_chunks(Cg *g, const TirInst *in, const Tile *t, const TileType *tt) {
+  int eb = elem_bytes(tt->elem);
+  return (eb == 2 || eb == 4) && global_chunk(in, &g->f->args[in->arg_index], t->lay, tt->elem) * eb == 16;
+}
+
 /* Shifted tiles (Tile.shifted), opt-in (TILEC_SHIFTED=1): a LOAD into a cp.async ring tile (the
  * cp.async entry; TMA needs aligned rows anyway) of 2- or 4-byte elements whose last dim runs
  * along the tensor's rows in 16-byte chunks, the tile's only write, read only elementwise
@@ -2987,9 +2990,7 @@ static void plan_shifted(Cg *g, int i) {
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
-  int eb = elem_bytes(tt->elem);
-  if (tt->place != PLACE_SHARED || t->pipe < 0 || t->view_of >= 0 || (eb != 2 && eb != 4) ||
-      global_chunk(in, &f->args[in->arg_index], t->lay, tt->elem) * eb != 16 ||
+  if (tt->place != PLACE_SHARED || t->pipe < 0 || t->view_of >= 0 || !moves_16_byte_chunks(g, in, t, tt) ||
       (g->wgmma && layout_is_wgmma_operand_tile(f, in->dst)))
     return;
   for (int j = 0; j < f->ninsts; j++) {
@@ -3014,11 +3015,9 @@ static void plan_shifted_store(Cg *g, int i) {
     return;
   const Tile *t = &g->tiles[in->args[0]];
   const TileType *tt = rtype(g, in->args[0]);
-  int eb = elem_bytes(tt->elem);
-  if (t->shared || t->view_of >= 0 || (eb != 2 && eb != 4) || tt->rank < 1 ||
-      global_chunk(in, &f->args[in->arg_index], t->lay, tt->elem) * eb != 16)
+  if (t->shared || t->view_of >= 0 || tt->rank < 1 || !moves_16_byte_chunks(g, in, t, tt))
     return;
-  int pitch = padded_pitch(t->lay, tt->elem) + (t->lay->rank == 1 ? 16 / eb : 0);
+  int pitch = padded_pitch(t->lay, tt->elem) + (t->lay->rank == 1 ? 16 / elem_bytes(tt->elem) : 0);
   if (buf_bytes(t->lay, tt->elem, pitch) > SHIFT_STAGE_MAX)
     return;
   Tile *st = &g->shift_stage[i];

@@ -573,7 +573,7 @@ static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
     return;
   int *stores = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1)), n = 0;
   TirTmap m[TIR_MAX_TMAPS];
-  int bytes = shared_bytes(f, p) + 1024; /* the mbarriers, rounded */
+  int base = shared_bytes(f, p) + 1024, bytes = base; /* the mbarriers, rounded */
   for (int j = p->last + 1; j < f->ninsts && s->ntmaps + n < TIR_MAX_TMAPS; j++) {
     const TirInst *in = &f->insts[j];
     if (in->op != TIR_STORE || !top_level(f, -1, j))
@@ -596,7 +596,7 @@ static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
   append_tmaps(f, s, m, n);
   s->stores = stores;
   s->nstores = n;
-  s->store_bytes = bytes - shared_bytes(f, p) - 1024;
+  s->store_bytes = bytes - base;
 }
 
 /* A second copy of the head tiles (TirSchedule.head_stages) for a persistent walk, where the
