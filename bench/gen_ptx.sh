@@ -20,14 +20,16 @@ example=$2
 shift 3
 flags=() envs=()
 # PARAM=VALUE becomes -D PARAM=VALUE; TILEC_*=VALUE is an environment setting of the compiler
-# instead (TILEC_CLUSTER=0: the schedule without clusters, for an A/B in the same run).
-for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; *) flags+=(-D "$d") ;; esac; done
+# instead (TILEC_CLUSTER=0: the schedule without clusters, for an A/B in the same run); TILE=PATH
+# compiles PATH (an A/B of the example's source, bench/ab/) instead of the example.
+tile=${TILE_DIR:-dsl/examples}/$example${TILE_SUFFIX:-}.tile
+for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; TILE=*) tile=${d#TILE=} ;; *) flags+=(-D "$d") ;; esac; done
 
 if [ ! -x "$tilec" ]; then
   echo "gen_ptx: $tilec not built" | tee "$err"
   exit 0
 fi
-if ! env "${envs[@]}" "$tilec" "${TILE_DIR:-dsl/examples}/$example${TILE_SUFFIX:-}.tile" --emit=ptx --arch=sm_90a "${flags[@]}" -o "$ptx.tmp" 2>"$err" ||
+if ! env "${envs[@]}" "$tilec" "$tile" --emit=ptx --arch=sm_90a "${flags[@]}" -o "$ptx.tmp" 2>"$err" ||
    [ ! -s "$ptx.tmp" ]; then
   echo "gen_ptx: $name: tilec failed: $(head -c 300 "$err" | head -3)"
   [ -s "$err" ] || echo "tilec produced no PTX" >"$err"

@@ -290,3 +290,8 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
   unlink(path);
   return rc == 0 ? spill : -1;
 }
+
+bool env_off(const char *name) {
+  const char *e = getenv(name);
+  return e && !strcmp(e, "0");
+}

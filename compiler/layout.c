@@ -287,10 +287,6 @@ Layout layout_mma_operand_b(int32_t K, int32_t N, int wm, int wn) {
   return l;
 }
 
-static bool env_off(const char *name) {
-  const char *e = getenv(name);
-  return e && !strcmp(e, "0");
-}
 
 static bool mma_disabled(void) { return env_off("TILEC_MMA"); }
 
@@ -464,7 +460,6 @@ static int32_t dot_tensor_k(const TirFunc *f, const TirInst *in) {
 }
 
 static bool rows_in_warps(const TirFunc *f);
-static bool env_off(const char *name);
 static bool mma_disabled(void);
 
 bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int *wgn) {

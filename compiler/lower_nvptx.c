@@ -140,7 +140,8 @@ typedef struct Cg {
                                         written in TMA's layout) */
   Tile *shift_stage;                 /* shifted stores: per instruction, the staging buffer of a
                                         STORE whose rows may start anywhere (pitch, smem_off;
-                                        pitch 0: none; plan_shifted_store) */
+                                        pitch 0: none; plan_shifted_store); view_of >= 0: it is
+                                        that ring tile's current stage (shift_stage_alias) */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
@@ -2470,10 +2471,7 @@ static void words_store(Cg *g, LLVMValueRef *w, int words, LLVMValueRef wtmp, in
  * came from L2 for every block and ran 9% slower). TILEC_ASYNC_SHARED=0 (or TILEC_PIPELINE=0)
  * loads the tile through registers, synchronously (lower_load_shared). */
 
-static bool async_shared_enabled(void) {
-  const char *e = getenv("TILEC_ASYNC_SHARED");
-  return !(e && !strcmp(e, "0"));
-}
+static bool async_shared_enabled(void) { return !env_off("TILEC_ASYNC_SHARED"); }
 
 static bool async_shared_load(Cg *g, const TirInst *in) {
   return g->depth == 0 && async_shared_enabled() && tir_pipelining_enabled() && tir_load_moves_16_bytes(g->f, in);
@@ -2651,7 +2649,8 @@ static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueR
   ElemType e = tt->elem;
   int eb = elem_bytes(e), ch = 16 / eb, n = g->tiles[src].n, last = tt->rank - 1;
   LLVMValueRef soff = ci32(g, st->smem_off);
-  LLVMValueRef base = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &soff, 1, "");
+  LLVMValueRef base = st->view_of >= 0 ? tile_base(g, &g->tiles[st->view_of])
+                                       : LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &soff, 1, "");
   LLVMValueRef *shift = vals_new(g, n / ch), *back = vals_new(g, n / ch), *row_ok = vals_new(g, n / ch), off, col;
   for (int k = 0; k < n / ch; k++) {
     access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &row_ok[k], &col);
@@ -2752,34 +2751,84 @@ static void lower_store(Cg *g, const TirInst *in) {
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
 }
 
-/* ATOMIC_ADD / ATOMIC_MAX: one relaxed read-modify-write per element, masked like a store, by
- * the one thread that writes it (layout_writer) and never for a register replica, so each element
- * is combined exactly once. The result is unused: ptxas turns it into red.global. LLVM expands
- * what the arch lacks (bf16 add before sm_90, f32 max) into a compare-and-swap loop. */
+/* Elements r .. r+len-1 of an atomic, one relaxed read-modify-write each, masked like a store.
+ * The result is unused: ptxas turns it into red.global. LLVM expands what the arch lacks (bf16
+ * add before sm_90, f32 max) into a compare-and-swap loop. */
+static void atomic_scalars(Cg *g, const TirInst *in, const Access *ac, LLVMValueRef lw, int r, int len,
+                           LLVMValueRef *v) {
+  const TileType *tt = rtype(g, in->args[0]);
+  const Layout *L = g->tiles[in->args[0]].lay;
+  ElemType e = tt->elem;
+  LLVMAtomicRMWBinOp op = in->op == TIR_ATOMIC_ADD ? (e == TY_I32 ? LLVMAtomicRMWBinOpAdd : LLVMAtomicRMWBinOpFAdd)
+                                                   : (e == TY_I32 ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpFMax);
+  for (int j = r; j < r + len; j++) {
+    LLVMValueRef off, ok;
+    access_elem(g, in, ac, tt, L, lw, j, 1, &off, &ok);
+    LLVMBasicBlockRef then = new_bb(g, "atom"), join = new_bb(g, "atom.j");
+    LLVMBuildCondBr(g->b, ok, then, join);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMBuildAtomicRMW(g->b, op, gaddr(g, in->arg_index, e, off), to_mem(g, e, v[j]), LLVMAtomicOrderingMonotonic, 0);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, join);
+  }
+}
+
+/* One sm_90 vector reduction of ch (2 or 4) f32 values at p (aligned to ch * 4 bytes). */
+static void red_add_f32_vec(Cg *g, LLVMValueRef p, LLVMValueRef *v, int ch) {
+  char regs[48], text[96], cons[32] = "l";
+  asm_regs(regs, sizeof regs, 1, ch);
+  snprintf(text, sizeof text, "red.relaxed.gpu.global.add%s.f32 [$0], %s;", vec_suffix(ch), regs);
+  LLVMValueRef args[5] = {LLVMBuildPtrToInt(g->b, p, g->i64, "")};
+  for (int j = 0; j < ch; j++) {
+    args[1 + j] = v[j];
+    strcat(cons, ",f");
+  }
+  strcat(cons, ",~{memory}");
+  asm_call_void(g, text, cons, args, 1 + ch);
+}
+
+/* The vector width of an f32 ATOMIC_ADD on sm_90 (red.global.add.v2/.v4.f32): the thread's runs
+ * of contiguous elements, where no run holds a register replica; 1 elsewhere. The atomics of
+ * dW-style sums (one per column per block, all blocks on the same addresses) are what the L2
+ * serializes: a vector is one operation for 2-4 columns. */
+static int atomic_vec_chunk(Cg *g, const TirInst *in, const Layout *L, ElemType e) {
+  if (in->op != TIR_ATOMIC_ADD || e != TY_F32 || g->o->arch != ARCH_SM90A || env_off("TILEC_VEC_ATOMICS"))
+    return 1;
+  int ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
+  ch = ch > 4 ? 4 : ch;
+  return ch >= 2 && !(layout_zero_mask(L, LAY_REG) & (uint32_t)(ch - 1)) ? ch : 1;
+}
+
+/* ATOMIC_ADD / ATOMIC_MAX: each element combined exactly once, by the one thread that writes it
+ * (layout_writer) and never for a register replica; where atomic_vec_chunk allows, a run in
+ * bounds and aligned as one vector reduction, else element by element. */
 static void lower_atomic(Cg *g, const TirInst *in) {
   int src = in->args[0];
   const TileType *tt = rtype(g, src);
   const Layout *L = g->tiles[src].lay;
-  ElemType e = tt->elem;
-  int n = g->tiles[src].n;
+  int n = g->tiles[src].n, ch = atomic_vec_chunk(g, in, L, tt->elem);
   uint32_t replica = layout_zero_mask(L, LAY_REG);
-  LLVMAtomicRMWBinOp op = in->op == TIR_ATOMIC_ADD ? (e == TY_I32 ? LLVMAtomicRMWBinOpAdd : LLVMAtomicRMWBinOpFAdd)
-                                                   : (e == TY_I32 ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpFMax);
   LLVMValueRef *v, lw;
   Access ac;
   LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
-  for (int r = 0; r < n; r++) {
+  Chunks c = {0};
+  if (ch > 1)
+    c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
+  for (int r = 0; r < n; r += ch) {
     if ((uint32_t)r & replica)
       continue;
-    LLVMValueRef off, ok;
-    access_elem(g, in, &ac, tt, L, lw, r, 1, &off, &ok);
-    LLVMBasicBlockRef then = new_bb(g, "atom"), join = new_bb(g, "atom.j");
-    LLVMBuildCondBr(g->b, ok, then, join);
-    LLVMPositionBuilderAtEnd(g->b, then);
-    LLVMBuildAtomicRMW(g->b, op, gaddr(g, in->arg_index, e, off), to_mem(g, e, v[r]),
-                       LLVMAtomicOrderingMonotonic, 0);
-    LLVMBuildBr(g->b, join);
-    LLVMPositionBuilderAtEnd(g->b, join);
+    if (ch == 1) {
+      atomic_scalars(g, in, &ac, lw, r, 1, v);
+      continue;
+    }
+    LLVMBasicBlockRef bb[3];
+    split3(g, c.ok[r / ch], bb);
+    red_add_f32_vec(g, c.p[r / ch], v + r, ch);
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[1]);
+    atomic_scalars(g, in, &ac, lw, r, ch, v);
+    LLVMBuildBr(g->b, bb[2]);
+    LLVMPositionBuilderAtEnd(g->b, bb[2]);
   }
   end_if(g, wj);
 }
@@ -3025,6 +3074,32 @@ static void plan_shifted_store(Cg *g, int i) {
   st->pitch = pitch;
 }
 
+/* A ring tile whose current stage can hold shifted STORE i's staging buffer, or -1: a tile of the
+ * innermost pipelined loop around the STORE (cp.async entry) that nothing in the loop body reads
+ * after it, with a stage at least the buffer's size. Its reads precede the STORE's first barrier
+ * and the refill of the stage follows the next iteration's PIPE_WAIT barrier, so the buffer costs
+ * no shared memory (and no occupancy: a row op's extra buffer took a block per SM). */
+static int shift_stage_alias(Cg *g, int i) {
+  const TirFunc *f = g->f;
+  const TirPipe *in_loop = NULL;
+  for (int k = 0; k < g->npipes; k++) {
+    const TirPipe *p = g->pipes[k].tp;
+    if (p->first < i && i < p->last && (!in_loop || p->first > in_loop->first))
+      in_loop = p;
+  }
+  int bytes = buf_bytes(g->shift_stage[i].lay, rtype(g, f->insts[i].args[0])->elem, g->shift_stage[i].pitch);
+  for (int l = 0; in_loop && l < in_loop->nloads; l++) {
+    int r = f->insts[in_loop->loads[l]].dst;
+    bool read_after = false;
+    for (int j = i + 1; j < in_loop->last && !read_after; j++)
+      for (int v = 0; v < f->nregs && !read_after; v++)
+        read_after = (v == r || g->tiles[v].view_of == r) && tir_inst_reads(&f->insts[j], v);
+    if (!read_after && g->tiles[r].stage_bytes >= bytes)
+      return r;
+  }
+  return -1;
+}
+
 /* The emitter's state for the schedule's pipes; marks their ring tiles. */
 static void plan_pipes(Cg *g) {
   const TirFunc *f = g->f;
@@ -3101,7 +3176,8 @@ static bool plan(Cg *g) {
   }
   for (int i = 0; i < f->ninsts; i++) { /* shifted stores' staging buffers */
     Tile *st = &g->shift_stage[i];
-    if (!st->pitch)
+    st->view_of = -1;
+    if (!st->pitch || (st->view_of = shift_stage_alias(g, i)) >= 0)
       continue;
     g->smem_tiles = (g->smem_tiles + 15) & ~15;
     st->smem_off = g->smem_tiles;

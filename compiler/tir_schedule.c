@@ -143,10 +143,6 @@ static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
   return true;
 }
 
-static bool env_off(const char *name) {
-  const char *e = getenv(name);
-  return e && !strcmp(e, "0");
-}
 
 bool tir_pipelining_enabled(void) { return !env_off("TILEC_PIPELINE"); }
 

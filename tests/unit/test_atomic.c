@@ -175,6 +175,29 @@ Test(atomic, ptx_add_every_type) {
   }
 }
 
+/* sm_90a: a thread's four contiguous f32 columns go as one red.global.add.v4.f32 where they are
+ * in bounds and aligned (a ragged or misaligned run element by element); sm_80 has no vector red. */
+Test(atomic, ptx_f32_add_vectors_on_sm90) {
+  Arena *a = arena_new();
+  char *text = arena_printf(a, "%s", src);
+  char *at = strstr(text, "BLOCK = 128");
+  memcpy(at, "BLOCK = 512", 11);
+  check_ptx(text, "f32", ARCH_SM90A, "red.relaxed.gpu.global.add.v4.f32");
+  check_ptx(text, "f32", ARCH_SM90A, "atom.global.add.f32"); /* the ragged path */
+  for (int k = 0; k < 2; k++) {
+    Diag d;
+    const char *defs[] = {"T=f32", NULL};
+    if (k)
+      setenv("TILEC_VEC_ATOMICS", "0", 1);
+    TirFunc *f = source_tir(a, "atomic.tile", text, defs, k ? ARCH_SM90A : ARCH_SM80, &d);
+    NvptxOptions o = {.arch = k ? ARCH_SM90A : ARCH_SM80, .opt_level = 3};
+    char *ptx = nvptx_compile(f, &o, &d, NULL);
+    unsetenv("TILEC_VEC_ATOMICS");
+    cr_assert(ptx && !strstr(ptx, ".v4.f32"), "%s", ptx ? ptx : "no PTX");
+  }
+  arena_free(a);
+}
+
 Test(atomic, ptx_max) {
   for (int k = 0; k < 2; k++) {
     GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;

@@ -438,6 +438,12 @@ static int occurrences(const char *s, const char *what) {
   return n;
 }
 
+/* The shared memory a kernel's PTX declares it needs ("// tilec: smem N"). */
+static int smem_of(const char *ptx) {
+  const char *p = strstr(ptx, "tilec: smem ");
+  return p ? atoi(p + 12) : -1;
+}
+
 /* Rows that may start anywhere (cross-entropy over 50257 f16 logits: 7 rows in 8 misaligned): the
  * ring's copies of a misaligned chunk start at the aligned address before it (one cp.async, and
  * one more for the granule after the row's last chunk), where they used to be a scalar load per
@@ -472,6 +478,9 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
     cr_assert_eq(occurrences(plain, "ld.volatile.shared"), 0);
     cr_assert_eq(occurrences(plain, "st.global.v4"), 1);
     cr_assert_eq(occurrences(ptx, "bar.sync"), occurrences(plain, "bar.sync") + 2);
+    /* the staging buffer is the current stage of the ring tile xb, which dX's STORE follows:
+     * no shared memory beyond the shifted rows' room (a granule per stage of the rank-1 ring) */
+    cr_assert_eq(smem_of(ptx), smem_of(plain) + 2 * 16, "%d vs %d", smem_of(ptx), smem_of(plain));
   }
   arena_free(a);
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Nsight Compute on layernorm backward (issue 14's evidence): one launch (M=8192, N=4096, f16
+# unless NCU_LNB_SHAPE="M N") of each bench PTX in NCU_LNB_PTX (bench variant names; default the
+# shared-sum example's best and the register-sum A/B's), against torch autograd's layernorm
+# backward in the same process: DRAM throughput, L2 reduction traffic, warp states (why issue
+# stalls). Clocks as the GPU has them (--clock-control none). Needs build/ from `make bench-prep`.
+# Writes $OUT/ncu_layernorm_backward.csv (raw) and $OUT/ncu_layernorm_backward.txt (a summary).
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:?OUT must be set}
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+variants=${NCU_LNB_PTX:-lnb_n4096_r2c16w8 lnbr_n4096_r1c32w8_s4 lnbr_n4096_r1c16w8_s4}
+shape=${NCU_LNB_SHAPE:-8192 4096}
+cat > "$OUT/ncu_lnb.py" <<'PY'
+import sys, torch
+sys.path.insert(0, "python")
+import tilec
+M, N = int(sys.argv[1]), int(sys.argv[2])
+ks = [tilec.load_ptx(f"build/bench/ptx/{v}.ptx") for v in sys.argv[3:]]
+x = torch.randn(M, N, device="cuda", dtype=torch.float16) * 2
+w, b = torch.randn(N, device="cuda", dtype=torch.float16), torch.randn(N, device="cuda", dtype=torch.float16)
+dy = torch.randn(M, N, device="cuda", dtype=torch.float16)
+xf = x.float()
+mean, rstd = xf.mean(-1), torch.rsqrt(xf.var(-1, unbiased=False) + 1e-5)
+dx, dw, db = torch.empty_like(x), torch.zeros(N, device="cuda"), torch.zeros(N, device="cuda")
+xr = x.detach().requires_grad_(True)
+wr, br = w.detach().requires_grad_(True), b.detach().requires_grad_(True)
+y = torch.nn.functional.layer_norm(xr, (N,), wr, br)
+def peer():
+    torch.autograd.grad(y, (xr, wr, br), dy, retain_graph=True)
+for _ in range(3):
+    for k in ks:
+        k(x, w, mean, rstd, dy, dx, dw, db)
+    peer()
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStart()
+for k in ks:
+    dw.zero_(); db.zero_()
+    k(x, w, mean, rstd, dy, dx, dw, db)
+peer()
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStop()
+PY
+timeout 200 "$ncu" --profile-from-start off --clock-control none --csv --print-units base \
+  --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --metrics \
+gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_red.sum,lts__t_sectors_op_atom.sum,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+   python3 "$OUT/ncu_lnb.py" $shape $variants > "$OUT/ncu_layernorm_backward.csv" 2> "$OUT/ncu_layernorm_backward.err"
+echo "ncu exit $?"
+python3 - "$OUT" $variants <<'PY' | tee "$OUT/ncu_layernorm_backward.txt"
+import csv, sys
+out = sys.argv[1]
+rows = list(csv.DictReader([l for l in open(f"{out}/ncu_layernorm_backward.csv") if l.startswith('"')]))
+k, names = {}, {}
+for r in rows:
+    try:
+        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    except ValueError:
+        pass
+    names[r["ID"]] = r["Kernel Name"][:44]
+labels = sys.argv[2:]
+for n, i in enumerate(sorted(k, key=int)):
+    m = k[i]
+    t = m.get("gpu__time_duration.sum", 0) * 1e-3
+    label = labels[n] if n < len(labels) else "torch"
+    rd, wr = m.get("dram__bytes_read.sum", 0) / 1e6, m.get("dram__bytes_write.sum", 0) / 1e6
+    print(f"== {label} ({names[i]}): {t:.1f} us, DRAM {rd:.1f} MB read {wr:.1f} MB written, "
+          f"{(rd + wr) / t * 1e3 if t else 0:.0f} GB/s")
+    for name, val in sorted(m.items()):
+        if name.startswith("smsp__average_warps_issue_stalled") and val >= 0.05:
+            print(f"   {name[34:-23]:60s} {val:12.2f}")
+        elif name.startswith("lts__") or name == "smsp__inst_executed.sum" or "Warp Cycles" in name \
+           or "Throughput" in name or "Occupancy" in name or "Registers" in name or "Eligible" in name \
+           or "Waves" in name:
+            print(f"   {name:60s} {val:12.2f}")
+PY
