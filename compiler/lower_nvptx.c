@@ -138,6 +138,8 @@ typedef struct Cg {
   Tile *staging;                     /* TMA stores: per tensor map (store maps only), its staging
                                         tile in shared memory (swz set; the STORE's register tile
                                         written in TMA's layout) */
+  struct Reduction **red_pair;       /* per instruction: a REDUCE lowered with an earlier one
+                                        (reduce_partner), its result to put there, or NULL */
   Tile *shift_stage;                 /* shifted stores: per instruction, the staging buffer of a
                                         STORE whose rows may start anywhere (pitch, smem_off;
                                         pitch 0: none; plan_shifted_store); view_of >= 0: it is
@@ -942,13 +944,42 @@ static uint32_t along(const Layout *l, uint32_t f, int a) {
   return f & ((uint32_t)(l->shape[a] - 1) << dim_shift(l, a));
 }
 
-static void lower_reduce(Cg *g, const TirInst *in) {
+/* A reduction after its in-thread and lane steps (reduce_local): the partial results acc of the
+ * reduced layout S, and the warp bits it still crosses (through shared memory, slot RED0 + k). */
+typedef struct Reduction {
+  const TirInst *in;
+  Layout S;
+  int ns;
+  LLVMValueRef *acc;
+  uint32_t lane_red, warp_red;
+} Reduction;
+
+/* The lane and warp bits of layout L along axis a (false: a basis mixes axes). */
+static bool reduce_bits(const Layout *L, int a, uint32_t *lane_red, uint32_t *warp_red) {
+  *lane_red = *warp_red = 0;
+  for (int kind = LAY_LANE; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < L->nbits[kind]; b++) {
+      uint32_t basis = L->basis[kind][b];
+      if (!along(L, basis, a))
+        continue;
+      if (basis != along(L, basis, a))
+        return false;
+      if (kind == LAY_LANE)
+        *lane_red |= 1u << b;
+      else
+        *warp_red |= 1u << b;
+    }
+  return true;
+}
+
+static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   int src = in->args[0], a = in->axis;
   const Layout *L = g->tiles[src].lay;
   ElemType e = rtype(g, src)->elem;
   bool isf = elem_is_float(e);
-  Layout S = layout_slice(L, a);
-  int n = g->tiles[src].n, ns = layout_nregs(&S);
+  R->in = in;
+  R->S = layout_slice(L, a);
+  int n = g->tiles[src].n, ns = R->ns = layout_nregs(&R->S);
   LLVMValueRef *v = vals_new(g, n);
   get_tile(g, src, v);
   /* Padding along the axis must not contribute. */
@@ -962,7 +993,7 @@ static void lower_reduce(Cg *g, const TirInst *in) {
     }
   }
   /* In-thread: register r lands on the slice register made of its bits that survive. */
-  LLVMValueRef *acc = vals_new(g, ns);
+  LLVMValueRef *acc = R->acc = vals_new(g, ns);
   for (int k = 0; k < n; k++) {
     int q = 0, qb = 0;
     for (int b = 0; b < L->nbits[LAY_REG]; b++) {
@@ -970,74 +1001,143 @@ static void lower_reduce(Cg *g, const TirInst *in) {
       if (basis & ~along(L, basis, a)) {
         if (along(L, basis, a)) {
           cg_error(g, "internal error: reduction over a layout that mixes axes");
-          return;
+          return false;
         }
         q |= (k >> b & 1) << qb++;
       }
     }
     acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
   }
-  /* Across lanes, then across warps through shared memory. */
-  uint32_t lane_red = 0, warp_red = 0;
-  for (int kind = LAY_LANE; kind < LAY_NKINDS; kind++)
-    for (int b = 0; b < L->nbits[kind]; b++) {
-      uint32_t basis = L->basis[kind][b];
-      if (!along(L, basis, a))
-        continue;
-      if (basis != along(L, basis, a)) {
-        cg_error(g, "internal error: reduction over a layout that mixes axes");
-        return;
-      }
-      if (kind == LAY_LANE)
-        lane_red |= 1u << b;
-      else
-        warp_red |= 1u << b;
-    }
+  /* Across lanes; the warps are reduce_warps_write / _read's. */
+  if (!reduce_bits(L, a, &R->lane_red, &R->warp_red)) {
+    cg_error(g, "internal error: reduction over a layout that mixes axes");
+    return false;
+  }
   for (int b = 0; b < LAYOUT_LANE_BITS; b++)
-    if (lane_red >> b & 1)
+    if (R->lane_red >> b & 1)
       for (int q = 0; q < ns; q++)
         acc[q] = combine(g, in->op, e, acc[q], shfl_xor(g, acc[q], 1 << b, isf));
-  if (warp_red) {
-    int G = 1 << __builtin_popcount(warp_red);
-    int k_red = g->red_next;
-    g->red_next ^= 1;
-    LLVMValueRef base = slot_base(g, SLOT_RED0 + k_red, (int)layout_numel(&S) * G * 4);
-    LLVMValueRef grp = ci32(g, 0);
-    for (int b = 0, k = 0; b < S.nbits[LAY_WARP]; b++)
-      if (warp_red >> b & 1) {
-        LLVMValueRef bit = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, g->warp, ci32(g, b), ""), ci32(g, 1), "");
-        grp = LLVMBuildOr(g->b, grp, LLVMBuildShl(g->b, bit, ci32(g, k++), ""), "");
-      }
-    LLVMValueRef lw = layout_lw(g, &S);
-    LLVMTypeRef rt = isf ? g->f32 : g->i32;
-    if (g->red_read[k_red])
-      barrier(g);
-    LLVMBasicBlockRef join = begin_if(
-        g, writer_pred(g, lane_red | layout_zero_mask(L, LAY_LANE), layout_zero_mask(L, LAY_WARP)));
-    for (int q = 0; q < ns; q++) {
-      LLVMValueRef flat = elem_flat(g, &S, lw, q);
-      LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, ci32(g, G), ""), grp, "");
-      LLVMBuildStore(g->b, acc[q], smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")));
+  return true;
+}
+
+/* Where a reduction's warp group goes in its slot: the flat index of slice element q times the
+ * group size, plus this warp's rank among the warps reduced together. */
+static LLVMValueRef reduce_slot_index(Cg *g, const Reduction *R, LLVMValueRef flat, LLVMValueRef grp) {
+  int G = 1 << __builtin_popcount(R->warp_red);
+  return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, ci32(g, G), ""), grp, "");
+}
+
+/* Each warp's partial results into slot RED0 + k (one writer per element); a barrier follows. */
+static void reduce_warps_write(Cg *g, const Reduction *R, int k) {
+  const Layout *L = g->tiles[R->in->args[0]].lay;
+  int G = 1 << __builtin_popcount(R->warp_red);
+  LLVMValueRef base = slot_base(g, SLOT_RED0 + k, (int)layout_numel(&R->S) * G * 4);
+  LLVMValueRef grp = ci32(g, 0);
+  for (int b = 0, j = 0; b < R->S.nbits[LAY_WARP]; b++)
+    if (R->warp_red >> b & 1) {
+      LLVMValueRef bit = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, g->warp, ci32(g, b), ""), ci32(g, 1), "");
+      grp = LLVMBuildOr(g->b, grp, LLVMBuildShl(g->b, bit, ci32(g, j++), ""), "");
     }
-    end_if(g, join);
-    barrier(g);
-    for (int q = 0; q < ns; q++) {
-      LLVMValueRef flat = elem_flat(g, &S, lw, q);
-      LLVMValueRef r = NULL;
-      for (int j = 0; j < G; j++) {
-        LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, flat, ci32(g, G), ""), ci32(g, j), "");
-        LLVMValueRef x = LLVMBuildLoad2(g->b, rt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")), "");
-        r = r ? combine(g, in->op, e, r, x) : x;
-      }
-      acc[q] = r;
-    }
-    g->red_read[k_red] = true;
-    g->dirty = true;
+  LLVMValueRef lw = layout_lw(g, &R->S);
+  LLVMBasicBlockRef join = begin_if(
+      g, writer_pred(g, R->lane_red | layout_zero_mask(L, LAY_LANE), layout_zero_mask(L, LAY_WARP)));
+  for (int q = 0; q < R->ns; q++) {
+    LLVMValueRef idx = reduce_slot_index(g, R, elem_flat(g, &R->S, lw, q), grp);
+    LLVMBuildStore(g->b, R->acc[q], smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")));
   }
-  Tile *d = &g->tiles[in->dst];
+  end_if(g, join);
+}
+
+/* After the barrier: every thread combines the warps' partial results from slot RED0 + k. */
+static void reduce_warps_read(Cg *g, Reduction *R, int k) {
+  ElemType e = rtype(g, R->in->args[0])->elem;
+  LLVMTypeRef rt = elem_is_float(e) ? g->f32 : g->i32;
+  int G = 1 << __builtin_popcount(R->warp_red);
+  LLVMValueRef base = slot_base(g, SLOT_RED0 + k, (int)layout_numel(&R->S) * G * 4);
+  LLVMValueRef lw = layout_lw(g, &R->S);
+  for (int q = 0; q < R->ns; q++) {
+    LLVMValueRef flat = elem_flat(g, &R->S, lw, q), r = NULL;
+    for (int j = 0; j < G; j++) {
+      LLVMValueRef idx = reduce_slot_index(g, R, flat, ci32(g, j));
+      LLVMValueRef x = LLVMBuildLoad2(g->b, rt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, 4), "")), "");
+      r = r ? combine(g, R->in->op, e, r, x) : x;
+    }
+    R->acc[q] = r;
+  }
+  g->red_read[k] = true;
+  g->dirty = true;
+}
+
+static void reduce_finish(Cg *g, const Reduction *R) {
+  Tile *d = &g->tiles[R->in->dst];
+  ElemType e = rtype(g, R->in->args[0])->elem;
   LLVMValueRef *out = vals_new(g, d->n);
-  convert(g, &S, isf ? TY_F32 : e, acc, d->lay, &(Map){MAP_IDENT, NULL}, out);
-  put_tile(g, in->dst, out);
+  convert(g, &R->S, elem_is_float(e) ? TY_F32 : e, R->acc, d->lay, &(Map){MAP_IDENT, NULL}, out);
+  put_tile(g, R->in->dst, out);
+}
+
+/* The reduction that can share REDUCE i's trip through shared memory (one barrier for both), or
+ * -1: a later REDUCE across warps within REDUCE_PAIR_SPAN straight-line instructions, whose
+ * register source nothing from i on writes and whose result nothing in between touches
+ * (layernorm backward's two row sums). Its in-thread and lane steps then run at i too. */
+enum { REDUCE_PAIR_SPAN = 16 };
+static int reduce_partner(Cg *g, int i) {
+  const TirFunc *f = g->f;
+  for (int j = i + 1; j < f->ninsts && j <= i + REDUCE_PAIR_SPAN; j++) {
+    const TirInst *u = &f->insts[j];
+    TirOp op = u->op;
+    if ((tir_op_info[op].flags & OPF_MARKER) || op == TIR_DOT || op == TIR_PIPE_WAIT || op == TIR_PIPE_RELEASE ||
+        op == TIR_DOT_WAIT || op == TIR_WG_TURN || op == TIR_WG_PASS || op == TIR_HEAD_WAIT || op == TIR_HEAD_RELEASE)
+      return -1;
+    if (op != TIR_REDUCE_SUM && op != TIR_REDUCE_MAX && op != TIR_REDUCE_MIN)
+      continue;
+    const Tile *t = &g->tiles[u->args[0]];
+    uint32_t lane_red, warp_red;
+    if (t->shared || t->view_of >= 0 || !reduce_bits(t->lay, u->axis, &lane_red, &warp_red) || !warp_red)
+      continue;
+    bool ok = true;
+    for (int k = i; k < j && ok; k++) {
+      const TirInst *w = &f->insts[k];
+      ok = w->dst != u->args[0] && (k == i || (w->dst != u->dst && !tir_inst_reads(w, u->dst)));
+    }
+    if (ok)
+      return j;
+  }
+  return -1;
+}
+
+static void lower_reduce(Cg *g, const TirInst *in) {
+  int i = (int)(in - g->f->insts);
+  if (g->red_pair[i]) { /* its partner lowered it */
+    reduce_finish(g, g->red_pair[i]);
+    return;
+  }
+  Reduction R;
+  if (!reduce_local(g, in, &R))
+    return;
+  if (R.warp_red) {
+    int j = env_off("TILEC_REDUCE_PAIRS") ? -1 : reduce_partner(g, i), k = g->red_next;
+    Reduction *Q = NULL;
+    if (j >= 0) {
+      Q = arena_alloc(g->f->arena, sizeof *Q);
+      if (!reduce_local(g, &g->f->insts[j], Q))
+        return;
+    } else {
+      g->red_next ^= 1;
+    }
+    if (g->red_read[k] || (Q && g->red_read[k ^ 1]))
+      barrier(g);
+    reduce_warps_write(g, &R, k);
+    if (Q)
+      reduce_warps_write(g, Q, k ^ 1);
+    barrier(g);
+    reduce_warps_read(g, &R, k);
+    if (Q) {
+      reduce_warps_read(g, Q, k ^ 1);
+      g->red_pair[j] = Q;
+    }
+  }
+  reduce_finish(g, &R);
 }
 
 /* ------------------------------------------------------------- DOT */
@@ -3137,6 +3237,7 @@ static bool plan(Cg *g) {
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
   g->shift_stage = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->ninsts + 1));
+  g->red_pair = arena_alloc(f->arena, sizeof(struct Reduction *) * (size_t)(f->ninsts + 1));
   for (int i = 0; i < f->ninsts; i++) {
     plan_shifted(g, i);
     plan_shifted_store(g, i);

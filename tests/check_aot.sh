@@ -107,7 +107,7 @@ done
 M=$W/bundle
 mkdir -p "$M"
 "$B/tilec" dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o "$M/ln"
-"$B/tilec" dsl/examples/layernorm_backward.tile -D BLOCK=4096 --emit=c --arch=sm_90a -o "$M/ln_4k"
+"$B/tilec" dsl/examples/layernorm_backward.tile -D BLOCK=4096 -D STAGES=4 --emit=c --arch=sm_90a -o "$M/ln_4k"
 "$B/tilec" --link "$M/ln.h" "$M/ln_4k.h" -o "$M/ln_any"
 "$B/tilec" dsl/examples/layernorm_backward.tile --kernel layernorm_train --emit=c -o "$M/train"
 [ "$(ls "$M")" = "$(printf '%s\n' ln.c ln.h ln_4k.c ln_4k.h ln_any.c ln_any.h train.c train.h)" ] ||

@@ -108,7 +108,7 @@ static void fake_driver(void) {
                                "layernorm_backward 3x1x1 128; "),
         "after unload: %s", calls());
   /* the linked entry point launches the build that fits, loading only its module; there
-   * layernorm_backward (BLOCK = 4096) needs more than 48 KB of shared memory, and only it gets
+   * layernorm_backward (BLOCK = 4096, STAGES = 4) needs more than 48 KB of shared memory, and only it gets
    * the opt-in */
   EXPECT(LAUNCH_TRAIN(ln_any_layernorm_train_launch, wide), TILEC_OK, ln_any_error, "");
   CHECK(count(calls(), "load; ") == 3 && count(calls(), "attr ") == 1 &&

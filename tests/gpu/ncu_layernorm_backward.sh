@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Nsight Compute on layernorm backward (issue 14's evidence): one launch (M=8192, N=4096, f16
 # unless NCU_LNB_SHAPE="M N") of each bench PTX in NCU_LNB_PTX (bench variant names; default the
-# shared-sum example's best and the register-sum A/B's), against torch autograd's layernorm
-# backward in the same process: DRAM throughput, L2 reduction traffic, warp states (why issue
+# example's best, the shared-memory sums of bench/ab, the row sums' barriers apart), against torch
+# autograd's layernorm backward (its two kernels) in the same process; the zeroing of dW and dB is
+# left out: DRAM throughput, L2 reduction traffic, warp states (why issue
 # stalls). Clocks as the GPU has them (--clock-control none). Needs build/ from `make bench-prep`.
 # Writes $OUT/ncu_layernorm_backward.csv (raw) and $OUT/ncu_layernorm_backward.txt (a summary).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must be set}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-variants=${NCU_LNB_PTX:-lnb_n4096_r2c16w8 lnbr_n4096_r1c32w8_s4 lnbr_n4096_r1c16w8_s4}
+variants=${NCU_LNB_PTX:-lnb_n4096_r1c32w8_s4 lnbs_n4096_r2c16w8 lnb_n4096_r1c32w8_s4_nopair}
 shape=${NCU_LNB_SHAPE:-8192 4096}
 cat > "$OUT/ncu_lnb.py" <<'PY'
 import sys, torch
@@ -42,6 +43,7 @@ torch.cuda.synchronize()
 torch.cuda.cudart().cudaProfilerStop()
 PY
 timeout 200 "$ncu" --profile-from-start off --clock-control none --csv --print-units base \
+  --kernel-name regex:'layernorm_backward|layer_norm|GammaBeta' \
   --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --metrics \
 gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_red.sum,lts__t_sectors_op_atom.sum,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
    python3 "$OUT/ncu_lnb.py" $shape $variants > "$OUT/ncu_layernorm_backward.csv" 2> "$OUT/ncu_layernorm_backward.err"
