@@ -45,16 +45,11 @@ sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpu__time
    python3 "$OUT/ncu_attention.py" "$ptx" $shape > "$OUT/ncu_attention.csv" 2> "$OUT/ncu_attention.err"
 echo "ncu exit $?"
 python3 - "$OUT" $shape <<'PY' | tee "$OUT/ncu_attention.txt"
-import csv, sys
+import sys
+sys.path.insert(0, "tests/gpu")
+from ncu_csv import read
 out = sys.argv[1]
-rows = list(csv.DictReader([l for l in open(f"{out}/ncu_attention.csv") if l.startswith('"')]))
-k, names = {}, {}
-for r in rows:
-    try:
-        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
-    except ValueError:
-        pass
-    names[r["ID"]] = r["Kernel Name"][:44]
+k, names = read(f"{out}/ncu_attention.csv")
 B, H, N = (int(x) for x in sys.argv[2:5])
 flops = 4 * B * H * N * N * 128
 for i in sorted(k, key=int):

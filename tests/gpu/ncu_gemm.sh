@@ -41,16 +41,11 @@ gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sus
   python3 "$OUT/ncu_gemm.py" "$ptx" > "$OUT/ncu_gemm.csv" 2> "$OUT/ncu_gemm.err"
 echo "ncu exit $?"
 python3 - "$OUT" <<'PY' | tee "$OUT/ncu_gemm.txt"
-import csv, sys
+import sys
+sys.path.insert(0, "tests/gpu")
+from ncu_csv import read
 out = sys.argv[1]
-rows = list(csv.DictReader([l for l in open(f"{out}/ncu_gemm.csv") if l.startswith('"')]))
-k, names = {}, {}
-for r in rows:
-    try:
-        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
-    except ValueError:
-        pass
-    names[r["ID"]] = r["Kernel Name"][:40]
+k, names = read(f"{out}/ncu_gemm.csv", 40)
 print(f"{'kernel':40s} {'us':>8s} {'TFLOP/s':>8s} {'tensor %':>8s} {'SM %':>6s} {'dram %':>7s} {'L2 GB':>7s} {'DRAM rd GB':>10s}")
 for i in sorted(k, key=int):
     m = k[i]

@@ -49,16 +49,11 @@ gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__
    python3 "$OUT/ncu_lnb.py" $shape $variants > "$OUT/ncu_layernorm_backward.csv" 2> "$OUT/ncu_layernorm_backward.err"
 echo "ncu exit $?"
 python3 - "$OUT" $variants <<'PY' | tee "$OUT/ncu_layernorm_backward.txt"
-import csv, sys
+import sys
+sys.path.insert(0, "tests/gpu")
+from ncu_csv import read
 out = sys.argv[1]
-rows = list(csv.DictReader([l for l in open(f"{out}/ncu_layernorm_backward.csv") if l.startswith('"')]))
-k, names = {}, {}
-for r in rows:
-    try:
-        k.setdefault(r["ID"], {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
-    except ValueError:
-        pass
-    names[r["ID"]] = r["Kernel Name"][:44]
+k, names = read(f"{out}/ncu_layernorm_backward.csv")
 labels = sys.argv[2:]
 for n, i in enumerate(sorted(k, key=int)):
     m = k[i]

@@ -438,6 +438,33 @@ static int occurrences(const char *s, const char *what) {
   return n;
 }
 
+/* A multiply feeding an add in the same block is one fma.rn.f32 (LLVM's `contract` on float add /
+ * sub / mul; B is loaded first, so its masked load's branches do not split the two);
+ * TILEC_FP_CONTRACT=0 keeps the multiply and the add apart. */
+Test(nvptx, multiply_add_contracts_to_fma) {
+  Arena *a = arena_new();
+  static const char *text =
+      "kernel axpy<BLOCK = 256>(X: f32[N], W: f32[N], B: f32[N], Y: out f32[N])\n"
+      "  grid (cdiv(N, BLOCK)) threads (128)\n"
+      "{\n"
+      "  let i0 = block.x * BLOCK;\n"
+      "  let b = B[i0 : +BLOCK];\n"
+      "  Y[i0 : +BLOCK] = X[i0 : +BLOCK] * W[i0 : +BLOCK] + b;\n"
+      "}\n";
+  for (int arch = 0; arch < 2; arch++) {
+    GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+    char *ptx = source_ptx(a, "axpy.tile", text, NULL, ga);
+    cr_assert_geq(occurrences(ptx, "fma.rn.f32"), 2, "%s", ptx);
+    cr_assert_eq(occurrences(ptx, "mul.rn.f32"), 0);
+    setenv("TILEC_FP_CONTRACT", "0", 1);
+    char *apart = source_ptx(a, "axpy.tile", text, NULL, ga);
+    unsetenv("TILEC_FP_CONTRACT");
+    cr_assert_eq(occurrences(apart, "fma.rn.f32"), 0);
+    cr_assert_eq(occurrences(apart, "mul.rn.f32"), occurrences(ptx, "fma.rn.f32"));
+  }
+  arena_free(a);
+}
+
 /* The shared memory a kernel's PTX declares it needs ("// tilec: smem N"). */
 static int smem_of(const char *ptx) {
   const char *p = strstr(ptx, "tilec: smem ");
