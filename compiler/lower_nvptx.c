@@ -3185,8 +3185,8 @@ static void plan_shifted_store(Cg *g, int i) {
 }
 
 /* A ring tile whose current stage can hold shifted STORE i's staging buffer, or -1: a tile of the
- * innermost pipelined loop around the STORE (cp.async entry) that nothing in the loop body reads
- * after it, with a stage at least the buffer's size. Its reads precede the STORE's first barrier
+ * innermost pipelined loop around the STORE (cp.async entry; the STORE at the top level of its
+ * body) that nothing in the loop body reads after it, with a stage at least the buffer's size. Its reads precede the STORE's first barrier
  * and the refill of the stage follows the next iteration's PIPE_WAIT barrier, so the buffer costs
  * no shared memory (and no occupancy: a row op's extra buffer took a block per SM). */
 static int shift_stage_alias(Cg *g, int i) {
@@ -3197,6 +3197,16 @@ static int shift_stage_alias(Cg *g, int i) {
     if (p->first < i && i < p->last && (!in_loop || p->first > in_loop->first))
       in_loop = p;
   }
+  /* Not inside a nested if or loop of the body (a nested loop's next pass would read the stage the
+   * STORE wrote), nor beside an overlapped DOT (its wgmma group may still read a stage after the
+   * STORE's barrier). */
+  int depth = 0;
+  for (int j = in_loop ? in_loop->first + 1 : i; j < i; j++) {
+    TirOp op = f->insts[j].op;
+    depth += (op == TIR_FOR || op == TIR_IF) - (op == TIR_ENDFOR || op == TIR_ENDIF);
+  }
+  if (!in_loop || depth || in_loop->overlap_dot >= 0)
+    return -1;
   int bytes = buf_bytes(g->shift_stage[i].lay, rtype(g, f->insts[i].args[0])->elem, g->shift_stage[i].pitch);
   for (int l = 0; in_loop && l < in_loop->nloads; l++) {
     int r = f->insts[in_loop->loads[l]].dst;

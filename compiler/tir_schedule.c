@@ -227,8 +227,9 @@ static int last_reader(const TirFunc *f, const TirPipe *p) {
     for (int l = 0; l < p->nloads; l++)
       if (reads_tile(f, j, f->insts[p->loads[l]].dst))
         last = j;
-  /* Inside a nested if/for: the end of the outermost construct holding it. */
-  while (!top_level(f, p->first, last)) {
+  /* Inside a nested if/for: the end of the outermost construct holding it (its ENDFOR / ENDIF,
+   * which depth_at still counts inside the construct: one step, not a loop until top level). */
+  if (!top_level(f, p->first, last)) {
     int k = p->first + 1, open = -1;
     for (int depth = 0; k <= last; k++) {
       TirOp op = f->insts[k].op;
