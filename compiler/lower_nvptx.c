@@ -2898,7 +2898,8 @@ static void red_add_f32_vec(Cg *g, LLVMValueRef p, LLVMValueRef *v, int ch) {
 }
 
 /* The vector width of an f32 ATOMIC_ADD on sm_90 (red.global.add.v2/.v4.f32): the thread's runs
- * of contiguous elements, where no run holds a register replica; 1 elsewhere. The atomics of
+ * of contiguous elements (layout_vec_width: a run's registers are distinct elements, so a replica
+ * is a whole run, skipped like a replica element); 1 elsewhere. The atomics of
  * dW-style sums (one per column per block, all blocks on the same addresses) are what the L2
  * serializes: a vector is one operation for 2-4 columns. */
 static int atomic_vec_chunk(Cg *g, const TirInst *in, const Layout *L, ElemType e) {
@@ -2906,7 +2907,7 @@ static int atomic_vec_chunk(Cg *g, const TirInst *in, const Layout *L, ElemType 
     return 1;
   int ch = global_chunk(in, &g->f->args[in->arg_index], L, e);
   ch = ch > 4 ? 4 : ch;
-  return ch >= 2 && !(layout_zero_mask(L, LAY_REG) & (uint32_t)(ch - 1)) ? ch : 1;
+  return ch >= 2 ? ch : 1;
 }
 
 /* ATOMIC_ADD / ATOMIC_MAX: each element combined exactly once, by the one thread that writes it
@@ -3200,12 +3201,7 @@ static int shift_stage_alias(Cg *g, int i) {
   /* Not inside a nested if or loop of the body (a nested loop's next pass would read the stage the
    * STORE wrote), nor beside an overlapped DOT (its wgmma group may still read a stage after the
    * STORE's barrier). */
-  int depth = 0;
-  for (int j = in_loop ? in_loop->first + 1 : i; j < i; j++) {
-    TirOp op = f->insts[j].op;
-    depth += (op == TIR_FOR || op == TIR_IF) - (op == TIR_ENDFOR || op == TIR_ENDIF);
-  }
-  if (!in_loop || depth || in_loop->overlap_dot >= 0)
+  if (!in_loop || tir_nest_depth(f, in_loop->first, i) || in_loop->overlap_dot >= 0)
     return -1;
   int bytes = buf_bytes(g->shift_stage[i].lay, rtype(g, f->insts[i].args[0])->elem, g->shift_stage[i].pitch);
   for (int l = 0; in_loop && l < in_loop->nloads; l++) {

@@ -540,6 +540,9 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d);
 void tir_print_schedule(FILE *out, const TirFunc *f);
 /* A LOAD whose elements move in 16-byte runs (what cp.async needs). */
 bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
+/* How many ifs and fors open between instruction first (exclusive) and j (exclusive) are still
+ * open at j: 0 for j at the top level of the body that starts after first. */
+int tir_nest_depth(const TirFunc *f, int first, int j);
 /* Pipelining on (TILEC_PIPELINE=0 turns it off, to compare). */
 bool tir_pipelining_enabled(void);
 

@@ -73,7 +73,7 @@ static int match_endfor(const TirFunc *f, int first) {
 }
 
 /* Nesting depth of instruction j counted from just after `first` (0: the top level there). */
-static int depth_at(const TirFunc *f, int first, int j) {
+int tir_nest_depth(const TirFunc *f, int first, int j) {
   int depth = 0;
   for (int i = first + 1; i < j; i++) {
     TirOp op = f->insts[i].op;
@@ -83,7 +83,7 @@ static int depth_at(const TirFunc *f, int first, int j) {
   return depth;
 }
 
-static bool top_level(const TirFunc *f, int first, int j) { return depth_at(f, first, j) == 0; }
+static bool top_level(const TirFunc *f, int first, int j) { return tir_nest_depth(f, first, j) == 0; }
 
 bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in) {
   const TirArg *a = &f->args[in->arg_index];
@@ -228,7 +228,7 @@ static int last_reader(const TirFunc *f, const TirPipe *p) {
       if (reads_tile(f, j, f->insts[p->loads[l]].dst))
         last = j;
   /* Inside a nested if/for: the end of the outermost construct holding it (its ENDFOR / ENDIF,
-   * which depth_at still counts inside the construct: one step, not a loop until top level). */
+   * which tir_nest_depth still counts inside the construct: one step, not a loop until top level). */
   if (!top_level(f, p->first, last)) {
     int k = p->first + 1, open = -1;
     for (int depth = 0; k <= last; k++) {

@@ -479,10 +479,8 @@ Test(nvptx, shifted_store_staging_stays_off_live_stages) {
   for (int arch = 0; arch < 2; arch++) {
     GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
     char *plain = source_ptx(a, "nested.tile", nested, NULL, ga);
-    setenv("TILEC_SHIFTED", "1", 1);
-    char *shifted = source_ptx(a, "nested.tile", nested, NULL, ga);
-    char *iff = source_ptx(a, "in_if.tile", in_if, NULL, ga);
-    unsetenv("TILEC_SHIFTED");
+    char *shifted = source_ptx_with(a, "nested.tile", nested, NULL, ga, "TILEC_SHIFTED", "1");
+    char *iff = source_ptx_with(a, "in_if.tile", in_if, NULL, ga, "TILEC_SHIFTED", "1");
     /* Y's buffer is its own (Z's may still be ws's stage, which nothing reads after Z) */
     cr_assert_gt(smem_of(shifted), smem_of(plain) + 2 * 2 * 16, "%d vs %d", smem_of(shifted), smem_of(plain));
     cr_assert(iff && strstr(iff, "cp.async"));
@@ -509,9 +507,7 @@ Test(nvptx, multiply_add_contracts_to_fma) {
     char *ptx = source_ptx(a, "axpy.tile", text, NULL, ga);
     cr_assert_geq(occurrences(ptx, "fma.rn.f32"), 2, "%s", ptx);
     cr_assert_eq(occurrences(ptx, "mul.rn.f32"), 0);
-    setenv("TILEC_FP_CONTRACT", "0", 1);
-    char *apart = source_ptx(a, "axpy.tile", text, NULL, ga);
-    unsetenv("TILEC_FP_CONTRACT");
+    char *apart = source_ptx_with(a, "axpy.tile", text, NULL, ga, "TILEC_FP_CONTRACT", "0");
     cr_assert_eq(occurrences(apart, "fma.rn.f32"), 0);
     cr_assert_eq(occurrences(apart, "mul.rn.f32"), occurrences(ptx, "fma.rn.f32"));
   }
@@ -533,9 +529,7 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
   char *text = example_text(a, "cross_entropy_backward");
   for (int arch = 0; arch < 2; arch++) {
     GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
-    setenv("TILEC_SHIFTED", "1", 1);
-    char *ptx = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga);
-    unsetenv("TILEC_SHIFTED");
+    char *ptx = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1");
     /* two loops, each issuing in its prologue and its body: the in-bounds copy, the shifted one
      * and the granule after the row's last chunk */
     cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);

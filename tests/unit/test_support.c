@@ -125,6 +125,14 @@ char *source_ptx(Arena *a, const char *path, const char *text, const char **defs
   return ptx;
 }
 
+char *source_ptx_with(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch,
+                      const char *knob, const char *value) {
+  setenv(knob, value, 1);
+  char *ptx = source_ptx(a, path, text, defs, arch);
+  unsetenv(knob);
+  return ptx;
+}
+
 void source_assembles(const char *path, const char *text) {
   GpuArch arches[2] = {ARCH_SM80, ARCH_SM90A};
   for (int k = 0; k < 2; k++) {

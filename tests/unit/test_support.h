@@ -20,6 +20,9 @@ TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const c
                            Diag *d);
 /* Its PTX (-O3) for arch; a Criterion assertion fails when the compile does. */
 char *source_ptx(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch);
+/* source_ptx with environment setting knob=value for the compile only (a one-knob A/B). */
+char *source_ptx_with(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch,
+                      const char *knob, const char *value);
 /* source_ptx for sm_80 and sm_90a, each assembled by ptxas without spills. */
 void source_assembles(const char *path, const char *text);
 /* The text of dsl/examples/NAME.tile (tests run from the repository root). */
