@@ -985,6 +985,23 @@ class Worker:
         torch = self.torch
         k, s, I, O = c["kernel"], c["shape"], ctx["inputs"], ctx["outs"]
         L = self.tilert.launcher
+        if k == "layernorm_backward" and variant.startswith("lnbp_"):
+            # bench/ab/layernorm_backward_partials.tile: per-block partial rows, then their sums
+            # (no atomics, nothing to zero)
+            p = next(v["params"] for v in read_configs() if v["name"] == variant)
+            parts = -(-s["M"] // (int(p.get("ROWS", 1)) * int(p.get("CHUNK", 16))))
+            dwp = torch.empty(parts, s["N"], device=self.dev)
+            dbp = torch.empty(parts, s["N"], device=self.dev)
+            rows = L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], dwp, dbp],
+                     entry="layernorm_backward")
+            sums = L(variant, [dwp, dbp, O["dW"], O["dB"]], entry="layernorm_backward_sums")
+
+            def fn():
+                rows()
+                sums()
+                return O
+            fn._keep = (dwp, dbp)
+            return fn
         if k == "layernorm_backward":
             bwd = L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
                     entry="layernorm_backward")
@@ -1007,7 +1024,9 @@ class Worker:
         dqacc = torch.empty(B, H, N, D, device=self.dev)
         prep = L(variant, [I["O"], I["dO"], delta, dqacc], entry="attention_backward_prep")
         common = [I["Q"], I["K"], I["V"], I["dO"], I["LSE"], delta]
-        if variant.endswith("_split") or variant.endswith("_split64"):
+        # "_split" anywhere in the name as a token (attnb_d64_c1_split_km128 too: a suffix test sent
+        # such variants down the atomic scheme, whose kernels ignore KM)
+        if re.search(r"_split(64)?(_|$)", variant):
             # the scheme without atomics: dK, dV by key blocks, dQ by query blocks (prep's zeroing
             # of dQacc is wasted there: 4 B H N D bytes)
             steps = [prep, L(variant, common + [O["dK"], O["dV"], ctx["scale"]], entry="attention_backward_kv"),
