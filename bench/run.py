@@ -909,6 +909,8 @@ class Worker:
             }.get(k)
             if k in BACKWARD:
                 return self.tilec_backward_fn(c, ctx, variant)
+            if variant.startswith("gemm_splitk"):
+                return self.tilec_splitk_fn(c, ctx, variant)
             launch = self.tilert.launcher(variant, order)
             outs = dict(O)
             if k == "add_rmsnorm":
@@ -978,6 +980,23 @@ class Worker:
         if k in BACKWARD:
             return self.autograd_fn(c, ctx, impl)
         raise ValueError(impl)
+
+    def tilec_splitk_fn(self, c, ctx, variant):
+        """bench/ab/gemm_splitk.tile: the split-K kernel into f32 partial tiles, then their sum with
+        the epilogue (the timed work is both launches)."""
+        s, I, O = c["shape"], ctx["inputs"], ctx["outs"]
+        p = next(v["params"] for v in read_configs() if v["name"] == variant)
+        part = self.torch.empty(int(p.get("SPLIT", 4)), s["M"], s["N"], device=self.dev)
+        L = self.tilert.launcher
+        mm = L(variant, [I["A"], I["B"], part], entry="gemm_splitk")
+        total = L(variant, [part, I["bias"], O["C"]], entry="gemm_splitk_sum")
+
+        def fn():
+            mm()
+            total()
+            return dict(O)
+        fn._keep = part
+        return fn
 
     def tilec_backward_fn(self, c, ctx, variant):
         """The kernels of a backward example's module, launched in order; the timed work includes

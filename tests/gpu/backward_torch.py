@@ -100,6 +100,7 @@ def main():
     # then the scheme without atomics (kv, q) from the *_split module on the same O, LSE, Delta
     for variant, split, (B, H, N, D, causal) in (
             ("attn_bwd_d64_big", "attn_bwd_split_d64_big", (2, 4, 1000, 64, 0)),
+            ("attn_bwd_d64_causal_big", "attn_bwd_split_d64_causal_big", (2, 4, 1000, 64, 1)),
             ("attn_bwd_d128_causal_big", "attn_bwd_split_d128_big", (1, 4, 2049, 128, 1))):
         scale = 1.0 / math.sqrt(D)
         q, k, v, do = (rnd(B, H, N, D).to(dt) for _ in range(4))
