@@ -184,6 +184,13 @@ static const Case cases[] = {
      "attention_backward_q", 0},
     {"attn_bwd_d64_causal_big", "attention_backward", "-D CAUSAL=1", "B=2,H=4,N=1000", SUITE_GPU, 0, "attention_backward",
      1e-2},
+    /* small ragged twins of the two above, for the sanitizers */
+    {"attn_bwd_split_kv_d64_causal_300", "attention_backward",
+     "-D CAUSAL=1 -D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8", "B=1,H=2,N=300", SUITE_GPU, 0,
+     "attention_backward_kv", 0},
+    {"attn_bwd_split_q_d64_causal_300", "attention_backward",
+     "-D CAUSAL=1 -D KM=128 -D KN=128 -D KWARPS=8 -D QM=128 -D QN=128 -D QWARPS=8", "B=1,H=2,N=300", SUITE_GPU, 0,
+     "attention_backward_q", 0},
     {"attn_bwd_d128_causal_big", "attention_backward", "-D D=128 -D CAUSAL=1 -D BM=16 -D KSTAGES=1", "B=1,H=4,N=2049", SUITE_GPU, 0,
      "attention_backward", 1e-2},
     {"xent_1000", "cross_entropy", "-D BN=256", "M=7,N=1000", SUITE_ALL, 0, NULL, 0},
