@@ -909,7 +909,7 @@ class Worker:
             }.get(k)
             if k in BACKWARD:
                 return self.tilec_backward_fn(c, ctx, variant)
-            if variant.startswith("gemm_splitk"):
+            if "_splitk_" in variant:
                 return self.tilec_splitk_fn(c, ctx, variant)
             launch = self.tilert.launcher(variant, order)
             outs = dict(O)

@@ -257,21 +257,37 @@ long ptxas_spill_line(const char *line) {
   return st + ld;
 }
 
-long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix) {
+/* Runs ptxas -v on ptx; its report as a pipe (NULL on failure; *path to unlink after pclose). */
+static FILE *ptxas_open(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, char **path) {
   const char *tmpdir = getenv("TMPDIR");
-  char *path = arena_printf(a, "%s/tilec-spill-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = mkstemp(path);
+  *path = arena_printf(a, "%s/tilec-ptxas-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = mkstemp(*path);
   FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!fp) {
     if (fd >= 0)
-      close(fd), unlink(path);
-    return -1;
+      close(fd), unlink(*path);
+    *path = NULL;
+    return NULL;
   }
   bool wrote = fputs(ptx, fp) >= 0;
   wrote &= fclose(fp) == 0;
   /* the paths are ours or the user's own TILEC_PTXAS; quoted for the shell */
-  char *cmd = arena_printf(a, "'%s' -arch=%s -v '%s' -o /dev/null 2>&1", ptxas, arch_name(arch), path);
+  char *cmd = arena_printf(a, "'%s' -arch=%s -v '%s' -o /dev/null 2>&1", ptxas, arch_name(arch), *path);
   FILE *p = wrote ? popen(cmd, "r") : NULL;
+  if (!p)
+    unlink(*path), *path = NULL;
+  return p;
+}
+
+static int ptxas_close(FILE *p, char *path) {
+  int rc = pclose(p);
+  unlink(path);
+  return rc;
+}
+
+long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix) {
+  char *path;
+  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
   long spill = 0;
   char line[512];
   bool counted = !suffix; /* the function the next properties line is about ends with suffix */
@@ -286,9 +302,20 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
     if (bytes >= 0)
       spill += bytes;
   }
-  int rc = p ? pclose(p) : -1;
-  unlink(path);
-  return rc == 0 ? spill : -1;
+  return p && ptxas_close(p, path) == 0 ? spill : -1;
+}
+
+int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max) {
+  char *path;
+  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
+  int n = 0, r;
+  char line[512];
+  while (p && fgets(line, sizeof line, p)) {
+    const char *u = strstr(line, "Used ");
+    if (u && sscanf(u, "Used %d registers", &r) == 1 && n < max)
+      regs[n++] = r;
+  }
+  return p && ptxas_close(p, path) == 0 ? n : -1;
 }
 
 bool env_off(const char *name) {

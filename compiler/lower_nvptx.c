@@ -149,9 +149,16 @@ typedef struct Cg {
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
   const char *fn_name;               /* the entry point's name */
+  bool aligned_version;              /* emitting the version of a pipelined loop whose shifted
+                                        tiles and stores are all aligned (version_loop): the
+                                        plain copies, reads and stores */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
+
+/* Whether tile t is read and copied shifted here: not in a loop version whose rows are all
+ * aligned (version_loop). */
+static bool shifted_here(const Cg *g, const Tile *t) { return t->shifted && !g->aligned_version; }
 
 __attribute__((format(printf, 2, 3))) static void cg_error(Cg *g, const char *fmt, ...) {
   va_list ap;
@@ -521,7 +528,7 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
     g->dirty = true;
     return;
   }
-  if (t->shifted) {
+  if (shifted_here(g, t)) {
     shifted_read(g, t, e, vals);
     return;
   }
@@ -1839,9 +1846,9 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
     cp_async16(g, sp[k], c.p[k], NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
-  if (t->shifted)
+  if (shifted_here(g, t))
     copy_shifted(g, in, &ac, t, lw, sp, l1);
-  for (int k = 0; k < (t->shifted ? 0 : nch); k++) {
+  for (int k = 0; k < (shifted_here(g, t) ? 0 : nch); k++) {
     LLVMBasicBlockRef cb[3];
     split3(g, c.ok[k], cb);
     cp_async16(g, sp[k], c.p[k], NULL, l1);
@@ -2835,7 +2842,7 @@ static void lower_store(Cg *g, const TirInst *in) {
   }
   LLVMValueRef *v, lw;
   Access ac;
-  if (!g->shift_stage[in - g->f->insts].pitch) {
+  if (!g->shift_stage[in - g->f->insts].pitch || g->aligned_version) {
     LLVMBasicBlockRef wj = write_begin(g, in, &v, &ac, &lw);
     store_chunks(g, in, &ac, lw, v);
     end_if(g, wj);
@@ -3125,9 +3132,17 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
 }
 
-static bool shifted_on(void) {
+/* Whether instruction i may move shifted rows: by default inside a pipelined loop (kept where the
+ * loop gets an aligned version, version_loop; plan_versions drops the rest); with TILEC_SHIFTED=1
+ * everywhere, with TILEC_SHIFTED=0 nowhere. */
+static bool shifted_wanted(const Cg *g, int i) {
   const char *env = getenv("TILEC_SHIFTED");
-  return env && !strcmp(env, "1");
+  if (env && (!strcmp(env, "1") || !strcmp(env, "0")))
+    return env[0] == '1';
+  for (int k = 0; k < g->npipes; k++)
+    if (g->pipes[k].tp->first < i && i < g->pipes[k].tp->last)
+      return true;
+  return false;
 }
 
 /* Whether LOAD or STORE in moves tile t's rows in whole 16-byte chunks of 2- or 4-byte elements
@@ -3146,7 +3161,7 @@ static bool moves_16_byte_chunks(Cg *g, const TirInst *in, const Tile *t, const 
 static void plan_shifted(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
-  if (in->op != TIR_LOAD || g->ws || !shifted_on())
+  if (in->op != TIR_LOAD || g->ws || !shifted_wanted(g, i))
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
@@ -3171,7 +3186,7 @@ enum { SHIFT_STAGE_MAX = 16 * 1024 };
 static void plan_shifted_store(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
-  if (in->op != TIR_STORE || g->ws || !shifted_on()) /* ws: two ping-pong groups would share the buffer */
+  if (in->op != TIR_STORE || g->ws || !shifted_wanted(g, i)) /* ws: two ping-pong groups would share the buffer */
     return;
   const Tile *t = &g->tiles[in->args[0]];
   const TileType *tt = rtype(g, in->args[0]);
@@ -3216,6 +3231,28 @@ static int shift_stage_alias(Cg *g, int i) {
   return -1;
 }
 
+static bool loop_versionable(const Cg *g, const TirPipe *p);
+
+/* By default (TILEC_SHIFTED unset) a loop keeps its shifted tiles and stores only where it gets
+ * an aligned version (version_loop): there aligned rows run the plain code. */
+static void plan_versions(Cg *g) {
+  const char *env = getenv("TILEC_SHIFTED");
+  if (env && (!strcmp(env, "1") || !strcmp(env, "0")))
+    return;
+  for (int k = 0; k < g->npipes; k++) {
+    const TirPipe *p = g->pipes[k].tp;
+    if (loop_versionable(g, p) && !env_off("TILEC_LOOP_VERSIONS") && !g->o->no_loop_versions)
+      continue;
+    for (int i = p->first + 1; i < p->last; i++) {
+      const TirInst *in = &g->f->insts[i];
+      if (in->op == TIR_LOAD && g->tiles[in->dst].shifted == in)
+        g->tiles[in->dst].shifted = NULL;
+      if (in->op == TIR_STORE)
+        g->shift_stage[i].pitch = 0;
+    }
+  }
+}
+
 /* The emitter's state for the schedule's pipes; marks their ring tiles. */
 static void plan_pipes(Cg *g) {
   const TirFunc *f = g->f;
@@ -3258,6 +3295,7 @@ static bool plan(Cg *g) {
     plan_shifted(g, i);
     plan_shifted_store(g, i);
   }
+  plan_versions(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     const TileType *ty = &f->regs[r].type;
@@ -3451,6 +3489,8 @@ static void annotate(Cg *g) {
  * 64 registers per thread are asked for: above that, 1024 threads per SM already carry the ~40 KB
  * in flight a memory-bound kernel needs (measured), and a tighter cap makes ALU-heavy element-wise
  * kernels spill). */
+static bool has_loop_versions(const Cg *g);
+
 static int occupancy_blocks(Cg *g) {
   const TirFunc *f = g->f;
   int maxn = 0, loaded = 0;
@@ -3465,7 +3505,14 @@ static int occupancy_blocks(Cg *g) {
     if (!g->tiles[r].shared && g->tiles[r].view_of < 0 && g->tiles[r].n > maxn)
       maxn = g->tiles[r].n;
   int budget = (3 * maxn / 2 > loaded ? 3 * maxn / 2 : loaded) + 16, threads = f->threads;
-  int blocks = 65536 / (budget * threads), cap = 1024 / threads;
+  /* Two versions of a loop (version_loop): ptxas, left alone, gave the code 40-82 registers where
+   * either version alone takes 32 (cross-entropy backward: a block less per SM); held to the
+   * occupancy of 32 registers (up to 2048 threads), which it meets without spilling (else the
+   * hint is dropped). */
+  bool small_versions = budget < 32 && has_loop_versions(g);
+  if (small_versions)
+    budget = 32;
+  int blocks = 65536 / (budget * threads), cap = (small_versions ? 2048 : 1024) / threads;
   blocks = blocks > cap ? cap : blocks;
   if (g->smem_tiles) { /* shared tiles (a row kernel's staged weights): the SM's shared memory */
     int by_smem = (arch_smem_limit(g->o->arch) + 1024) / (g->smem_tiles + 1024 + 256);
@@ -3473,7 +3520,7 @@ static int occupancy_blocks(Cg *g) {
   }
   /* Small tiles (budget <= 32): ptxas's own choice already fits 2048 threads, or the kernel is
    * ALU-bound; a bound there only costs it scheduling freedom. */
-  return blocks >= 2 && budget > 32 ? blocks : 0;
+  return blocks >= 2 && (budget > 32 || small_versions) ? blocks : 0;
 }
 
 static void annotate_occupancy(Cg *g) {
@@ -3974,6 +4021,191 @@ static char *emit(Cg **gs, int n, LLVMTargetMachineRef tm, const char *meta) {
   return out;
 }
 
+/* ---------------------------------------------------- loop versions */
+
+/* A pipelined loop of the cp.async entry with shifted tiles or stores (plan_shifted,
+ * plan_shifted_store) is emitted twice behind one test before it: a version for rows that are
+ * 16-byte aligned in every iteration, with the plain copies, reads and stores (the code of the
+ * loop without shifted tiles), and the shifted version for the rest. Inside one version the
+ * per-tile alignment tests are gone; they cost aligned rows 5% (run p2: cross-entropy backward
+ * at 32000 and 128256 columns). */
+
+/* Whether instruction i of loop p moves rows that may be shifted. */
+static bool shifted_access(const Cg *g, const TirPipe *p, int i) {
+  const TirInst *in = &g->f->insts[i];
+  if (i <= p->first || i >= p->last)
+    return false;
+  if (in->op == TIR_LOAD)
+    return g->tiles[in->dst].shifted == in;
+  return in->op == TIR_STORE && g->shift_stage[i].pitch;
+}
+
+/* The CONST instruction of loop p that is the only write of register r in the loop (index
+ * constants are made where they are used), or NULL. */
+static const TirInst *loop_const(const TirFunc *f, const TirPipe *p, int r) {
+  const TirInst *c = NULL;
+  for (int j = p->first; j <= p->last; j++)
+    if (is_written(&f->insts[j], r)) {
+      if (c || f->insts[j].op != TIR_CONST)
+        return NULL;
+      c = &f->insts[j];
+    }
+  return c;
+}
+
+/* Whether register r keeps one value through loop p: no instruction of the loop writes it, or
+ * only a constant does. */
+static bool loop_invariant(const TirFunc *f, const TirPipe *p, int r) {
+  for (int j = p->first; j <= p->last; j++)
+    if (is_written(&f->insts[j], r))
+      return loop_const(f, p, r) != NULL;
+  return true;
+}
+
+/* Whether every shifted access of loop p has the same alignment in every iteration up to the
+ * loop's start and step: its scalar indices loop-invariant (they scale a row stride), the last
+ * dim's start too or the loop variable (a range of an outer dim starts anywhere: only its stride
+ * counts). */
+static bool loop_versionable(const Cg *g, const TirPipe *p) {
+  const TirFunc *f = g->f;
+  int ind = f->insts[p->first].dst, n = 0;
+  if (g->ws)
+    return false;
+  for (int i = p->first + 1; i < p->last; i++) {
+    if (!shifted_access(g, p, i))
+      continue;
+    n++;
+    const TirInst *in = &f->insts[i];
+    int rank = f->args[in->arg_index].rank;
+    for (int d = 0; d < rank; d++) {
+      int r = in->index[d].start;
+      bool last = d == rank - 1;
+      if ((last || !in->index[d].is_range) && !loop_invariant(f, p, r) && !(last && r == ind))
+        return false;
+    }
+  }
+  return n > 0;
+}
+
+/* True (i1) when the rows of every shifted access of loop p start 16-byte aligned in every
+ * iteration (rows_aligned's terms, with the loop variable's lo and step for a start that is
+ * the loop variable). */
+static LLVMValueRef loop_rows_aligned(Cg *g, const TirPipe *p, LLVMValueRef lo, LLVMValueRef step) {
+  const TirFunc *f = g->f;
+  int ind = f->insts[p->first].dst;
+  LLVMValueRef mis = ci64(g, 0);
+  for (int i = p->first + 1; i < p->last; i++) {
+    if (!shifted_access(g, p, i))
+      continue;
+    const TirInst *in = &f->insts[i];
+    const TirArg *a = &f->args[in->arg_index];
+    LLVMValueRef eb = ci64(g, elem_bytes(a->elem)), v;
+    mis = LLVMBuildOr(g->b, mis, LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, ""), "");
+    for (int d = 0; d < a->rank; d++) {
+      bool last = d == a->rank - 1;
+      if (last && in->index[d].start == ind) {
+        v = LLVMBuildOr(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), LLVMBuildSExt(g->b, step, g->i64, ""), "");
+      } else {
+        const TirInst *c = loop_const(f, p, in->index[d].start);
+        if (c)
+          v = ci32(g, (int64_t)c->imm);
+        else
+          get_tile(g, in->index[d].start, &v);
+        v = LLVMBuildSExt(g->b, v, g->i64, "");
+        if (!last)
+          v = in->index[d].is_range ? g->tensor_stride[in->arg_index][d]
+                                    : LLVMBuildMul(g->b, v, g->tensor_stride[in->arg_index][d], "");
+      }
+      mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, v, eb, ""), "");
+    }
+  }
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
+}
+
+static bool has_loop_versions(const Cg *g) {
+  for (int k = 0; k < g->npipes; k++)
+    if (loop_versionable(g, g->pipes[k].tp))
+      return !env_off("TILEC_LOOP_VERSIONS") && !g->o->no_loop_versions;
+  return false;
+}
+
+/* The emitter's state that a version changes, for starting the other from the same place. */
+typedef struct EmitState {
+  bool dirty, red_read[2], copies_in_flight;
+  int red_next, stage_ahead;
+  bool *in_flight;                 /* per register */
+  struct Reduction **red_pair;     /* per instruction */
+} EmitState;
+
+static void state_save(Cg *g, EmitState *s) {
+  const TirFunc *f = g->f;
+  s->dirty = g->dirty, s->red_read[0] = g->red_read[0], s->red_read[1] = g->red_read[1];
+  s->copies_in_flight = g->copies_in_flight, s->red_next = g->red_next, s->stage_ahead = g->stage_ahead;
+  s->in_flight = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->nregs + 1));
+  for (int r = 0; r < f->nregs; r++)
+    s->in_flight[r] = g->tiles[r].in_flight;
+  s->red_pair = arena_alloc(f->arena, sizeof(struct Reduction *) * (size_t)(f->ninsts + 1));
+  memcpy(s->red_pair, g->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
+}
+
+/* Back to state s; with merge, the union of s and the current state (after the join of two
+ * versions: a barrier or a wait owed on either path is owed after it). */
+static void state_restore(Cg *g, const EmitState *s, bool merge) {
+  const TirFunc *f = g->f;
+  g->dirty = s->dirty || (merge && g->dirty);
+  for (int k = 0; k < 2; k++)
+    g->red_read[k] = s->red_read[k] || (merge && g->red_read[k]);
+  g->copies_in_flight = s->copies_in_flight || (merge && g->copies_in_flight);
+  g->red_next = s->red_next, g->stage_ahead = s->stage_ahead;
+  for (int r = 0; r < f->nregs; r++)
+    g->tiles[r].in_flight = s->in_flight[r] || (merge && g->tiles[r].in_flight);
+  if (!merge)
+    memcpy(g->red_pair, s->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
+}
+
+static void emit_range(Cg *g, int first, int last) {
+  for (int i = first; i <= last && !g->failed; i++) {
+    wait_for_operands(g, &g->f->insts[i]);
+    lower_inst(g, &g->f->insts[i]);
+  }
+}
+
+/* Instruction i is the FOR of a versionable loop: both versions emitted; the loop's ENDFOR
+ * returned. Else -1, nothing emitted. TILEC_LOOP_VERSIONS=0: the shifted loop alone where
+ * TILEC_SHIFTED=1, else the plain loop. */
+static int version_loop(Cg *g, int i) {
+  const TirPipe *p = NULL;
+  for (int k = 0; k < g->npipes && !p; k++)
+    if (g->pipes[k].tp->first == i)
+      p = g->pipes[k].tp;
+  if (!p || !loop_versionable(g, p) || env_off("TILEC_LOOP_VERSIONS") || g->o->no_loop_versions)
+    return -1;
+  if (g->o->loop_versions)
+    ++*g->o->loop_versions;
+  const TirInst *in = &g->f->insts[i];
+  wait_for_operands(g, in);
+  LLVMValueRef lo, step;
+  get_tile(g, in->args[0], &lo);
+  get_tile(g, in->args[2], &step);
+  LLVMBasicBlockRef bb[3];
+  split3(g, loop_rows_aligned(g, p, lo, step), bb);
+  EmitState start, aligned_end;
+  state_save(g, &start);
+  g->aligned_version = true;
+  emit_range(g, p->first, p->last);
+  g->aligned_version = false;
+  LLVMBuildBr(g->b, bb[2]);
+  state_save(g, &aligned_end);
+  state_restore(g, &start, false);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  emit_range(g, p->first, p->last);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+  state_restore(g, &aligned_end, true);
+  return p->last;
+}
+
+
 /* Lowers the scheduled function into g->mod as entry point g->fn_name (g->ws: the warp-
  * specialized one). Returns the dynamic shared bytes, or -1 (failed, or *retry_cap set). */
 static int build_kernel(Cg *g) {
@@ -4013,6 +4245,11 @@ static int build_kernel(Cg *g) {
     g->red_read[0] = g->red_read[1] = true;
   }
   for (int i = 0; i < f->ninsts && !g->failed; i++) {
+    int end = version_loop(g, i);
+    if (end >= 0) {
+      i = end;
+      continue;
+    }
     wait_for_operands(g, &f->insts[i]);
     lower_inst(g, &f->insts[i]);
   }
@@ -4248,9 +4485,51 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
 
+/* Loop versions by default (TILEC_SHIFTED unset) only where they cost no registers: where the
+ * ptxas at hand gives some function of the module more registers than the module without them
+ * (the plain loops) does, the plain module is kept. Without ptxas, no versions by default. */
+static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
+                              char *(*again)(TirFunc **, int, const NvptxOptions *, Diag *)) {
+  const char *env = getenv("TILEC_SHIFTED");
+  if (!versioned || o->dump_llvm || (env && (!strcmp(env, "1") || !strcmp(env, "0"))))
+    return versioned;
+  Arena *a = fs[0]->arena;
+  NvptxOptions plain_o = *o;
+  plain_o.no_loop_versions = true;
+  plain_o.loop_versions = NULL;
+  const char *ptxas = ptxas_find(a);
+  enum { MAXF = 64 };
+  int rv[MAXF], rp[MAXF], nv = ptxas ? ptxas_registers(a, ptxas, versioned, o->arch, rv, MAXF) : -1;
+  char *plain = again(fs, n, &plain_o, d);
+  if (!plain || nv < 0)
+    return plain ? plain : versioned;
+  int np = ptxas_registers(a, ptxas, plain, o->arch, rp, MAXF);
+  bool no_more = np == nv;
+  for (int k = 0; no_more && k < nv; k++)
+    no_more = rv[k] <= rp[k];
+  return no_more ? versioned : plain;
+}
+
+static char *compile_single(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
+static char *compile_one(TirFunc **fs, int n, const NvptxOptions *o, Diag *d);
+static char *compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d);
+
 char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
   if (smem_bytes_out)
     *smem_bytes_out = 0;
+  int versions = 0;
+  NvptxOptions vo = *o;
+  vo.loop_versions = &versions;
+  char *out = compile_single(f, &vo, d, smem_bytes_out);
+  return versions ? plain_if_cheaper(&f, 1, o, d, out, compile_one) : out;
+}
+
+static char *compile_one(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) {
+  (void)n;
+  return compile_single(fs[0], o, d, NULL);
+}
+
+static char *compile_single(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out) {
   if ((unsigned)o->arch >= ARCH_COUNT) {
     diag_plain(d, DIAG_ERROR, "unknown GPU architecture %d", (int)o->arch);
     return NULL;
@@ -4266,6 +4545,14 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
 }
 
 char *nvptx_compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) {
+  int versions = 0;
+  NvptxOptions vo = *o;
+  vo.loop_versions = &versions;
+  char *out = compile_module(fs, n, &vo, d);
+  return versions ? plain_if_cheaper(fs, n, o, d, out, compile_module) : out;
+}
+
+static char *compile_module(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) {
   if (n < 1 || (unsigned)o->arch >= ARCH_COUNT) {
     diag_plain(d, DIAG_ERROR, "internal error: a module of %d kernels for architecture %d", n, (int)o->arch);
     return NULL;

@@ -414,6 +414,8 @@ typedef struct NvptxOptions {
   GpuArch arch;
   int opt_level;           /* 0..3 */
   bool dump_llvm;          /* --emit=llvm: text of the LLVM module instead of PTX */
+  bool no_loop_versions;   /* internal (nvptx_compile): loops not versioned (version_loop) */
+  int *loop_versions;      /* internal: when set, counts the loops emitted in two versions */
 } NvptxOptions;
 
 /* ------------------------------------------------------------ schedule
@@ -553,6 +555,9 @@ bool env_off(const char *name);
  * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */
 const char *ptxas_find(Arena *a);
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix);
+/* ptxas -v's register count of each function of ptx, in order, into regs[0 .. max); the number
+ * of functions, or -1 when ptxas fails. */
+int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max);
 /* The spill bytes (stores + loads) one line of `ptxas -v` reports, or -1 when it reports none. */
 long ptxas_spill_line(const char *line);
 

@@ -514,6 +514,56 @@ Test(nvptx, multiply_add_contracts_to_fma) {
   arena_free(a);
 }
 
+/* Loop versions (the default): each pipelined loop with shifted tiles or stores is emitted twice
+ * behind one alignment test before it; the aligned version is the plain loop (its copies, vector
+ * reads and dX's vector store, no per-tile tests), the other the shifted loop. The code is held
+ * to the plain kernel's registers (.minnctapersm: ptxas gave the two versions up to 82 registers
+ * where the plain kernel takes 32). */
+Test(nvptx, shifted_loops_get_an_aligned_version) {
+  Arena *a = arena_new();
+  static const char *defs[] = {"BN=2048", "WARPS=8", "STAGES=3", NULL};
+  char *text = example_text(a, "cross_entropy_backward");
+  for (int arch = 0; arch < 2; arch++) {
+    GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+    char *plain = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "0");
+    setenv("TILEC_LOOP_VERSIONS", "0", 1);
+    char *one = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1");
+    unsetenv("TILEC_LOOP_VERSIONS");
+    char *two = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga); /* the default */
+    cr_assert_str_eq(two, source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1"));
+    const char *ops[] = {"cp.async.cg.shared.global", "st.global.v4", "ld.volatile.shared", "bar.sync"};
+    for (int k = 0; k < 4; k++)
+      cr_assert_eq(occurrences(two, ops[k]), occurrences(plain, ops[k]) + occurrences(one, ops[k]), "%s: %d, %d + %d",
+                   ops[k], occurrences(two, ops[k]), occurrences(plain, ops[k]), occurrences(one, ops[k]));
+    cr_assert_geq(occurrences(two, "ld.shared.v4"), occurrences(plain, "ld.shared.v4") + occurrences(one, "ld.shared.v4") - 1,
+                  "the aligned version's vector reads (LLVM may share one with the shifted version)");
+    cr_assert_eq(occurrences(plain, ".minnctapersm"), 0);
+    cr_assert_eq(occurrences(two, arch ? ".minnctapersm 8" : ".minnctapersm"), 1,
+                 "sm_90a: the plain kernel's 8 blocks of 256 threads at 32 registers");
+    ptxas_assert_clean(two, ga);
+  }
+  arena_free(a);
+}
+
+/* Versions only where they cost no registers (the ptxas at hand decides): layernorm backward's
+ * two versions took 160 registers where its plain loop takes 116 (a block less per SM), so by
+ * default it keeps the plain loop; TILEC_SHIFTED=1 still versions it. */
+Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
+  Arena *a = arena_new();
+  if (!ptxas_find(a)) { /* the decision is ptxas's; without it, no versions by default */
+    arena_free(a);
+    return;
+  }
+  static const char *defs[] = {"BLOCK=4096", "ROWS=1", "CHUNK=32", "WARPS=8", "STAGES=4", NULL};
+  char *text = example_text(a, "layernorm_backward");
+  char *plain = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "0");
+  cr_assert_str_eq(source_ptx(a, "layernorm_backward.tile", text, defs, ARCH_SM90A), plain);
+  char *two = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "1");
+  cr_assert_gt(occurrences(two, "ld.volatile.shared"), 0, "the shifted version");
+  cr_assert_gt(occurrences(two, "cp.async.cg.shared.global"), occurrences(plain, "cp.async.cg.shared.global"));
+  arena_free(a);
+}
+
 /* Rows that may start anywhere (cross-entropy over 50257 f16 logits: 7 rows in 8 misaligned): the
  * ring's copies of a misaligned chunk start at the aligned address before it (one cp.async, and
  * one more for the granule after the row's last chunk), where they used to be a scalar load per
@@ -521,15 +571,17 @@ Test(nvptx, multiply_add_contracts_to_fma) {
  * fill). The reads add each row's shift back (scalar ld.volatile.shared: not merged with the
  * aligned path's), and keep the vector reads where every row is aligned (one test of the tensor's
  * address, its row strides and the tile's first column). The store of dX: a misaligned row goes
- * through a staging buffer and leaves in aligned 16-byte granules (shifted stores). Opt-in
- * (TILEC_SHIFTED=1): without it, none of this. */
+ * through a staging buffer and leaves in aligned 16-byte granules (shifted stores). These are the
+ * shifted loops alone (TILEC_SHIFTED=1 TILEC_LOOP_VERSIONS=0); TILEC_SHIFTED=0: none of this. */
 Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
   Arena *a = arena_new();
   static const char *defs[] = {"BN=256", NULL};
   char *text = example_text(a, "cross_entropy_backward");
   for (int arch = 0; arch < 2; arch++) {
     GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+    setenv("TILEC_LOOP_VERSIONS", "0", 1); /* the shifted loops alone (the versions: the next test) */
     char *ptx = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1");
+    unsetenv("TILEC_LOOP_VERSIONS");
     /* two loops, each issuing in its prologue and its body: the in-bounds copy, the shifted one
      * and the granule after the row's last chunk */
     cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
@@ -539,7 +591,7 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
      * between two barriers, one vector store per granule (and the one after the row) */
     cr_assert_eq(occurrences(ptx, "st.global.v4"), 3);
     ptxas_assert_clean(ptx, ga);
-    char *plain = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga);
+    char *plain = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "0");
     /* per issue site: the in-bounds copy; with fill 0 (the second loop) also the zero-fill of a
      * chunk past the end */
     cr_assert_eq(occurrences(plain, "cp.async.cg.shared.global"), 2 * (1 + 2));
