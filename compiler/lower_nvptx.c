@@ -499,6 +499,20 @@ static int padded_pitch(const Layout *l, ElemType e) {
   return l->rank >= 2 ? inner + 16 / elem_bytes(e) : inner;
 }
 
+/* Whether shared tile r is read only elementwise, in its own layout (no DOT operand, no
+ * transposed view). Such a tile's rows get no padding (plan): the 16 bytes a row that spread a
+ * DOT operand's rows over the banks put a warp's contiguous row reads off the 128-byte lines of
+ * shared memory (a wavefront more per 512 bytes). Ring stages start on those lines too.
+ * TILEC_ROW_PAD=1: every rank-2 tile padded, stages 16-byte aligned (before session p). */
+static bool read_elementwise(const TirFunc *f, int r) {
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *u = &f->insts[j];
+    if ((u->op == TIR_DOT || u->op == TIR_TRANS) && tir_inst_reads(u, r))
+      return false;
+  }
+  return true;
+}
+
 static int buf_bytes(const Layout *l, ElemType e, int pitch) {
   int rows = l->rank ? (int)(layout_numel(l) / (uint32_t)l->shape[l->rank - 1]) : 1;
   int b = rows * pitch * elem_bytes(e);
@@ -3296,16 +3310,23 @@ static bool plan(Cg *g) {
     plan_shifted_store(g, i);
   }
   plan_versions(g);
+  bool old_pad = getenv("TILEC_ROW_PAD") && !strcmp(getenv("TILEC_ROW_PAD"), "1");
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     const TileType *ty = &f->regs[r].type;
     if (ty->place == PLACE_SHARED) {
       t->shared = true;
       t->pitch = padded_pitch(t->lay, ty->elem);
+      if (!old_pad && !t->shifted && t->lay->rank >= 2 && read_elementwise(f, r))
+        t->pitch = t->lay->shape[t->lay->rank - 1];
       if (t->shifted && t->lay->rank == 1)
         t->pitch += 16 / elem_bytes(ty->elem); /* room for the chunk a shifted row spills into */
+      if (!old_pad && t->pipe >= 0)
+        g->smem_tiles = (g->smem_tiles + 127) & ~127;
       t->smem_off = g->smem_tiles;
       t->stage_bytes = buf_bytes(t->lay, ty->elem, t->pitch);
+      if (!old_pad && t->pipe >= 0)
+        t->stage_bytes = (t->stage_bytes + 127) & ~127;
       if (g->wgmma && layout_is_wgmma_operand_tile(f, r))
         plan_swizzled(g, t, ty);
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : t->head ? g->sched->head_stages : 1);
