@@ -4,7 +4,8 @@
  *  - every tile has a linear layout (layout.c); a register tile is, per thread, an alloca array of
  *    its elements indexed by constants (SROA turns them into registers); float tiles hold f32 values
  *    already rounded to their element type, ints i32, bools i1;
- *  - shared tiles live in dynamic shared memory, rows padded by 16 bytes against bank conflicts;
+ *  - shared tiles live in dynamic shared memory, rows padded by 16 bytes against bank conflicts
+ *    where a DOT or a transposed view reads them (read_elementwise);
  *    every shared write is preceded by a barrier when shared memory was read since the last one,
  *    and followed by one, so readers always see complete tiles and writers never overtake readers;
  *  - reductions: in-thread, then shfl.sync.bfly over the lane bits that walk the axis, then one

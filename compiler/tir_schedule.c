@@ -516,7 +516,8 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
 }
 
 /* Bytes of one copy of shared tile r as the emitter lays it out, 1 KB aligned: wgmma operands
- * swizzled, unpadded; other tiles of rank 2+ with 16 bytes of padding per row. */
+ * swizzled, unpadded; other tiles of rank 2+ with 16 bytes of padding per row (at most: the
+ * emitter leaves it off tiles read only elementwise, so this bound is safe). */
 static int tile_bytes(const TirFunc *f, int r) {
   const TileType *t = &f->regs[r].type;
   int n = elem_bytes(t->elem), inner = t->rank ? t->dims[t->rank - 1] : 1;
