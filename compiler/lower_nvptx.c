@@ -4509,27 +4509,32 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
 
 /* Loop versions by default (TILEC_SHIFTED unset) only where they cost no registers: where the
  * ptxas at hand gives some function of the module more registers than the module without them
- * (the plain loops) does, the plain module is kept. Without ptxas, no versions by default. */
+ * (the plain loops) does, the plain module is kept. Without ptxas, no versions by default.
+ * --emit=llvm shows the module the PTX would come from. */
 static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
                               char *(*again)(TirFunc **, int, const NvptxOptions *, Diag *)) {
   const char *env = getenv("TILEC_SHIFTED");
-  if (!versioned || o->dump_llvm || (env && (!strcmp(env, "1") || !strcmp(env, "0"))))
+  if (!versioned || (env && (!strcmp(env, "1") || !strcmp(env, "0"))))
     return versioned;
   Arena *a = fs[0]->arena;
-  NvptxOptions plain_o = *o;
+  NvptxOptions ptx_o = *o, plain_o = *o;
+  ptx_o.dump_llvm = false;
+  ptx_o.loop_versions = plain_o.loop_versions = NULL;
   plain_o.no_loop_versions = true;
-  plain_o.loop_versions = NULL;
+  char *v_ptx = o->dump_llvm ? again(fs, n, &ptx_o, d) : versioned;
+  ptx_o.no_loop_versions = true;
+  char *plain_ptx = again(fs, n, &ptx_o, d);
   const char *ptxas = ptxas_find(a);
   enum { MAXF = 64 };
-  int rv[MAXF], rp[MAXF], nv = ptxas ? ptxas_registers(a, ptxas, versioned, o->arch, rv, MAXF) : -1;
-  char *plain = again(fs, n, &plain_o, d);
-  if (!plain || nv < 0)
-    return plain ? plain : versioned;
-  int np = ptxas_registers(a, ptxas, plain, o->arch, rp, MAXF);
-  bool no_more = np == nv;
+  int rv[MAXF], rp[MAXF];
+  int nv = ptxas && v_ptx ? ptxas_registers(a, ptxas, v_ptx, o->arch, rv, MAXF) : -1;
+  int np = ptxas && plain_ptx ? ptxas_registers(a, ptxas, plain_ptx, o->arch, rp, MAXF) : -2;
+  bool no_more = nv >= 0 && np == nv;
   for (int k = 0; no_more && k < nv; k++)
     no_more = rv[k] <= rp[k];
-  return no_more ? versioned : plain;
+  if (no_more || !plain_ptx)
+    return versioned;
+  return o->dump_llvm ? again(fs, n, &plain_o, d) : plain_ptx;
 }
 
 static char *compile_single(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_out);
