@@ -215,15 +215,18 @@ void elem_store(void *base, int64_t i, ElemType t, double v) {
 
 static const struct {
   const char *name;
-  int smem;
+  int smem;              /* bytes of shared memory a block may have */
+  int threads, blocks;   /* resident per SM at most */
 } arch_table[ARCH_COUNT] = {
-    [ARCH_SM80] = {"sm_80", 163 * 1024}, [ARCH_SM86] = {"sm_86", 99 * 1024},
-    [ARCH_SM89] = {"sm_89", 99 * 1024},  [ARCH_SM90] = {"sm_90", 227 * 1024},
-    [ARCH_SM90A] = {"sm_90a", 227 * 1024},
+    [ARCH_SM80] = {"sm_80", 163 * 1024, 2048, 32}, [ARCH_SM86] = {"sm_86", 99 * 1024, 1536, 16},
+    [ARCH_SM89] = {"sm_89", 99 * 1024, 1536, 24},  [ARCH_SM90] = {"sm_90", 227 * 1024, 2048, 32},
+    [ARCH_SM90A] = {"sm_90a", 227 * 1024, 2048, 32},
 };
 
 const char *arch_name(GpuArch a) { return arch_table[a].name; }
 int arch_smem_limit(GpuArch a) { return arch_table[a].smem; }
+int arch_sm_threads(GpuArch a) { return arch_table[a].threads; }
+int arch_sm_blocks(GpuArch a) { return arch_table[a].blocks; }
 
 bool arch_from_name(const char *s, GpuArch *out) {
   for (int i = 0; i < ARCH_COUNT; i++)
@@ -315,7 +318,7 @@ int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, 
     if (u && sscanf(u, "Used %d registers", &r) == 1 && n < max)
       regs[n++] = r;
   }
-  return p && ptxas_close(p, path) == 0 ? n : -1;
+  return p && ptxas_close(p, path) == 0 && n > 0 ? n : -1; /* none: not the report we know */
 }
 
 bool env_off(const char *name) {

@@ -3529,12 +3529,13 @@ static int occupancy_blocks(Cg *g) {
   int budget = (3 * maxn / 2 > loaded ? 3 * maxn / 2 : loaded) + 16, threads = f->threads;
   /* Two versions of a loop (version_loop): ptxas, left alone, gave the code 40-82 registers where
    * either version alone takes 32 (cross-entropy backward: a block less per SM); held to the
-   * occupancy of 32 registers (up to 2048 threads), which it meets without spilling (else the
-   * hint is dropped). */
+   * occupancy of 32 registers (up to the SM's threads), which it meets without spilling (else
+   * the hint is dropped). */
   bool small_versions = budget < 32 && has_loop_versions(g);
   if (small_versions)
     budget = 32;
-  int blocks = 65536 / (budget * threads), cap = (small_versions ? 2048 : 1024) / threads;
+  int blocks = 65536 / (budget * threads), cap = (small_versions ? arch_sm_threads(g->o->arch) : 1024) / threads;
+  cap = cap > arch_sm_blocks(g->o->arch) ? arch_sm_blocks(g->o->arch) : cap;
   blocks = blocks > cap ? cap : blocks;
   if (g->smem_tiles) { /* shared tiles (a row kernel's staged weights): the SM's shared memory */
     int by_smem = (arch_smem_limit(g->o->arch) + 1024) / (g->smem_tiles + 1024 + 256);
@@ -4507,32 +4508,71 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
 
-/* Loop versions by default (TILEC_SHIFTED unset) only where they cost no registers: where the
- * ptxas at hand gives some function of the module more registers than the module without them
- * (the plain loops) does, the plain module is kept. Without ptxas, no versions by default.
- * --emit=llvm shows the module the PTX would come from. */
+/* The numbers after each `key` in a module's metadata, in order, into v[0 .. max); their count. */
+static int module_meta(const char *ptx, const char *key, int *v, int max) {
+  int n = 0;
+  for (const char *p = ptx; n < max && (p = strstr(p, key)); p++)
+    v[n++] = atoi(p + strlen(key));
+  return n;
+}
+
+static int module_smem(const char *ptx, int *v, int max) { return module_meta(ptx, "// tilec: smem ", v, max); }
+
+/* Blocks of `threads` threads and smem bytes resident per SM by threads and shared memory (the
+ * driver reserves 1 KB a block). */
+static int sm_blocks(GpuArch arch, int threads, int smem) {
+  int by_smem = (arch_smem_limit(arch) + 1024) / (smem + 1024), by_threads = arch_sm_threads(arch) / threads;
+  by_smem = by_smem < by_threads ? by_smem : by_threads;
+  return by_smem < arch_sm_blocks(arch) ? by_smem : arch_sm_blocks(arch);
+}
+
+/* Whether module a (with loop versions) costs no more than module b (without): per function no
+ * more ptxas registers, per kernel no fewer blocks per SM by shared memory. */
+static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *a, const char *b) {
+  enum { MAXF = 64 };
+  int ra[MAXF], rb[MAXF], n = ptxas_registers(ar, ptxas, a, arch, ra, MAXF);
+  if (n < 0 || ptxas_registers(ar, ptxas, b, arch, rb, MAXF) != n)
+    return false;
+  for (int k = 0; k < n; k++)
+    if (ra[k] > rb[k])
+      return false;
+  int ta[MAXF], tb[MAXF];
+  n = module_smem(a, ra, MAXF);
+  if (module_smem(b, rb, MAXF) != n || module_meta(a, "// tilec: threads ", ta, MAXF) != n ||
+      module_meta(b, "// tilec: threads ", tb, MAXF) != n)
+    return false;
+  for (int k = 0; k < n; k++)
+    if (sm_blocks(arch, ta[k], ra[k]) < sm_blocks(arch, tb[k], rb[k]))
+      return false;
+  return true;
+}
+
+/* Loop versions by default (TILEC_SHIFTED unset) only where they cost nothing: where the ptxas at
+ * hand gives some function of the module more registers, or some kernel's shared memory fewer
+ * blocks per SM, than the module without them (the plain loops), the plain module is kept. Without ptxas, no
+ * versions by default. --emit=llvm shows the module the PTX would come from. The compiles made
+ * only to compare report to a scratch sink (their messages would repeat the kept module's). */
 static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
                               char *(*again)(TirFunc **, int, const NvptxOptions *, Diag *)) {
   const char *env = getenv("TILEC_SHIFTED");
   if (!versioned || (env && (!strcmp(env, "1") || !strcmp(env, "0"))))
     return versioned;
   Arena *a = fs[0]->arena;
+  FILE *sink = fopen("/dev/null", "w");
+  Diag quiet = *d;
+  quiet.out = sink ? sink : d->out;
+  quiet.nerrors = quiet.nwarnings = 0;
   NvptxOptions ptx_o = *o, plain_o = *o;
   ptx_o.dump_llvm = false;
   ptx_o.loop_versions = plain_o.loop_versions = NULL;
   plain_o.no_loop_versions = true;
-  char *v_ptx = o->dump_llvm ? again(fs, n, &ptx_o, d) : versioned;
+  char *v_ptx = o->dump_llvm ? again(fs, n, &ptx_o, &quiet) : versioned;
   ptx_o.no_loop_versions = true;
-  char *plain_ptx = again(fs, n, &ptx_o, d);
+  char *plain_ptx = again(fs, n, &ptx_o, o->dump_llvm ? &quiet : d);
+  if (sink)
+    fclose(sink);
   const char *ptxas = ptxas_find(a);
-  enum { MAXF = 64 };
-  int rv[MAXF], rp[MAXF];
-  int nv = ptxas && v_ptx ? ptxas_registers(a, ptxas, v_ptx, o->arch, rv, MAXF) : -1;
-  int np = ptxas && plain_ptx ? ptxas_registers(a, ptxas, plain_ptx, o->arch, rp, MAXF) : -2;
-  bool no_more = nv >= 0 && np == nv;
-  for (int k = 0; no_more && k < nv; k++)
-    no_more = rv[k] <= rp[k];
-  if (no_more || !plain_ptx)
+  if (!plain_ptx || (ptxas && v_ptx && no_costlier(a, ptxas, o->arch, v_ptx, plain_ptx)))
     return versioned;
   return o->dump_llvm ? again(fs, n, &plain_o, d) : plain_ptx;
 }
@@ -4548,7 +4588,11 @@ char *nvptx_compile(TirFunc *f, const NvptxOptions *o, Diag *d, int *smem_bytes_
   NvptxOptions vo = *o;
   vo.loop_versions = &versions;
   char *out = compile_single(f, &vo, d, smem_bytes_out);
-  return versions ? plain_if_cheaper(&f, 1, o, d, out, compile_one) : out;
+  char *kept = versions ? plain_if_cheaper(&f, 1, o, d, out, compile_one) : out;
+  int smem;
+  if (kept != out && kept && smem_bytes_out && module_smem(kept, &smem, 1) == 1)
+    *smem_bytes_out = smem; /* the plain module's (its cp.async entry's, as compile_single reports) */
+  return kept;
 }
 
 static char *compile_one(TirFunc **fs, int n, const NvptxOptions *o, Diag *d) {

@@ -409,6 +409,8 @@ typedef enum { ARCH_SM80, ARCH_SM86, ARCH_SM89, ARCH_SM90, ARCH_SM90A, ARCH_COUN
 const char *arch_name(GpuArch a);                /* "sm_90a" */
 bool arch_from_name(const char *s, GpuArch *out);
 int arch_smem_limit(GpuArch a);                  /* bytes of shared memory per block */
+int arch_sm_threads(GpuArch a);                  /* threads resident per SM at most */
+int arch_sm_blocks(GpuArch a);                   /* blocks resident per SM at most */
 
 typedef struct NvptxOptions {
   GpuArch arch;
@@ -556,7 +558,7 @@ bool env_off(const char *name);
 const char *ptxas_find(Arena *a);
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix);
 /* ptxas -v's register count of each function of ptx, in order, into regs[0 .. max); the number
- * of functions, or -1 when ptxas fails. */
+ * of functions, or -1 when ptxas fails or reports none. */
 int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max);
 /* The spill bytes (stores + loads) one line of `ptxas -v` reports, or -1 when it reports none. */
 long ptxas_spill_line(const char *line);
