@@ -190,6 +190,11 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
     return plan
 
 
+def variant_params(name):
+    """The PARAM=VALUE settings of variant `name` in bench/configs.txt (a dict of strings)."""
+    return next(v["params"] for v in read_configs() if v["name"] == name)
+
+
 def read_configs(path=CONFIGS, only=None):
     """The variants of bench/configs.txt; with `only` (a regular expression), those whose name it
     matches (re.search), so one run can time an A/B of a few variants beside the peers."""
@@ -985,7 +990,7 @@ class Worker:
         """bench/ab/gemm_splitk.tile: the split-K kernel into f32 partial tiles, then their sum with
         the epilogue (the timed work is both launches)."""
         s, I, O = c["shape"], ctx["inputs"], ctx["outs"]
-        p = next(v["params"] for v in read_configs() if v["name"] == variant)
+        p = variant_params(variant)
         part = self.torch.empty(int(p.get("SPLIT", 4)), s["M"], s["N"], device=self.dev)
         L = self.tilert.launcher
         mm = L(variant, [I["A"], I["B"], part], entry="gemm_splitk")
@@ -1007,7 +1012,7 @@ class Worker:
         if k == "layernorm_backward" and variant.startswith("lnbp_"):
             # bench/ab/layernorm_backward_partials.tile: per-block partial rows, then their sums
             # (no atomics, nothing to zero)
-            p = next(v["params"] for v in read_configs() if v["name"] == variant)
+            p = variant_params(variant)
             parts = -(-s["M"] // (int(p.get("ROWS", 1)) * int(p.get("CHUNK", 16))))
             dwp = torch.empty(parts, s["N"], device=self.dev)
             dbp = torch.empty(parts, s["N"], device=self.dev)

@@ -325,3 +325,8 @@ bool env_off(const char *name) {
   const char *e = getenv(name);
   return e && !strcmp(e, "0");
 }
+
+bool env_on(const char *name) {
+  const char *e = getenv(name);
+  return e && !strcmp(e, "1");
+}

@@ -87,8 +87,7 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
     /* the warp-specialized entry's schedule where there is one (with TILEC_ROTATE=1, rotated
      * loops included; the compiler drops a rotation ptxas spills on, which this listing does
      * not check) */
-    const char *rot = getenv("TILEC_ROTATE");
-    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = rot && !strcmp(rot, "1"), .prefetch = true};
+    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = env_on("TILEC_ROTATE"), .prefetch = true};
     TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
     ok = g != NULL;
     if (ok) {

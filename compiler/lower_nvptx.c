@@ -2968,6 +2968,14 @@ static void lower_atomic(Cg *g, const TirInst *in) {
 
 /* ---------------------------------------------------- control flow */
 
+/* The pipelined loop whose FOR is instruction i, or NULL. */
+static Pipe *pipe_at(Cg *g, int i) {
+  for (int k = 0; k < g->npipes; k++)
+    if (g->pipes[k].tp->first == i)
+      return &g->pipes[k];
+  return NULL;
+}
+
 static void lower_marker(Cg *g, const TirInst *in) {
   /* Markers break the straight-line view of shared-memory state: assume a read happened. */
   g->dirty = true;
@@ -2981,10 +2989,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     Nest *ns = &g->nest[g->depth++];
     ns->op = TIR_FOR;
     ns->ind = in->dst;
-    ns->pipe = NULL;
-    for (int k = 0; k < g->npipes; k++)
-      if (g->pipes[k].tp->first == (int)(in - g->f->insts))
-        ns->pipe = &g->pipes[k];
+    ns->pipe = pipe_at(g, (int)(in - g->f->insts));
     LLVMValueRef lo, hi, step;
     get_tile(g, in->args[0], &lo);
     get_tile(g, in->args[1], &hi);
@@ -3147,13 +3152,16 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
 }
 
+/* Whether TILEC_SHIFTED chooses the shifted rows: 1 everywhere, 0 nowhere; unset (the default):
+ * in loops with an aligned version (version_loop). */
+static bool shifted_forced(void) { return env_on("TILEC_SHIFTED") || env_off("TILEC_SHIFTED"); }
+
 /* Whether instruction i may move shifted rows: by default inside a pipelined loop (kept where the
  * loop gets an aligned version, version_loop; plan_versions drops the rest); with TILEC_SHIFTED=1
  * everywhere, with TILEC_SHIFTED=0 nowhere. */
 static bool shifted_wanted(const Cg *g, int i) {
-  const char *env = getenv("TILEC_SHIFTED");
-  if (env && (!strcmp(env, "1") || !strcmp(env, "0")))
-    return env[0] == '1';
+  if (shifted_forced())
+    return env_on("TILEC_SHIFTED");
   for (int k = 0; k < g->npipes; k++)
     if (g->pipes[k].tp->first < i && i < g->pipes[k].tp->last)
       return true;
@@ -3246,17 +3254,16 @@ static int shift_stage_alias(Cg *g, int i) {
   return -1;
 }
 
-static bool loop_versionable(const Cg *g, const TirPipe *p);
+static bool loop_gets_versions(const Cg *g, const TirPipe *p);
 
 /* By default (TILEC_SHIFTED unset) a loop keeps its shifted tiles and stores only where it gets
  * an aligned version (version_loop): there aligned rows run the plain code. */
 static void plan_versions(Cg *g) {
-  const char *env = getenv("TILEC_SHIFTED");
-  if (env && (!strcmp(env, "1") || !strcmp(env, "0")))
+  if (shifted_forced())
     return;
   for (int k = 0; k < g->npipes; k++) {
     const TirPipe *p = g->pipes[k].tp;
-    if (loop_versionable(g, p) && !env_off("TILEC_LOOP_VERSIONS") && !g->o->no_loop_versions)
+    if (loop_gets_versions(g, p))
       continue;
     for (int i = p->first + 1; i < p->last; i++) {
       const TirInst *in = &g->f->insts[i];
@@ -3311,7 +3318,7 @@ static bool plan(Cg *g) {
     plan_shifted_store(g, i);
   }
   plan_versions(g);
-  bool old_pad = getenv("TILEC_ROW_PAD") && !strcmp(getenv("TILEC_ROW_PAD"), "1");
+  bool old_pad = env_on("TILEC_ROW_PAD");
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
     const TileType *ty = &f->regs[r].type;
@@ -4145,10 +4152,16 @@ static LLVMValueRef loop_rows_aligned(Cg *g, const TirPipe *p, LLVMValueRef lo, 
   return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
 }
 
+/* Whether loop p is emitted in two versions (TILEC_LOOP_VERSIONS=0, or the plain module of
+ * plain_if_cheaper: none is). */
+static bool loop_gets_versions(const Cg *g, const TirPipe *p) {
+  return loop_versionable(g, p) && !env_off("TILEC_LOOP_VERSIONS") && !g->o->no_loop_versions;
+}
+
 static bool has_loop_versions(const Cg *g) {
   for (int k = 0; k < g->npipes; k++)
-    if (loop_versionable(g, g->pipes[k].tp))
-      return !env_off("TILEC_LOOP_VERSIONS") && !g->o->no_loop_versions;
+    if (loop_gets_versions(g, g->pipes[k].tp))
+      return true;
   return false;
 }
 
@@ -4197,11 +4210,9 @@ static void emit_range(Cg *g, int first, int last) {
  * returned. Else -1, nothing emitted. TILEC_LOOP_VERSIONS=0: the shifted loop alone where
  * TILEC_SHIFTED=1, else the plain loop. */
 static int version_loop(Cg *g, int i) {
-  const TirPipe *p = NULL;
-  for (int k = 0; k < g->npipes && !p; k++)
-    if (g->pipes[k].tp->first == i)
-      p = g->pipes[k].tp;
-  if (!p || !loop_versionable(g, p) || env_off("TILEC_LOOP_VERSIONS") || g->o->no_loop_versions)
+  const Pipe *pp = pipe_at(g, i);
+  const TirPipe *p = pp ? pp->tp : NULL;
+  if (!p || !loop_gets_versions(g, p))
     return -1;
   if (g->o->loop_versions)
     ++*g->o->loop_versions;
@@ -4479,8 +4490,7 @@ static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
 
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
-  const char *on = getenv("TILEC_ROTATE");
-  bool rotate = on && !strcmp(on, "1");
+  bool rotate = env_on("TILEC_ROTATE");
   const WsPlan plans[6] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true},
                            {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
   char *best = NULL;
@@ -4554,8 +4564,7 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
  * only to compare report to a scratch sink (their messages would repeat the kept module's). */
 static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
                               char *(*again)(TirFunc **, int, const NvptxOptions *, Diag *)) {
-  const char *env = getenv("TILEC_SHIFTED");
-  if (!versioned || (env && (!strcmp(env, "1") || !strcmp(env, "0"))))
+  if (!versioned || shifted_forced())
     return versioned;
   Arena *a = fs[0]->arena;
   FILE *sink = fopen("/dev/null", "w");

@@ -552,6 +552,7 @@ bool tir_pipelining_enabled(void);
 
 /* common.c: whether environment setting name is "0" (a compiler feature switched off, for A/Bs). */
 bool env_off(const char *name);
+bool env_on(const char *name);                   /* the variable is "1" */
 /* common.c: ptxas where the user has it (TILEC_PTXAS, then PATH, then /usr/local/cuda/bin), or
  * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (the functions whose
  * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */
