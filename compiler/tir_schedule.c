@@ -956,12 +956,20 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       d.stage = 1;
       d.imm = 1;
       put_inst(&e, d);
-      /* the last iteration defines s too, so that the old s is not live across the body into a
-       * merge with the new one (64 registers of a 128 x 128 tile per thread). With zeros: LLVM
-       * drops an undefined store, the old s then lives into the merge after all, and ptxas
-       * serializes every wgmma of the entry (C7515; tried in session l). */
+      /* The last iteration defines s too, by the same dot over this iteration's stage (still
+       * held: P V reads it), whose result nothing reads: s is then in flight on both paths.
+       * Left undefined, the old s lives into the merge and ptxas serializes every wgmma of the
+       * entry (C7515, session l); so it does when the last iteration writes s otherwise; zeros
+       * on every path (TILEC_LAST_DOT=0) cost 64 moves an iteration, which ptxas makes 128
+       * instructions: 20% of the d64 attention loop's. The price: one product per tile. */
       put_inst(&e, op_inst(TIR_ELSE, -1, -1, -1, loc));
-      put_inst(&e, op_inst(TIR_CONST, s_dot.dst, -1, -1, loc))->imm = 0;
+      if (env_off("TILEC_LAST_DOT")) {
+        put_inst(&e, op_inst(TIR_CONST, s_dot.dst, -1, -1, loc))->imm = 0;
+      } else {
+        TirInst last = s_dot;
+        last.imm = 1;
+        put_inst(&e, last);
+      }
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
       map[i] = e.n;
       TirInst pv = *in;
@@ -1179,6 +1187,11 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
       return sfail(v, j, "rotated pipe: a next-stage dot without its wait, or not right before the overlapped dot");
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
+    const TirInst *last = &f->insts[j + 2]; /* the last iteration's s: zeros, or this stage's dot */
+    bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && last->args[0] == in->args[0] &&
+                    last->args[1] == in->args[1] && last->args[2] == in->args[2];
+    if (last->dst != in->dst || (!same_dot && !(last->op == TIR_CONST && last->imm == 0)))
+      return sfail(v, j + 2, "rotated pipe: the last iteration's s is neither zeros nor the same dot of this stage");
   }
   return true;
 }

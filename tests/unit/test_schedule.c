@@ -283,8 +283,15 @@ Test(schedule, attention_loop_is_rotated) {
   cr_assert_eq(f->insts[next].stage, 1);
   cr_assert_eq(f->insts[next].imm, 1, "async");
   cr_assert_eq(f->insts[next + 1].op, TIR_ELSE);
-  cr_assert_eq(f->insts[next + 2].op, TIR_CONST, "the last iteration zeroes s (not undef: C7515)");
-  cr_assert_eq(f->insts[next + 2].dst, f->insts[next].dst);
+  /* the last iteration issues the same S over its own stage (not undef, not zeros: C7515, and
+   * 64 moves an iteration) */
+  const TirInst *last = &f->insts[next + 2];
+  cr_assert_eq(last->op, TIR_DOT);
+  cr_assert_eq(last->stage, 0);
+  cr_assert_eq(last->imm, 1, "async, like the next-stage one");
+  cr_assert_eq(last->dst, f->insts[next].dst);
+  cr_assert_eq(last->args[0], f->insts[next].args[0]);
+  cr_assert_eq(last->args[1], f->insts[next].args[1]);
   cr_assert_eq(p->overlap_dot, next + 4, "P V right after the IF");
   cr_assert_eq(f->insts[p->overlap_dot].imm, 1);
   /* two consumer warpgroups take turns issuing: wg_turn before the next-stage IF, wg_pass after
@@ -326,6 +333,15 @@ Test(schedule, verifier_rejects_broken_rotations) {
   f->insts[next - 1].stage = 0;
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "next-stage dot without its wait"), "%s", msg);
+  arena_free(a);
+  /* the last iteration's s from another product */
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  p = &f->sched->pipes[0];
+  next = find_op(f, find_op(f, p->wait, TIR_DOT) + 1, TIR_DOT);
+  f->insts[next + 2].args[1] = f->insts[next + 2].args[0];
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "neither zeros nor the same dot"), "%s", msg);
   arena_free(a);
   /* the final dot_wait retiring the wrong register */
   a = arena_new();
@@ -530,6 +546,8 @@ Test(schedule, rotated_loop_order_in_the_ptx) {
   cr_assert(strstr(ws, "TWFMMMMC|"), "%s", ws);
   /* P V (BN/16 = 8 wgmmas) issued after it, the turn passed on, then only S waited for */
   cr_assert(strstr(ws, "FMMMMMMMMCP1"), "%s", ws);
+  /* the last iteration's S over its own stage, in the other branch, falling into P V */
+  cr_assert(strstr(ws, "|FMMMMC|FMMMMMMMMCP1"), "%s", ws);
   /* the producer: per stage, the empty barrier, expect_tx on the full one, K and V by TMA */
   cr_assert(strstr(ws, "WXLL"), "%s", ws);
   /* and ptxas keeps the wgmmas asynchronous (an accumulator live across the next-stage IF's
@@ -642,6 +660,8 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages + (head_boxes ? 2 * head_stages : 0),
                "%s: full and empty per stage (and per copy of the head tiles)", example);
   cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
+  cr_assert_eq(count(ws, "mbarrier.try_wait.parity"), count(ws, ", 10000000;"),
+               "%s: every wait sleeps until its phase completes (suspend-time hint), none spins", example);
   cr_assert_geq(count(ws, "mbarrier.arrive.expect_tx"), 1);
   cr_assert_geq(count(ws, "mbarrier.arrive.shared::cta.b64"), 1, "%s: the release", example);
   cr_assert_eq(count(ws, "cvta.param.u64"), 2 + (head_boxes > 0) + (store_boxes > 0),
