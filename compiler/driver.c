@@ -84,10 +84,10 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
   GpuArch arch = driver_arch(o);
   for (int i = 0; i < n && ok; i++) {
     bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(funcs[i]);
-    /* the warp-specialized entry's schedule where there is one (with TILEC_ROTATE=1, rotated
-     * loops included; the compiler drops a rotation ptxas spills on, which this listing does
+    /* the warp-specialized entry's schedule where there is one (rotated loops included unless
+     * TILEC_ROTATE=0; the compiler drops a rotation ptxas spills on, which this listing does
      * not check) */
-    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = env_on("TILEC_ROTATE"), .prefetch = true};
+    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .rotate = !env_off("TILEC_ROTATE"), .prefetch = true};
     TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
     ok = g != NULL;
     if (ok) {

@@ -1921,7 +1921,7 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
 }
 
 /* At the FOR, before the loop: the first P - 1 iterations' copies. */
-static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity);
+static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity, bool sleep);
 static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r);
 
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
@@ -1943,7 +1943,7 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
       /* our turn: group 0's first passes at once (parity 1 of a fresh barrier) */
       LLVMValueRef j32 = LLVMBuildLoad2(g->b, g->i32, g->tile_j, "");
       LLVMValueRef first = LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, g->group, ci32(g, 0), ""), g->i32, "");
-      mbar_wait(g, turn_addr(g, g->group), LLVMBuildXor(g->b, LLVMBuildAnd(g->b, j32, ci32(g, 1), ""), first, ""));
+      mbar_wait(g, turn_addr(g, g->group), LLVMBuildXor(g->b, LLVMBuildAnd(g->b, j32, ci32(g, 1), ""), first, ""), false);
     }
     return;
   }
@@ -2049,20 +2049,22 @@ static void head_ring(Cg *g, LLVMValueRef count, LLVMValueRef *slot, LLVMValueRe
   *parity = LLVMBuildAnd(g->b, two ? LLVMBuildLShr(g->b, count, ci32(g, 1), "") : count, ci32(g, 1), "");
 }
 
-/* The waiting thread sleeps until the phase completes, up to the hint (10 ms, CUTLASS's), instead
- * of the default slice: without it the producer's wait for a free stage spun ~240 times per
- * iteration in the d64 attention loop (9% of the issued instructions, taken from the consumer
- * warps of its SM sub-partition). TILEC_WAIT_HINT=0: no hint. */
-static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity) {
+/* sleep: the producer's waits for a free stage sleep until the phase completes, up to the hint
+ * (10 ms, CUTLASS's), instead of spinning: the producer of the d64 attention loop spun ~240 times
+ * an iteration (9% of the issued instructions, taken from the consumer warps of its SM
+ * sub-partition). The consumers' waits for data spin: waking from the sleep cost the M = 16
+ * GEMM, whose every iteration waits for its loads, 16% (H200, session q). TILEC_WAIT_HINT=0:
+ * no sleeping. */
+static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity, bool sleep) {
   LLVMValueRef a[2] = {bar, parity};
-  bool hint = !env_off("TILEC_WAIT_HINT");
+  sleep = sleep && !env_off("TILEC_WAIT_HINT");
   asm_call_void(g,
-                hint ? "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
-                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1, 10000000;\n"
-                       "@!p bra TILEC_WAIT_${:uid};\n}"
-                     : "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
-                       "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-                       "@!p bra TILEC_WAIT_${:uid};\n}",
+                sleep ? "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1, 10000000;\n"
+                        "@!p bra TILEC_WAIT_${:uid};\n}"
+                      : "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                        "@!p bra TILEC_WAIT_${:uid};\n}",
                 "r,r,~{memory}", a, 2);
 }
 
@@ -2092,7 +2094,7 @@ static void ws_wait(Cg *g, const Pipe *p, int ahead) {
   LLVMValueRef phase = LLVMBuildLoad2(g->b, g->i32, p->phase, "");
   if (ahead)
     phase = LLVMBuildXor(g->b, phase, LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, slot, ci32(g, 0), ""), g->i32, ""), "");
-  mbar_wait(g, mbar_addr(g, 0, slot), phase);
+  mbar_wait(g, mbar_addr(g, 0, slot), phase, false);
 }
 
 /* Consumers, PIPE_RELEASE: one arrival per warp on empty, after all its lanes' reads (lag 1: the
@@ -2358,7 +2360,7 @@ static void produce_heads(Cg *g, LLVMValueRef count) {
   const TirSchedule *s = g->sched;
   LLVMValueRef n = LLVMBuildLoad2(g->b, g->i32, count, ""), slot, parity;
   head_ring(g, n, &slot, &parity);
-  mbar_wait(g, head_mbar(g, 1, slot), LLVMBuildXor(g->b, parity, ci32(g, 1), ""));
+  mbar_wait(g, head_mbar(g, 1, slot), LLVMBuildXor(g->b, parity, ci32(g, 1), ""), true);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, n, ci32(g, 1), ""), count);
   LLVMValueRef full = head_mbar(g, 0, slot);
   LLVMValueRef ex[2] = {full, ci32(g, s->head_bytes)};
@@ -2380,7 +2382,7 @@ static void lower_head_sync(Cg *g, const TirInst *in) {
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, n, ci32(g, 1), ""), g->head_count);
     return;
   }
-  mbar_wait(g, head_mbar(g, 0, slot), parity);
+  mbar_wait(g, head_mbar(g, 0, slot), parity, false);
 }
 
 static void emit_producer(Cg *g) {
@@ -2436,7 +2438,7 @@ static void emit_producer(Cg *g) {
   }
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, k, ci32(g, 1), ""), nth);
   LLVMValueRef sl = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
-  mbar_wait(g, mbar_addr(g, 1, sl), ph);
+  mbar_wait(g, mbar_addr(g, 1, sl), ph, true);
   LLVMValueRef full = mbar_addr(g, 0, sl);
   LLVMValueRef ex[2] = {full, ci32(g, s->tx_bytes)};
   asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
@@ -2462,7 +2464,7 @@ static void emit_producer(Cg *g) {
     /* The tail: every stage released by both blocks' consumers before this block may exit (the
      * peer's consumers arrive on our empty barriers; our multicast halves sit in its stages). */
     for (int k = 0; k < p->stages; k++) {
-      mbar_wait(g, mbar_addr(g, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""));
+      mbar_wait(g, mbar_addr(g, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""), true);
       ring_advance(g, slot, phase, p->stages);
     }
   }
@@ -4482,9 +4484,9 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   return ptx;
 }
 
-/* Rotated loops (tir_schedule.c) are opt-in, TILEC_ROTATE=1: measured on the H200 (docs/
- * performance.md) they tie or trail the plain warp-specialized loop, whose two consumer
- * warpgroups already overlap one's softmax with the other's products. A rotated loop keeps the
+/* Rotated loops (tir_schedule.c) are on where legal (3+ stages), TILEC_ROTATE=0 turns them off:
+ * since the last iteration stopped zeroing the scores (session q) they beat the plain
+ * warp-specialized loop of as many stages on the H200 (docs/performance.md). A rotated loop keeps the
  * next iteration's scores, this one's P and the output accumulator in registers at once. Where
  * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
  * producer at 40 registers (the consumers at 232), then without rotation, then both, then (the
@@ -4498,7 +4500,7 @@ static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
 
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
-  bool rotate = env_on("TILEC_ROTATE");
+  bool rotate = !env_off("TILEC_ROTATE");
   const WsPlan plans[6] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true},
                            {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
   char *best = NULL;
