@@ -85,11 +85,12 @@ done
 "$T" dsl/examples/gemm.tile --emit=schedule --arch=sm_80 -o "$W/s80" || bad "--emit=schedule --arch=sm_80 failed"
 grep -q "pipe_wait" "$W/s80" && ! grep -q "roles" "$W/s80" || bad "--emit=schedule (sm_80): $(tail -3 "$W/s80")"
 
-# attention d64 (4 stages, 176 KB): two copies of Q, O stored by each consumer warpgroup
+# attention d64 (4 stages, 176 KB): two copies of Q, O stored by each consumer warpgroup, the
+# loop rotated (on by default from 3 stages)
 "$T" dsl/examples/attention.tile -D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/sa" ||
   bad "--emit=schedule (attention) failed"
-for want in "// head loads: @10 (16384 bytes, 2 copies)" \
-            "// tmap 3: store @81, O box [1, 1, 64, 64] x 1, swizzle 128, one per warpgroup (2)"; do
+for want in "// head loads: @10 (16384 bytes, 2 copies)" ", rotated (accumulator wait @" \
+            "O box [1, 1, 64, 64] x 1, swizzle 128, one per warpgroup (2)"; do
   grep -qF "$want" "$W/sa" || bad "--emit=schedule (attention) lacks '$want'"
 done
 
