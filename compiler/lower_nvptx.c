@@ -2057,15 +2057,13 @@ static void head_ring(Cg *g, LLVMValueRef count, LLVMValueRef *slot, LLVMValueRe
  * no sleeping. */
 static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity, bool sleep) {
   LLVMValueRef a[2] = {bar, parity};
-  sleep = sleep && !env_off("TILEC_WAIT_HINT");
-  asm_call_void(g,
-                sleep ? "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1, 10000000;\n"
-                        "@!p bra TILEC_WAIT_${:uid};\n}"
-                      : "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-                        "@!p bra TILEC_WAIT_${:uid};\n}",
-                "r,r,~{memory}", a, 2);
+  char text[160];
+  snprintf(text, sizeof text,
+           "{\n.reg .pred p;\nTILEC_WAIT_${:uid}:\n"
+           "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1%s;\n"
+           "@!p bra TILEC_WAIT_${:uid};\n}",
+           sleep && !env_off("TILEC_WAIT_HINT") ? ", 10000000" : "");
+  asm_call_void(g, text, "r,r,~{memory}", a, 2);
 }
 
 static LLVMValueRef elected(Cg *g) { return LLVMBuildICmp(g->b, LLVMIntEQ, g->lane, ci32(g, 0), ""); }
@@ -4500,7 +4498,7 @@ static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
 
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
-  bool rotate = !env_off("TILEC_ROTATE");
+  bool rotate = tir_rotation_enabled();
   const WsPlan plans[6] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true},
                            {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
   char *best = NULL;

@@ -549,6 +549,8 @@ bool tir_load_moves_16_bytes(const TirFunc *f, const TirInst *in);
 int tir_nest_depth(const TirFunc *f, int first, int j);
 /* Pipelining on (TILEC_PIPELINE=0 turns it off, to compare). */
 bool tir_pipelining_enabled(void);
+/* Rotated loops where legal (TILEC_ROTATE=0 turns them off, to compare). */
+bool tir_rotation_enabled(void);
 
 /* common.c: whether environment setting name is "0" (a compiler feature switched off, for A/Bs). */
 bool env_off(const char *name);

@@ -145,6 +145,7 @@ static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
 
 
 bool tir_pipelining_enabled(void) { return !env_off("TILEC_PIPELINE"); }
+bool tir_rotation_enabled(void) { return !env_off("TILEC_ROTATE"); }
 
 /* ---------------------------------------------- wgmma overlap (GEMM main loop)
  *
