@@ -2405,12 +2405,11 @@ static void emit_producer(Cg *g) {
     tl = tile_loop_begin(g, false);
   for (int k = 0; k < s->nslice; k++)
     lower_inst(g, &f->insts[s->slice[k]]);
-  /* With one copy, this tile's head tiles go after its first `stages` ring loads (or after all
-   * of them when there are fewer): those only need stages the last tile's loop frees, while the
-   * head tiles wait for that loop's end (head_release), so the ring keeps running ahead across
-   * tiles. With two, they go first: their copy was freed by the tile before the last one. */
-  bool heads_first = s->nheads && s->head_stages == 2;
-  if (heads_first)
+  /* This tile's head tiles go after its first head_after ring loads (or after all of them when
+   * there are fewer): those need only stages the last tile frees before its head tiles, so the
+   * ring keeps running ahead across tiles. */
+  int after = s->nheads ? s->head_after : -1;
+  if (after == 0)
     produce_heads(g, heads_done);
   LLVMValueRef nth = entry_alloca(g, g->i32, 1);
   LLVMBuildStore(g->b, ci32(g, 0), nth);
@@ -2429,8 +2428,8 @@ static void emit_producer(Cg *g) {
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, i, hi64, ""), body, walked);
   LLVMPositionBuilderAtEnd(g->b, body);
   LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
-  if (s->nheads && !heads_first) {
-    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, k, ci32(g, p->stages), ""));
+  if (after > 0) {
+    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, k, ci32(g, after), ""));
     produce_heads(g, heads_done);
     end_if(g, join);
   }
@@ -2450,9 +2449,9 @@ static void emit_producer(Cg *g) {
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
   LLVMPositionBuilderAtEnd(g->b, walked);
-  if (s->nheads && !heads_first) {
+  if (after > 0) {
     LLVMValueRef k = LLVMBuildLoad2(g->b, g->i32, nth, "");
-    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLE, k, ci32(g, p->stages), ""));
+    LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLE, k, ci32(g, after), ""));
     produce_heads(g, heads_done);
     end_if(g, join);
   }
@@ -4403,6 +4402,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   plan->ws |= f->sched->ws;
   if (f->sched->ws) { /* its own copy: rotated loops and prefetched epilogue loads (the cp.async entry
                          * keeps the plain ring and its registers) */
+    so.ws_entry = true;
     so.rotate = plan->rotate;
     so.prefetch = true;
     TirFunc *fw = tir_schedule(f0, &so, g->d);

@@ -504,6 +504,15 @@ typedef struct TirSchedule {
    * the ring's: tmaps[pipes[0].nloads + h]. */
   int *heads, nheads;      /* the LOADs */
   int head_wait, head_release; /* the HEAD_WAIT and HEAD_RELEASE instructions, or -1 */
+  /* With an early release (a rotated loop, tir_schedule.c early_head_operand), head_release is
+   * inside the loop, under an IF on its last iteration, and head_release_empty is a second one
+   * after the loop for a loop that ran no iteration; else -1. */
+  int head_release_empty;
+  /* The producer issues a tile's head loads after this many of its ring loads: those whose
+   * stages the previous tile frees before it frees its head tiles (stages, after the loop; one
+   * fewer from the last iteration, two rotated: its stages are freed an iteration late); 0 with
+   * two copies. */
+  int head_after;
   int head_bytes;          /* what HEAD_WAIT's mbarrier expects */
   /* 1, or 2 (persistent, when a second copy of the head tiles fits): tile i's head tiles sit in
    * copy i % 2, so the producer loads the next tile's (Q) while this tile's loop still reads
@@ -525,6 +534,8 @@ typedef struct TirSchedule {
 
 typedef struct SchedOptions {
   GpuArch arch;
+  bool ws_entry;           /* the warp-specialized entry's copy (the cp.async entry's loads its
+                              head tiles itself: no early release, release_heads_early) */
   bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
   bool prefetch;           /* the warp-specialized entry's copy: prefetched epilogue loads (its
                               consumers have the registers; the cp.async entry may not) */

@@ -481,7 +481,7 @@ static bool head_readers(const TirFunc *f, const TirPipe *p, int t, int after, i
  * can make, with coordinates the producer can compute (marked into the slice). Left out with
  * two consumer groups (each would need its own copy) or a cluster, and with TILEC_HEADS=0. */
 static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool *mark) {
-  s->head_wait = s->head_release = -1;
+  s->head_wait = s->head_release = s->head_release_empty = -1;
   if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_HEADS"))
     return;
   int *heads = arena_alloc(f->arena, sizeof(int) * (size_t)(p->first + 1)), n = 0;
@@ -880,6 +880,33 @@ static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
   return R->acc_read > R->d1 && top_level(g, p->first, R->acc_read);
 }
 
+/* The A operand of the rotated loop's last, unread product where it must not read a head tile,
+ * so that release_heads_early can free the head tiles before it: B's ring tile (its stage is
+ * held: P V reads it), when the S dot is the head tiles' only reader, reading one as A, and
+ * that ring tile has A's type. Else -1 (the product reads A). */
+static int early_head_operand(const TirFunc *g, const TirPipe *p, const Rotation *R) {
+  const TirSchedule *sc = g->sched;
+  const TirInst *d = &g->insts[R->d1];
+  if (!sc->nheads || sc->head_release != p->last + 1 || env_off("TILEC_EARLY_HEAD"))
+    return -1;
+  int a = d->args[0], b = operand_tile(g, d->args[1]);
+  if (b < 0 || !in_ring(p, g, b) || d->args[1] == b)
+    return -1;
+  bool a_is_head = false;
+  for (int h = 0; h < sc->nheads; h++) {
+    int t = g->insts[sc->heads[h]].dst;
+    a_is_head |= t == a;
+    for (int j = 0; j < g->ninsts; j++)
+      if (j != R->d1 && j != sc->heads[h] && reads_tile(g, j, t))
+        return -1;
+  }
+  const TileType *ta = &g->regs[a].type, *tb = &g->regs[b].type;
+  if (!a_is_head || ta->rank != 2 || tb->rank != 2 || ta->elem != tb->elem || ta->dims[0] != tb->dims[0] ||
+      ta->dims[1] != tb->dims[1])
+    return -1;
+  return b;
+}
+
 typedef struct Emit {
   TirFunc *g;
   TirInst *out;
@@ -914,6 +941,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   int first = scalar_reg(g, TY_BOOL, iv), span = scalar_reg(g, TY_I32, iv), has = scalar_reg(g, TY_BOOL, iv);
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
   TirInst s_dot = g->insts[R.d1], wait = g->insts[p->wait];
+  int early = early_head_operand(g, p, &R);
   for (int i = 0; i < g->ninsts; i++) {
     const TirInst *in = &g->insts[i];
     if (i == p->release)
@@ -969,6 +997,8 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       } else {
         TirInst last = s_dot;
         last.imm = 1;
+        if (early >= 0)
+          last.args[0] = early; /* the head tiles may be free by now (release_heads_early) */
         put_inst(&e, last);
       }
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
@@ -1004,6 +1034,166 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   g->insts = e.out;
   g->ninsts = g->cap_insts = e.n;
   return true;
+}
+
+/* ---------------------------------------------- early head release (warp-specialized entry)
+ *
+ * The head tiles (attention's Q) are freed after the loop unless this pass moves the release
+ * into the loop's last iteration, right after the top-level statement that holds their last
+ * synchronous reader:
+ *
+ *     ran = lo < hi                                   before the loop
+ *     for i = lo, hi, step {
+ *       s = dot(q, k)                                 synchronous (a rotated loop: the first
+ *                                                     iteration's, in its IF)
+ *       if not(step < hi - i) { head_release }        the last iteration
+ *       ...
+ *       if step < hi - i { s = dot(q, k') async }     rotated: never in the last iteration, and
+ *     }                                               retired by its dot_wait 1 in its own
+ *     if not(ran) { head_release }                    a loop of no iteration
+ *
+ * With one copy of Q the producer then loads the next tile's Q during this tile's last
+ * softmax, P V and epilogue instead of after them (at short sequences, tiles of a few
+ * iterations, the consumers waited for it at every tile start). Legal when the step is a
+ * positive constant, the bounds and the loop variable are written by nothing in the body, and
+ * every reader of a head tile is a DOT in the loop: synchronous before the release, or a
+ * rotated loop's next-stage dot after it (a rotated loop's last, unread product reads B's ring
+ * tile as A instead: early_head_operand). TILEC_EARLY_HEAD=0 leaves the release after the loop. */
+
+/* The instruction that writes register r, when exactly one does; else -1. */
+static int only_writer(const TirFunc *f, int r) {
+  int at = -1;
+  for (int j = 0; j < f->ninsts; j++)
+    if (is_written(&f->insts[j], r)) {
+      if (at >= 0)
+        return -1;
+      at = j;
+    }
+  return at;
+}
+
+/* Whether p's loop has a positive constant step, and bounds and variable its body never writes. */
+static bool plain_counted_loop(const TirFunc *f, const TirPipe *p) {
+  const TirInst *fr = &f->insts[p->first];
+  int step = only_writer(f, fr->args[2]);
+  for (int a = 0; a < 3; a++)
+    if (count_writes(f, fr->args[a], p->first, p->last + 1) != 0)
+      return false;
+  return step >= 0 && f->insts[step].op == TIR_CONST && f->insts[step].imm > 0 &&
+         count_writes(f, fr->dst, p->first + 1, p->last) == 0;
+}
+
+/* Whether register r is `step < hi - i` of p's loop (another iteration follows), by its only
+ * writers. */
+static bool is_more_iters(const TirFunc *f, const TirPipe *p, int r) {
+  const TirInst *fr = &f->insts[p->first];
+  int lt = only_writer(f, r), sub = lt >= 0 ? only_writer(f, f->insts[lt].args[1]) : -1;
+  return sub > p->first && lt < p->last && f->insts[lt].op == TIR_LT && f->insts[lt].args[0] == fr->args[2] &&
+         f->insts[sub].op == TIR_SUB && f->insts[sub].args[0] == fr->args[1] && f->insts[sub].args[1] == fr->dst;
+}
+
+/* Whether reader r of a head tile is done with it when the last iteration frees it right before
+ * instruction rel: a synchronous DOT of the loop before rel, or after it a rotated loop's
+ * async next-stage DOT right inside `if step < hi - i` at the top level of the body. */
+static bool head_read_done(const TirFunc *f, const TirPipe *p, int r, int rel) {
+  const TirInst *in = &f->insts[r];
+  if (in->op != TIR_DOT || r <= p->first || r >= p->last)
+    return false;
+  if (r < rel)
+    return in->imm == 0 && r != p->overlap_dot;
+  return p->rotated && in->stage == 1 && in->imm == 1 && f->insts[r - 2].op == TIR_IF &&
+         top_level(f, p->first, r - 2) && is_more_iters(f, p, f->insts[r - 2].args[0]);
+}
+
+/* The end of the top-level body statement of p's loop that holds instruction j. */
+static int statement_end(const TirFunc *f, const TirPipe *p, int j) {
+  for (int o = p->first + 1; o < j; o++)
+    if ((f->insts[o].op == TIR_IF || f->insts[o].op == TIR_FOR) && top_level(f, p->first, o) &&
+        match_endfor(f, o) > j)
+      return match_endfor(f, o);
+  return j;
+}
+
+/* The instruction after which the last iteration frees the head tiles, or -1 (not legal). */
+static int plan_early_release(const TirFunc *g, const TirPipe *p) {
+  const TirSchedule *sc = g->sched;
+  if (!sc->nheads || sc->head_release != p->last + 1 || !plain_counted_loop(g, p) || env_off("TILEC_EARLY_HEAD"))
+    return -1;
+  int at = -1;
+  for (int h = 0; h < sc->nheads; h++)
+    for (int j = p->first + 1; j < p->last; j++)
+      if (reads_tile(g, j, g->insts[sc->heads[h]].dst) && g->insts[j].stage == 0 && j > at)
+        at = j;
+  if (at < 0)
+    return -1;
+  at = statement_end(g, p, at);
+  for (int h = 0; h < sc->nheads; h++)
+    for (int j = 0; j < g->ninsts; j++)
+      if (j != sc->heads[h] && reads_tile(g, j, g->insts[sc->heads[h]].dst) && !head_read_done(g, p, j, at + 1))
+        return -1;
+  return at;
+}
+
+static void remap_pipe(TirPipe *p, const int *map) {
+  p->first = map[p->first];
+  p->last = map[p->last];
+  p->wait = map[p->wait];
+  p->release = map[p->release];
+  if (p->overlap_dot >= 0)
+    p->overlap_dot = map[p->overlap_dot];
+  if (p->rotated)
+    p->acc_wait = map[p->acc_wait];
+  if (p->turn >= 0)
+    p->turn = map[p->turn], p->pass = map[p->pass];
+  for (int l = 0; l < p->nloads; l++)
+    p->loads[l] = map[p->loads[l]];
+  for (int c = 0; c < p->nchain; c++)
+    p->chain[c] = map[p->chain[c]];
+}
+
+static void release_heads_early(TirFunc *g, TirPipe *p) {
+  int at = plan_early_release(g, p);
+  if (at < 0)
+    return;
+  TirSchedule *sc = g->sched;
+  Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 12)), 0};
+  int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
+  const TirInst *fr = &g->insts[p->first];
+  int iv = fr->dst, ran = scalar_reg(g, TY_BOOL, iv), none = scalar_reg(g, TY_BOOL, iv);
+  int span = scalar_reg(g, TY_I32, iv), more = scalar_reg(g, TY_BOOL, iv), last = scalar_reg(g, TY_BOOL, iv);
+  int after_loop = sc->head_release;
+  TirInst release = g->insts[after_loop];
+  SrcLoc loc = release.loc;
+  for (int i = 0; i < g->ninsts; i++) {
+    const TirInst *in = &g->insts[i];
+    if (i == p->first)
+      put_inst(&e, op_inst(TIR_LT, ran, fr->args[0], fr->args[1], loc));
+    map[i] = e.n;
+    if (i == after_loop) {
+      put_inst(&e, op_inst(TIR_NOT, none, ran, -1, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, none, -1, loc));
+      map[i] = sc->head_release_empty = e.n;
+      put_inst(&e, release);
+      put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
+      continue;
+    }
+    put_inst(&e, *in);
+    if (i == at) {
+      put_inst(&e, op_inst(TIR_SUB, span, fr->args[1], iv, loc));
+      put_inst(&e, op_inst(TIR_LT, more, fr->args[2], span, loc));
+      put_inst(&e, op_inst(TIR_NOT, last, more, -1, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, last, -1, loc));
+      sc->head_release = e.n;
+      put_inst(&e, release);
+      put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
+    }
+  }
+  map[g->ninsts] = e.n;
+  remap_pipe(p, map);
+  remap_roles(sc, map);
+  sc->head_wait = map[sc->head_wait];
+  g->insts = e.out;
+  g->ninsts = g->cap_insts = e.n;
 }
 
 /* ---------------------------------------------- block order
@@ -1119,6 +1309,10 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   Arena *a = f->arena;
   TirFunc *g = arena_alloc(a, sizeof *g);
   *g = *f;
+  /* registers of its own: each schedule of f (the two entries') adds some (tir_new_reg) */
+  g->regs = arena_alloc(a, sizeof *g->regs * (size_t)(f->nregs + 1));
+  memcpy(g->regs, f->regs, sizeof *g->regs * (size_t)f->nregs);
+  g->cap_regs = f->nregs;
   TirSchedule *s = arena_alloc(a, sizeof *s);
   g->sched = s;
   Sched S = {.f = f, .o = o, .d = d, .s = s};
@@ -1128,11 +1322,17 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   if (s->npipes == 1)
     plan_ws(&S, &pipes[0]);
   if (!s->ws)
-    s->head_wait = s->head_release = -1;
+    s->head_wait = s->head_release = s->head_release_empty = -1;
   plan_block_order(f, s);
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
+  if (o->ws_entry && s->ws)
+    release_heads_early(g, &pipes[0]);
+  if (s->nheads)
+    s->head_after = s->head_stages == 2          ? 0
+                    : s->head_release_empty < 0 ? pipes[0].stages
+                                                : pipes[0].stages - 1 - pipes[0].rotated;
   for (int t = 0; t < s->ntmaps; t++) {
     int h = t - pipes[0].nloads;
     s->tmaps[t].load = h < 0 ? pipes[0].loads[t] : h < s->nheads ? s->heads[h] : s->stores[h - s->nheads];
@@ -1189,7 +1389,12 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
     const TirInst *last = &f->insts[j + 2]; /* the last iteration's s: zeros, or this stage's dot */
-    bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && last->args[0] == in->args[0] &&
+    /* A may be B's ring tile instead, of A's type (early_head_operand): nothing reads the result */
+    int a = last->args[0], b = operand_tile(f, in->args[1]);
+    const TileType *ta = &f->regs[in->args[0]].type, *tb = b >= 0 ? &f->regs[b].type : NULL;
+    bool a_ok = a == in->args[0] || (a == b && tb->rank == ta->rank && tb->elem == ta->elem &&
+                                     !memcmp(tb->dims, ta->dims, sizeof(int32_t) * (size_t)ta->rank));
+    bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && a_ok &&
                     last->args[1] == in->args[1] && last->args[2] == in->args[2];
     if (last->dst != in->dst || (!same_dot && !(last->op == TIR_CONST && last->imm == 0)))
       return sfail(v, j + 2, "rotated pipe: the last iteration's s is neither zeros nor the same dot of this stage");
@@ -1325,6 +1530,35 @@ static bool slice_computes(const TirSchedule *s, const TirFunc *f, int r) {
   return false;
 }
 
+/* An early release (release_heads_early): `if not(step < hi - i) { head_release }` at the top
+ * level of the loop, every reader of a head tile done with it there (head_read_done); `ran =
+ * lo < hi` right before the loop and `if not(ran) { head_release }` at the top level after it. */
+static bool verify_early_heads(const SchedVerifier *v, const TirPipe *p) {
+  const TirFunc *f = v->f;
+  const TirSchedule *s = f->sched;
+  const TirInst *fr = &f->insts[p->first];
+  int rel = s->head_release, empty = s->head_release_empty;
+  bool in_if = rel - 1 > p->first && rel < p->last && f->insts[rel - 1].op == TIR_IF &&
+               top_level(f, p->first, rel - 1) && f->insts[rel + 1].op == TIR_ENDIF;
+  int not = in_if ? only_writer(f, f->insts[rel - 1].args[0]) : -1;
+  if (!plain_counted_loop(f, p) || not <= p->first || not > rel || f->insts[not].op != TIR_NOT ||
+      !is_more_iters(f, p, f->insts[not].args[0]))
+    return sfail(v, rel, "an early head_release not under `if not(step < hi - i)` at the top level of the loop");
+  const TirInst *ran = &f->insts[p->first - 1];
+  int none = empty > p->last && f->insts[empty - 1].op == TIR_IF ? only_writer(f, f->insts[empty - 1].args[0]) : -1;
+  if (ran->op != TIR_LT || ran->args[0] != fr->args[0] || ran->args[1] != fr->args[1] ||
+      only_writer(f, ran->dst) != p->first - 1 || none < 0 || f->insts[none].op != TIR_NOT ||
+      f->insts[none].args[0] != ran->dst || !top_level(f, -1, empty - 1) || f->insts[empty + 1].op != TIR_ENDIF)
+    return sfail(v, empty, "no release after a loop of no iteration (`ran = lo < hi` before it, `if not(ran)` after it)");
+  for (int h = 0; h < s->nheads; h++) {
+    int t = f->insts[s->heads[h]].dst;
+    for (int r = 0; r < f->ninsts; r++)
+      if (r != s->heads[h] && reads_tile(f, r, t) && (r < s->head_wait || !head_read_done(f, p, r, rel)))
+        return sfail(v, r, "reads head tile %%%d where the last iteration's head_release may have freed it", t);
+  }
+  return true;
+}
+
 /* Head loads: each the only write of its tile, at the top level before the loop, coordinates
  * from the producer's slice; one head_wait after the last of them and before any reader of
  * their tiles, one head_release at the top level after every reader. */
@@ -1344,9 +1578,13 @@ static bool verify_heads(const SchedVerifier *v) {
   if (s->head_stages != 1 && (s->head_stages != 2 || !s->persistent))
     return sfail(v, -1, "%d copies of the head tiles (1, or 2 with a persistent walk)", s->head_stages);
   int w = s->head_wait, rel = s->head_release;
-  if (waits != 1 || releases != 1 || w < 0 || rel <= w || f->insts[w].op != TIR_HEAD_WAIT ||
-      f->insts[rel].op != TIR_HEAD_RELEASE || !top_level(f, -1, w) || !top_level(f, -1, rel) || w > p->first)
+  bool early = s->head_release_empty >= 0;
+  if (waits != 1 || releases != 1 + early || w < 0 || rel <= w || f->insts[w].op != TIR_HEAD_WAIT ||
+      f->insts[rel].op != TIR_HEAD_RELEASE || !top_level(f, -1, w) || (!early && !top_level(f, -1, rel)) ||
+      w > p->first)
     return sfail(v, w, "head loads need one top-level head_wait before the loop and one head_release after it");
+  if (early)
+    return verify_early_heads(v, p);
   for (int h = 0; h < s->nheads; h++) {
     int j = s->heads[h], t = f->insts[j].dst;
     if (f->insts[j].op != TIR_LOAD || j > w || !top_level(f, -1, j) || count_writes(f, t, 0, f->ninsts) != 1)
@@ -1514,7 +1752,10 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fputs("// head loads:", out);
     for (int h = 0; h < s->nheads; h++)
       fprintf(out, " @%d", s->heads[h]);
-    fprintf(out, " (%d bytes%s), wait @%d, release @%d\n", s->head_bytes, s->head_stages == 2 ? ", 2 copies" : "",
+    fprintf(out, " (%d bytes%s), wait @%d, release @%d", s->head_bytes, s->head_stages == 2 ? ", 2 copies" : "",
             s->head_wait, s->head_release);
+    if (s->head_release_empty >= 0)
+      fprintf(out, " (the last iteration; @%d after a loop of no iteration)", s->head_release_empty);
+    fprintf(out, "; issued after %d ring loads\n", s->head_after);
   }
 }

@@ -99,6 +99,17 @@ static const Case cases[] = {
     {"attn_rot_d64_causal_nt", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3 -D CAUSAL=1",
      "B=1,H=5,N=777", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_one_block", "attention", "-D D=128 -D BM=128 -D BN=64 -D WARPS=8 -D STAGES=3", "B=1,H=1,N=64", SUITE_GPU, 0, NULL, 0},
+    /* Q freed by the last iteration (BM = BN: its product there takes K's stage as A): one copy
+     * of Q at d128, several tiles per block; one iteration per tile (the release in the first);
+     * causal; grouped heads with a window */
+    {"attn_rot_early_d128", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=2,H=40,N=1000",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_early_one_iter", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3", "B=3,H=100,N=100",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_early_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3 -D CAUSAL=1",
+     "B=1,H=60,N=1030", SUITE_GPU, 0, NULL, 0},
+    {"attn_rot_early_gqa", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3",
+     "B=1,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
     /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
     {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},
     {"gqa_window", "attention_gqa", "", "B=2,H=4,HKV=1,N=150,window=37", SUITE_ALL, 0, NULL, 0},
