@@ -508,10 +508,12 @@ typedef struct TirSchedule {
    * inside the loop, under an IF on its last iteration, and head_release_empty is a second one
    * after the loop for a loop that ran no iteration; else -1. */
   int head_release_empty;
-  /* The producer issues a tile's head loads after this many of its ring loads: those whose
-   * stages the previous tile frees before it frees its head tiles (stages, after the loop; one
-   * fewer from the last iteration, two rotated: its stages are freed an iteration late); 0 with
-   * two copies. */
+  /* The producer issues a tile's head loads after this many of its ring loads: with one copy
+   * freed after the loop, the ring's stages (those need only stages the previous tile frees
+   * before its loop ends); 0 with two copies (freed by the tile before the previous one) or an
+   * early release (the next tile's first ring load then waits for the previous tile's last
+   * iteration, still an iteration and an epilogue ahead of its use; issuing the heads after it
+   * instead made the rotated d128 producer spill at 24 registers). */
   int head_after;
   int head_bytes;          /* what HEAD_WAIT's mbarrier expects */
   /* 1, or 2 (persistent, when a second copy of the head tiles fits): tile i's head tiles sit in

@@ -1330,9 +1330,7 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   if (o->ws_entry && s->ws)
     release_heads_early(g, &pipes[0]);
   if (s->nheads)
-    s->head_after = s->head_stages == 2          ? 0
-                    : s->head_release_empty < 0 ? pipes[0].stages
-                                                : pipes[0].stages - 1 - pipes[0].rotated;
+    s->head_after = s->head_stages == 1 && s->head_release_empty < 0 ? pipes[0].stages : 0;
   for (int t = 0; t < s->ntmaps; t++) {
     int h = t - pipes[0].nloads;
     s->tmaps[t].load = h < 0 ? pipes[0].loads[t] : h < s->nheads ? s->heads[h] : s->stores[h - s->nheads];
