@@ -1196,6 +1196,18 @@ static void release_heads_early(TirFunc *g, TirPipe *p) {
   g->ninsts = g->cap_insts = e.n;
 }
 
+/* TirSchedule.head_after; TILEC_HEAD_AFTER=K (one copy) issues the heads after K ring loads
+ * instead, for an A/B (any K is free of deadlock: the previous tile's consumers wait for nothing
+ * of the next tile). */
+static int plan_head_after(const TirSchedule *s, const TirPipe *p) {
+  const char *e = getenv("TILEC_HEAD_AFTER");
+  if (e && *e && s->head_stages == 1) {
+    int k = atoi(e);
+    return k < 0 ? 0 : k > p->stages ? p->stages : k;
+  }
+  return s->head_stages == 1 && s->head_release_empty < 0 ? p->stages : 0;
+}
+
 /* ---------------------------------------------- block order
  *
  * The hardware starts a grid's blocks in index order (x fastest). Where the loops run more trips
@@ -1311,7 +1323,8 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   *g = *f;
   /* registers of its own: each schedule of f (the two entries') adds some (tir_new_reg) */
   g->regs = arena_alloc(a, sizeof *g->regs * (size_t)(f->nregs + 1));
-  memcpy(g->regs, f->regs, sizeof *g->regs * (size_t)f->nregs);
+  if (f->nregs)
+    memcpy(g->regs, f->regs, sizeof *g->regs * (size_t)f->nregs);
   g->cap_regs = f->nregs;
   TirSchedule *s = arena_alloc(a, sizeof *s);
   g->sched = s;
@@ -1330,7 +1343,7 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   if (o->ws_entry && s->ws)
     release_heads_early(g, &pipes[0]);
   if (s->nheads)
-    s->head_after = s->head_stages == 1 && s->head_release_empty < 0 ? pipes[0].stages : 0;
+    s->head_after = plan_head_after(s, &pipes[0]);
   for (int t = 0; t < s->ntmaps; t++) {
     int h = t - pipes[0].nloads;
     s->tmaps[t].load = h < 0 ? pipes[0].loads[t] : h < s->nheads ? s->heads[h] : s->stores[h - s->nheads];
