@@ -1261,7 +1261,8 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   }
   NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
-                   .wgm = wgm, .wgn = wgn, .zero_acc = tir_is_zero_tile(g->f, in->args[2])};
+                   .wgm = wgm, .wgn = wgn, .zero_acc = tir_is_zero_tile(g->f, in->args[2]),
+                   .k_steps = in->k_steps};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   g->stage_ahead = in->stage;

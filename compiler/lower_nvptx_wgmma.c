@@ -224,7 +224,8 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   for (int i = 0; i < nacc * MT; i++)
     d->c[i] = d->zero_acc ? LLVMGetUndef(w->f32) : pin(w, d->c[i]);
   asm0(w, "wgmma.fence.sync.aligned;");
-  for (int kt = 0; kt < KT; kt++) {
+  int issued = d->k_steps > 0 && d->k_steps < KT ? d->k_steps : KT;
+  for (int kt = 0; kt < issued; kt++) {
     LLVMValueRef db = desc(w, &sb, 0, 16 * kt);
     for (int mt = 0; mt < MT; mt++) {
       LLVMValueRef da = d->a.regs ? NULL : desc(w, &sa, 64 * mt, 16 * kt);

@@ -296,6 +296,8 @@ typedef struct TirInst {
   int stage;               /* scheduled DOT, PIPE_WAIT: the ring stage of the iteration this many
                               ahead (a rotated loop's next-iteration dot: 1); else 0 */
   int32_t offs[TILE_MAX_RANK]; /* EXTRACT: the first element taken along each dimension */
+  int k_steps;             /* scheduled DOT: only its first k_steps k16 steps (0: all); a rotated
+                              loop's last, unread product, which only has to define its result */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */

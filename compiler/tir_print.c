@@ -157,6 +157,8 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     print_args(out, f, in, n < 0 ? 0 : n);
     if (in->op == TIR_DOT && (in->imm == 1 || in->stage))
       fprintf(out, "%s%s", in->imm == 1 ? " async" : "", in->stage == 1 ? " next stage" : "");
+    if (in->op == TIR_DOT && in->k_steps)
+      fprintf(out, ", %d k step%s", in->k_steps, in->k_steps == 1 ? "" : "s");
     break;
   }
   }

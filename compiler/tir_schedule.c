@@ -997,6 +997,9 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       } else {
         TirInst last = s_dot;
         last.imm = 1;
+        /* one k16 step defines every register of s as well as all of them: d128's last
+         * product costs an eighth of one (TILEC_LAST_DOT_STEPS=0: all) */
+        last.k_steps = env_off("TILEC_LAST_DOT_STEPS") ? 0 : 1;
         if (early >= 0)
           last.args[0] = early; /* the head tiles may be free by now (release_heads_early) */
         put_inst(&e, last);

@@ -289,6 +289,8 @@ Test(schedule, attention_loop_is_rotated) {
   cr_assert_eq(last->op, TIR_DOT);
   cr_assert_eq(last->stage, 0);
   cr_assert_eq(last->imm, 1, "async, like the next-stage one");
+  cr_assert_eq(last->k_steps, 1, "one k16 step defines s: nothing reads it");
+  cr_assert_eq(f->insts[next].k_steps, 0);
   cr_assert_eq(last->dst, f->insts[next].dst);
   cr_assert_eq(last->args[1], f->insts[next].args[1]);
   /* ... with K's stage as A too: Q (a head load) is freed at the top of the last iteration */
@@ -630,8 +632,9 @@ Test(schedule, rotated_loop_order_in_the_ptx) {
   cr_assert(strstr(ws, "TWFMMMMC|"), "%s", ws);
   /* P V (BN/16 = 8 wgmmas) issued after it, the turn passed on, then only S waited for */
   cr_assert(strstr(ws, "FMMMMMMMMCP1"), "%s", ws);
-  /* the last iteration's S over its own stage, in the other branch, falling into P V */
-  cr_assert(strstr(ws, "|FMMMMC|FMMMMMMMMCP1"), "%s", ws);
+  /* the last iteration's S over its own stage, one k16 step, in the other branch, falling
+   * into P V */
+  cr_assert(strstr(ws, "|FMC|FMMMMMMMMCP1"), "%s", ws);
   /* the producer: per stage, the empty barrier, expect_tx on the full one, K and V by TMA */
   cr_assert(strstr(ws, "WXLL"), "%s", ws);
   /* and ptxas keeps the wgmmas asynchronous (an accumulator live across the next-stage IF's
