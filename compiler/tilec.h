@@ -506,9 +506,9 @@ typedef struct TirSchedule {
    * the ring's: tmaps[pipes[0].nloads + h]. */
   int *heads, nheads;      /* the LOADs */
   int head_wait, head_release; /* the HEAD_WAIT and HEAD_RELEASE instructions, or -1 */
-  /* With an early release (a rotated loop, tir_schedule.c early_head_operand), head_release is
-   * inside the loop, under an IF on its last iteration, and head_release_empty is a second one
-   * after the loop for a loop that ran no iteration; else -1. */
+  /* With an early release (tir_schedule.c release_heads_early), head_release is inside the
+   * loop, under an IF on its last iteration, and head_release_empty is a second one after the
+   * loop for a loop that ran no iteration; else -1. */
   int head_release_empty;
   /* The producer issues a tile's head loads after this many of its ring loads: with one copy
    * freed after the loop, the ring's stages (those need only stages the previous tile frees
@@ -538,8 +538,8 @@ typedef struct TirSchedule {
 
 typedef struct SchedOptions {
   GpuArch arch;
-  bool ws_entry;           /* the warp-specialized entry's copy (the cp.async entry's loads its
-                              head tiles itself: no early release, release_heads_early) */
+  bool ws_entry;           /* the warp-specialized entry's copy (release_heads_early: the
+                              cp.async entry loads its head tiles itself) */
   bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
   bool prefetch;           /* the warp-specialized entry's copy: prefetched epilogue loads (its
                               consumers have the registers; the cp.async entry may not) */
