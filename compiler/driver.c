@@ -87,8 +87,7 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
     /* the warp-specialized entry's schedule where there is one (rotated loops included unless
      * TILEC_ROTATE=0; the compiler drops a rotation ptxas spills on, which this listing does
      * not check) */
-    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .ws_entry = true, .rotate = tir_rotation_enabled(),
-                       .prefetch = true};
+    SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .ws_entry = true, .rotate = tir_rotation_enabled()};
     TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
     ok = g != NULL;
     if (ok) {

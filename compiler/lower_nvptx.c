@@ -4405,7 +4405,6 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
                          * keeps the plain ring and its registers) */
     so.ws_entry = true;
     so.rotate = plan->rotate;
-    so.prefetch = true;
     TirFunc *fw = tir_schedule(f0, &so, g->d);
     if (!fw)
       return false;

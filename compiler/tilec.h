@@ -538,11 +538,10 @@ typedef struct TirSchedule {
 
 typedef struct SchedOptions {
   GpuArch arch;
-  bool ws_entry;           /* the warp-specialized entry's copy (release_heads_early: the
-                              cp.async entry loads its head tiles itself) */
+  bool ws_entry;           /* the warp-specialized entry's copy: prefetched epilogue loads (its
+                              consumers have the registers; the cp.async entry may not) and head
+                              tiles freed early (the cp.async entry loads its own) */
   bool rotate;             /* the warp-specialized entry's copy: rotate loops where legal */
-  bool prefetch;           /* the warp-specialized entry's copy: prefetched epilogue loads (its
-                              consumers have the registers; the cp.async entry may not) */
   bool wgmma;              /* DOTs on wgmma (layout_kernel_uses_wgmma) */
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
   bool wide_producer;      /* the producer at 40 registers, the consumers at what is left (a

@@ -711,7 +711,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_heads(f, s, p, mark);
   plan_stores(S, s, p);
   plan_head_stages(f, s, p);
-  if (S->o->prefetch)
+  if (S->o->ws_entry)
     plan_prefetch(f, s, p);
   int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
@@ -880,31 +880,22 @@ static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
   return R->acc_read > R->d1 && top_level(g, p->first, R->acc_read);
 }
 
-/* The A operand of the rotated loop's last, unread product where it must not read a head tile,
- * so that release_heads_early can free the head tiles before it: B's ring tile (its stage is
- * held: P V reads it), when the S dot is the head tiles' only reader, reading one as A, and
- * that ring tile has A's type. Else -1 (the product reads A). */
-static int early_head_operand(const TirFunc *g, const TirPipe *p, const Rotation *R) {
-  const TirSchedule *sc = g->sched;
-  const TirInst *d = &g->insts[R->d1];
-  if (!sc->nheads || sc->head_release != p->last + 1 || env_off("TILEC_EARLY_HEAD"))
-    return -1;
-  int a = d->args[0], b = operand_tile(g, d->args[1]);
-  if (b < 0 || !in_ring(p, g, b) || d->args[1] == b)
-    return -1;
-  bool a_is_head = false;
-  for (int h = 0; h < sc->nheads; h++) {
-    int t = g->insts[sc->heads[h]].dst;
-    a_is_head |= t == a;
-    for (int j = 0; j < g->ninsts; j++)
-      if (j != R->d1 && j != sc->heads[h] && reads_tile(g, j, t))
-        return -1;
-  }
-  const TileType *ta = &g->regs[a].type, *tb = &g->regs[b].type;
-  if (!a_is_head || ta->rank != 2 || tb->rank != 2 || ta->elem != tb->elem || ta->dims[0] != tb->dims[0] ||
-      ta->dims[1] != tb->dims[1])
-    return -1;
-  return b;
+/* p's instruction numbers through map (old index -> new) after a pass renumbered the table. */
+static void remap_pipe(TirPipe *p, const int *map) {
+  p->first = map[p->first];
+  p->last = map[p->last];
+  p->wait = map[p->wait];
+  p->release = map[p->release];
+  if (p->overlap_dot >= 0)
+    p->overlap_dot = map[p->overlap_dot];
+  if (p->rotated)
+    p->acc_wait = map[p->acc_wait];
+  if (p->turn >= 0)
+    p->turn = map[p->turn], p->pass = map[p->pass];
+  for (int l = 0; l < p->nloads; l++)
+    p->loads[l] = map[p->loads[l]];
+  for (int c = 0; c < p->nchain; c++)
+    p->chain[c] = map[p->chain[c]];
 }
 
 typedef struct Emit {
@@ -941,7 +932,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   int first = scalar_reg(g, TY_BOOL, iv), span = scalar_reg(g, TY_I32, iv), has = scalar_reg(g, TY_BOOL, iv);
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
   TirInst s_dot = g->insts[R.d1], wait = g->insts[p->wait];
-  int early = early_head_operand(g, p, &R);
+  int acc_wait = -1, turn = -1, pass = -1;
   for (int i = 0; i < g->ninsts; i++) {
     const TirInst *in = &g->insts[i];
     if (i == p->release)
@@ -962,7 +953,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       continue;
     }
     if (i == R.acc_read) {
-      p->acc_wait = e.n;
+      acc_wait = e.n;
       put_inst(&e, op_inst(TIR_DOT_WAIT, -1, g->insts[R.d2].dst, -1, in->loc))->imm = 0;
       TirInst rel = g->insts[p->release];
       rel.imm = 1;
@@ -972,7 +963,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
     }
     if (i == R.d2) {
       if (turns) {
-        p->turn = e.n;
+        turn = e.n;
         put_inst(&e, op_inst(TIR_WG_TURN, -1, -1, -1, loc));
       }
       put_inst(&e, op_inst(TIR_SUB, span, hi, iv, loc));
@@ -1000,8 +991,6 @@ static bool rotate(TirFunc *g, TirPipe *p) {
         /* one k16 step defines every register of s as well as all of them: d128's last
          * product costs an eighth of one (TILEC_LAST_DOT_STEPS=0: all) */
         last.k_steps = env_off("TILEC_LAST_DOT_STEPS") ? 0 : 1;
-        if (early >= 0)
-          last.args[0] = early; /* the head tiles may be free by now (release_heads_early) */
         put_inst(&e, last);
       }
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
@@ -1010,7 +999,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       pv.imm = 1;
       put_inst(&e, pv);
       if (turns) {
-        p->pass = e.n;
+        pass = e.n;
         put_inst(&e, op_inst(TIR_WG_PASS, -1, -1, -1, in->loc));
       }
       put_inst(&e, op_inst(TIR_DOT_WAIT, -1, s_dot.dst, -1, in->loc))->imm = 1;
@@ -1019,15 +1008,9 @@ static bool rotate(TirFunc *g, TirPipe *p) {
     put_inst(&e, *in);
   }
   map[g->ninsts] = e.n;
-  p->first = map[p->first];
-  p->last = map[p->last];
-  p->wait = map[p->wait];
-  p->release = map[p->release];
-  p->overlap_dot = map[R.d2];
-  for (int l = 0; l < p->nloads; l++)
-    p->loads[l] = map[p->loads[l]];
-  for (int c = 0; c < p->nchain; c++)
-    p->chain[c] = map[p->chain[c]];
+  p->overlap_dot = R.d2;
+  remap_pipe(p, map);
+  p->acc_wait = acc_wait, p->turn = turn, p->pass = pass; /* numbered as emitted */
   p->rotated = true;
   remap_roles(sc, map);
   if (sc->nheads) {
@@ -1061,7 +1044,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
  * positive constant, the bounds and the loop variable are written by nothing in the body, and
  * every reader of a head tile is a DOT in the loop: synchronous before the release, or a
  * rotated loop's next-stage dot after it (a rotated loop's last, unread product reads B's ring
- * tile as A instead: early_head_operand). TILEC_EARLY_HEAD=0 leaves the release after the loop. */
+ * tile as A instead, where it has A's type). TILEC_EARLY_HEAD=0 leaves the release after the loop. */
 
 /* The instruction that writes register r, when exactly one does; else -1. */
 static int only_writer(const TirFunc *f, int r) {
@@ -1137,27 +1120,35 @@ static int plan_early_release(const TirFunc *g, const TirPipe *p) {
   return at;
 }
 
-static void remap_pipe(TirPipe *p, const int *map) {
-  p->first = map[p->first];
-  p->last = map[p->last];
-  p->wait = map[p->wait];
-  p->release = map[p->release];
-  if (p->overlap_dot >= 0)
-    p->overlap_dot = map[p->overlap_dot];
-  if (p->rotated)
-    p->acc_wait = map[p->acc_wait];
-  if (p->turn >= 0)
-    p->turn = map[p->turn], p->pass = map[p->pass];
-  for (int l = 0; l < p->nloads; l++)
-    p->loads[l] = map[p->loads[l]];
-  for (int c = 0; c < p->nchain; c++)
-    p->chain[c] = map[p->chain[c]];
+/* Whether shared tile b has register a's type (rank, dims, element): a wgmma operand's stand-in. */
+static bool same_tile_type(const TirFunc *f, int a, int b) {
+  const TileType *ta = &f->regs[a].type, *tb = &f->regs[b].type;
+  return ta->rank == tb->rank && ta->elem == tb->elem &&
+         !memcmp(ta->dims, tb->dims, sizeof ta->dims[0] * (size_t)ta->rank);
+}
+
+/* A rotated loop's last, unread product (in the ELSE of the next-stage dot's IF), or -1. */
+static int last_product(const TirFunc *f, const TirPipe *p) {
+  for (int j = p->first + 1; p->rotated && j + 2 < p->last; j++)
+    if (f->insts[j].op == TIR_DOT && f->insts[j].stage == 1 && f->insts[j + 1].op == TIR_ELSE &&
+        f->insts[j + 2].op == TIR_DOT)
+      return j + 2;
+  return -1;
 }
 
 static void release_heads_early(TirFunc *g, TirPipe *p) {
+  /* a rotated loop's last product reads B's ring tile as A too where it has A's type (its stage
+   * is held: P V reads it), so that nothing reads a head tile after the release */
+  int last_dot = last_product(g, p), a = last_dot >= 0 ? g->insts[last_dot].args[0] : -1;
+  int b = last_dot >= 0 ? operand_tile(g, g->insts[last_dot].args[1]) : -1;
+  if (b >= 0 && b != g->insts[last_dot].args[1] && in_ring(p, g, b) && same_tile_type(g, a, b))
+    g->insts[last_dot].args[0] = b;
   int at = plan_early_release(g, p);
-  if (at < 0)
+  if (at < 0) {
+    if (last_dot >= 0)
+      g->insts[last_dot].args[0] = a;
     return;
+  }
   TirSchedule *sc = g->sched;
   Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 12)), 0};
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
@@ -1403,11 +1394,9 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
     const TirInst *last = &f->insts[j + 2]; /* the last iteration's s: zeros, or this stage's dot */
-    /* A may be B's ring tile instead, of A's type (early_head_operand): nothing reads the result */
-    int a = last->args[0], b = operand_tile(f, in->args[1]);
-    const TileType *ta = &f->regs[in->args[0]].type, *tb = b >= 0 ? &f->regs[b].type : NULL;
-    bool a_ok = a == in->args[0] || (a == b && tb->rank == ta->rank && tb->elem == ta->elem &&
-                                     !memcmp(tb->dims, ta->dims, sizeof(int32_t) * (size_t)ta->rank));
+    /* A may be B's ring tile instead, of A's type (release_heads_early): nothing reads the result */
+    int a = last->args[0];
+    bool a_ok = a == in->args[0] || (a == operand_tile(f, in->args[1]) && same_tile_type(f, in->args[0], a));
     bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && a_ok &&
                     last->args[1] == in->args[1] && last->args[2] == in->args[2];
     if (last->dst != in->dst || (!same_dot && !(last->op == TIR_CONST && last->imm == 0)))
