@@ -2017,10 +2017,18 @@ static void asm_call_void(Cg *g, const char *text, const char *cons, LLVMValueRe
   LLVMBuildCall2(g->b, ft, fn, args, (unsigned)n, "");
 }
 
-/* The 32-bit shared-window address of mbarrier `which` (0: full, 1: empty) of stage slot. */
-static LLVMValueRef mbar_addr(Cg *g, int which, LLVMValueRef slot) {
+/* The bytes of the ring's mbarriers: full and empty per stage, for each set (TirPipe.early). */
+static int ring_mbar_bytes(const Cg *g) {
+  const TirPipe *p = g->pipes[0].tp;
+  return 16 * p->stages * (p->early ? 2 : 1);
+}
+
+/* The 32-bit shared-window address of mbarrier `which` (0: full, 1: empty) of stage slot, of the
+ * early set's barriers (after the others) when early. */
+static LLVMValueRef mbar_addr(Cg *g, bool early, int which, LLVMValueRef slot) {
   int stages = g->pipes[0].tp->stages;
-  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 8 * stages * which), LLVMBuildMul(g->b, slot, ci32(g, 8), ""), "");
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 16 * stages * early + 8 * stages * which),
+                                  LLVMBuildMul(g->b, slot, ci32(g, 8), ""), "");
   LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, "");
   return LLVMBuildPtrToInt(g->b, p, g->i32, "");
 }
@@ -2030,14 +2038,14 @@ static LLVMValueRef mbar_addr(Cg *g, int which, LLVMValueRef slot) {
  * order, and a stage's full barrier is never more than one phase ahead of its waiter (a parity
  * wait cannot tell phase k from k + 2). */
 static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r) {
-  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages), LLVMBuildMul(g->b, r, ci32(g, 8), ""), "");
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + ring_mbar_bytes(g)), LLVMBuildMul(g->b, r, ci32(g, 8), ""), "");
   return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
 }
 
 /* Head loads: a ring of head_stages copies of their own; copy `slot`'s full (which = 0) and
  * empty (1) barriers after the ring's. */
 static LLVMValueRef head_mbar(Cg *g, int which, LLVMValueRef slot) {
-  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + 16 * g->pipes[0].tp->stages + 8 * which),
+  LLVMValueRef off = LLVMBuildAdd(g->b, ci32(g, g->mbar_off + ring_mbar_bytes(g) + 8 * which),
                                   LLVMBuildMul(g->b, slot, ci32(g, 16), ""), "");
   return LLVMBuildPtrToInt(g->b, LLVMBuildInBoundsGEP2(g->b, g->i8, g->smem, &off, 1, ""), g->i32, "");
 }
@@ -2088,17 +2096,17 @@ static void warp_arrive(Cg *g, LLVMValueRef bar, LLVMValueRef go, bool peer) {
 
 /* Consumers, PIPE_WAIT: this iteration's stage has landed (ahead 1: the next iteration's, whose
  * parity flips when its stage wraps to 0). */
-static void ws_wait(Cg *g, const Pipe *p, int ahead) {
+static void ws_wait(Cg *g, const Pipe *p, int ahead, bool early) {
   LLVMValueRef slot = ring_slot(g, p, ahead);
   LLVMValueRef phase = LLVMBuildLoad2(g->b, g->i32, p->phase, "");
   if (ahead)
     phase = LLVMBuildXor(g->b, phase, LLVMBuildZExt(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, slot, ci32(g, 0), ""), g->i32, ""), "");
-  mbar_wait(g, mbar_addr(g, 0, slot), phase, false);
+  mbar_wait(g, mbar_addr(g, early, 0, slot), phase, false);
 }
 
 /* Consumers, PIPE_RELEASE: one arrival per warp on empty, after all its lanes' reads (lag 1: the
  * previous iteration's stage, whose wgmma group the overlapped DOT's wait_group 1 retired). */
-static void ws_release(Cg *g, const Pipe *p, int lag) {
+static void ws_release(Cg *g, const Pipe *p, int lag, bool early) {
   int stages = p->tp->stages;
   LLVMValueRef slot = LLVMBuildLoad2(g->b, g->i32, p->rslot, "");
   LLVMValueRef go = elected(g);
@@ -2110,7 +2118,7 @@ static void ws_release(Cg *g, const Pipe *p, int lag) {
     go = LLVMBuildAnd(g->b, go, started, "");
   }
   /* with a cluster, the peer's stage took our multicast half: free it there too */
-  warp_arrive(g, mbar_addr(g, 1, slot), go, g->cluster);
+  warp_arrive(g, mbar_addr(g, early, 1, slot), go, g->cluster);
 }
 
 static void lower_pipe_sync(Cg *g, const TirInst *in) {
@@ -2118,11 +2126,11 @@ static void lower_pipe_sync(Cg *g, const TirInst *in) {
   const Nest *ns = &g->nest[g->depth - 1];
   if (in->op == TIR_PIPE_WAIT) {
     if (g->ws)
-      ws_wait(g, p, in->stage);
+      ws_wait(g, p, in->stage, in->early_set);
     else
       pipe_top(g, p, LLVMBuildLoad2(g->b, g->i64, ns->counter, ""), ns->hi, ns->step);
   } else if (g->ws) {
-    ws_release(g, p, (int)in->imm);
+    ws_release(g, p, (int)in->imm, in->early_set);
   } /* cp.async: the barrier at the next PIPE_WAIT orders every read before the refill */
 }
 
@@ -2436,16 +2444,21 @@ static void emit_producer(Cg *g) {
   }
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, k, ci32(g, 1), ""), nth);
   LLVMValueRef sl = LLVMBuildLoad2(g->b, g->i32, slot, ""), ph = LLVMBuildLoad2(g->b, g->i32, phase, "");
-  mbar_wait(g, mbar_addr(g, 1, sl), ph, true);
-  LLVMValueRef full = mbar_addr(g, 0, sl);
-  LLVMValueRef ex[2] = {full, ci32(g, s->tx_bytes)};
-  asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
   LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
   store_regs(g, fi->dst, &iv);
-  for (int c = 0; c < p->nchain; c++)
-    lower_inst(g, &f->insts[p->chain[c]]);
-  for (int t = 0; t < p->nloads; t++)
-    tma_load(g, t, stage_base(g, &g->tiles[f->insts[p->loads[t]].dst], sl), full);
+  /* the early set first, as soon as its stage is free: the others' may still be read */
+  for (int set = p->early ? 1 : 0; set >= 0; set--) {
+    mbar_wait(g, mbar_addr(g, set, 1, sl), ph, true);
+    LLVMValueRef full = mbar_addr(g, set, 0, sl);
+    int bytes = p->early ? (set ? s->early_bytes : s->tx_bytes - s->early_bytes) : s->tx_bytes;
+    LLVMValueRef ex[2] = {full, ci32(g, bytes)};
+    asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
+    for (int c = 0; c < (set == (p->early ? 1 : 0) ? p->nchain : 0); c++)
+      lower_inst(g, &f->insts[p->chain[c]]);
+    for (int t = 0; t < p->nloads; t++)
+      if ((p->early && p->early[t]) == set)
+        tma_load(g, t, stage_base(g, &g->tiles[f->insts[p->loads[t]].dst], sl), full);
+  }
   ring_advance(g, slot, phase, p->stages);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, step64, ""), ctr);
   LLVMBuildBr(g->b, cond);
@@ -2462,7 +2475,9 @@ static void emit_producer(Cg *g) {
     /* The tail: every stage released by both blocks' consumers before this block may exit (the
      * peer's consumers arrive on our empty barriers; our multicast halves sit in its stages). */
     for (int k = 0; k < p->stages; k++) {
-      mbar_wait(g, mbar_addr(g, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""), true);
+      for (int set = 0; set <= (p->early != NULL); set++)
+        mbar_wait(g, mbar_addr(g, set, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""),
+                  true);
       ring_advance(g, slot, phase, p->stages);
     }
   }
@@ -2479,10 +2494,10 @@ static void emit_roles(Cg *g) {
   const TirSchedule *s = g->sched;
   int stages = g->pipes[0].tp->stages;
   LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
-  for (int k = 0; k < stages; k++) {
-    LLVMValueRef a[2] = {mbar_addr(g, 0, ci32(g, k)), ci32(g, 1)};
+  for (int k = 0; k < stages * (g->pipes[0].tp->early ? 2 : 1); k++) {
+    LLVMValueRef a[2] = {mbar_addr(g, k >= stages, 0, ci32(g, k % stages)), ci32(g, 1)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
-    a[0] = mbar_addr(g, 1, ci32(g, k));
+    a[0] = mbar_addr(g, k >= stages, 1, ci32(g, k % stages));
     a[1] = ci32(g, s->consumer_threads / 32 * (g->cluster ? 2 : 1));
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
   }
@@ -3039,8 +3054,11 @@ static void lower_marker(Cg *g, const TirInst *in) {
       get_tile(g, acc, v);
       nvwgmma_drain(g->ctx, g->b, v, g->tiles[acc].n);
       store_regs(g, acc, v);
-      if (g->ws) /* the last iteration's stage: its group retired with the drain */
-        ws_release(g, ns->pipe, 1);
+      if (g->ws) { /* the last iteration's stage: its group retired with the drain */
+        ws_release(g, ns->pipe, 1, false);
+        if (ns->pipe->tp->early_tail) /* the last iteration's unread product read the early set */
+          ws_release(g, ns->pipe, 1, true);
+      }
     }
     if (ns->pipe && g->groups == 2) /* the other group's turn */
       warp_arrive(g, turn_addr(g, LLVMBuildXor(g->b, g->group, ci32(g, 1), "")), elected(g), false);
@@ -3378,7 +3396,7 @@ static bool plan(Cg *g) {
   if (g->ws) { /* full[stages], empty[stages]; ping-pong: turn[2]; head loads: {full, empty}[head_stages] */
     const TirSchedule *s = g->sched;
     g->mbar_off = (g->smem_tiles + 7) & ~7;
-    g->smem_tiles = g->mbar_off + 16 * g->pipes[0].tp->stages + (s->nheads ? 16 * s->head_stages : s->groups == 2 ? 16 : 0);
+    g->smem_tiles = g->mbar_off + ring_mbar_bytes(g) + (s->nheads ? 16 * s->head_stages : s->groups == 2 ? 16 : 0);
   }
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];

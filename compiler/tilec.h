@@ -298,6 +298,7 @@ typedef struct TirInst {
   int32_t offs[TILE_MAX_RANK]; /* EXTRACT: the first element taken along each dimension */
   int k_steps;             /* scheduled DOT: only its first k_steps k16 steps (0: all); a rotated
                               loop's last, unread product, which only has to define its result */
+  bool early_set;          /* PIPE_WAIT, PIPE_RELEASE: of the ring's early set (TirPipe.early) */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
@@ -443,6 +444,17 @@ typedef struct TirPipe {
   int acc_wait;            /* rotated: the DOT_WAIT 0 before the body's first read of the
                               overlapped DOT's accumulator (the release follows it) */
   int turn, pass;          /* rotated with turns: the body's WG_TURN and WG_PASS, or -1 */
+  /* The early set (warp-specialized entry): the ring loads whose last reader comes before the
+   * others' (attention's K, read by S = Q K^T, where V waits for O += P V) have full / empty
+   * mbarriers of their own, waited for at early_wait (after the FOR) and freed at early_release,
+   * so the producer refills their stage while the rest of the body still reads the others; those
+   * are waited for right before their first reader (`wait`) and freed at `release`. A rotated
+   * loop frees the early set under `if step < hi - i` (its last, unread product still reads it)
+   * and the loop's exit frees the last iteration's, after the drain (early_tail). NULL: one set,
+   * every load on wait and release. */
+  bool *early;             /* per load */
+  int early_wait, early_release;
+  bool early_tail;
 } TirPipe;
 
 /* One TMA tensor map (a kernel parameter): a LOAD of a ring as `chunks` boxes per stage. */
@@ -534,6 +546,7 @@ typedef struct TirSchedule {
   int *prefetch, nprefetch;
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
+  int early_bytes;         /* of them, the early set's (pipes[0].early) */
 } TirSchedule;
 
 typedef struct SchedOptions {

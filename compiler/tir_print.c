@@ -143,14 +143,14 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
       fprintf(out, " pipeline %d", in->pipeline);
     break;
   case TIR_PIPE_WAIT:
-    fprintf(out, " pipe %d%s", in->axis, in->stage == 1 ? ", next stage" : "");
+    fprintf(out, " pipe %d%s%s", in->axis, in->early_set ? ", early set" : "", in->stage == 1 ? ", next stage" : "");
     break;
   case TIR_DOT_WAIT:
     fprintf(out, " %d in flight, ", (int)in->imm);
     print_reg(out, f, in->args[0]);
     break;
   case TIR_PIPE_RELEASE:
-    fprintf(out, " pipe %d%s", in->axis, in->imm == 1 ? ", previous stage" : "");
+    fprintf(out, " pipe %d%s%s", in->axis, in->early_set ? ", early set" : "", in->imm == 1 ? ", previous stage" : "");
     break;
   default: {
     int n = tir_op_info[in->op].nargs;

@@ -221,13 +221,13 @@ static bool reads_tile(const TirFunc *f, int j, int t) {
   return false;
 }
 
-/* The last top-level body instruction at or after which every read of p's tiles is done. */
-static int last_reader(const TirFunc *f, const TirPipe *p) {
-  int last = p->first;
+/* The last top-level body instruction at or after which every read of ring load l's tile is
+ * done (p->first when nothing reads it). */
+static int load_last_reader(const TirFunc *f, const TirPipe *p, int l) {
+  int last = p->first, t = f->insts[p->loads[l]].dst;
   for (int j = p->first + 1; j < p->last; j++)
-    for (int l = 0; l < p->nloads; l++)
-      if (reads_tile(f, j, f->insts[p->loads[l]].dst))
-        last = j;
+    if (reads_tile(f, j, t))
+      last = j;
   /* Inside a nested if/for: the end of the outermost construct holding it (its ENDFOR / ENDIF,
    * which tir_nest_depth still counts inside the construct: one step, not a loop until top level). */
   if (!top_level(f, p->first, last)) {
@@ -240,6 +240,16 @@ static int last_reader(const TirFunc *f, const TirPipe *p) {
       depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
     }
     last = match_endfor(f, open);
+  }
+  return last;
+}
+
+/* The last top-level body instruction at or after which every read of p's tiles is done. */
+static int last_reader(const TirFunc *f, const TirPipe *p) {
+  int last = p->first;
+  for (int l = 0; l < p->nloads; l++) {
+    int j = load_last_reader(f, p, l);
+    last = j > last ? j : last;
   }
   return last;
 }
@@ -259,7 +269,7 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
       continue;
     TirPipe *p = &pipes[*npipes];
     *p = (TirPipe){.first = i, .last = match_endfor(f, i), .stages = stages, .overlap_dot = -1,
-                    .turn = -1, .pass = -1};
+                    .turn = -1, .pass = -1, .early_wait = -1, .early_release = -1};
     if (p->last < 0)
       continue;
     memset(mark, 0, sizeof(bool) * (size_t)f->ninsts);
@@ -735,17 +745,68 @@ static void remap_roles(TirSchedule *s, const int *map) {
     s->prefetch[k] = map[s->prefetch[k]];
 }
 
+/* ---------------------------------------------- the early set (warp-specialized entry)
+ *
+ * One full / empty mbarrier pair per stage holds every tile of the stage until the body's last
+ * reader of any of them. Attention reads K in its first product (S = Q K^T) and V in its last
+ * (O += P V): with K on barriers of its own, freed right after S, the producer loads K of the
+ * iteration two ahead while the body still runs the softmax and P V over V. That is what lets a
+ * rotated loop run on 2 stages (with one pair the refill of the next stage waits for the stage
+ * still in use; FlashAttention-3 keeps separate K and V pipelines for the same reason).
+ * TILEC_EARLY_SET=0 keeps one set, for the A/B. */
+
+/* The first instruction of the top-level body statement of p's loop that holds instruction j. */
+static int statement_start(const TirFunc *f, const TirPipe *p, int j) {
+  for (int o = p->first + 1; o < j; o++)
+    if ((f->insts[o].op == TIR_IF || f->insts[o].op == TIR_FOR) && top_level(f, p->first, o) &&
+        match_endfor(f, o) > j)
+      return o;
+  return j;
+}
+
+/* On the unscheduled numbering: the loads whose last reader precedes p->release form the early
+ * set, freed after the last of those readers; the others' wait moves down to their first reader
+ * (p->wait holds that instruction until insert_sync puts the wait before it). */
+static void plan_early_set(const Sched *S, TirPipe *p) {
+  const TirFunc *f = S->f;
+  if (!S->o->ws_entry || !S->s->ws || p->overlap_dot >= 0 || env_off("TILEC_EARLY_SET"))
+    return;
+  bool *early = arena_alloc(f->arena, sizeof(bool) * (size_t)p->nloads);
+  int rel = -1, late_first = p->last;
+  for (int l = 0; l < p->nloads; l++) {
+    int last = load_last_reader(f, p, l);
+    early[l] = last < p->release;
+    rel = early[l] && last > rel ? last : rel;
+  }
+  if (rel < 0)
+    return;
+  for (int j = p->first + 1; j < p->last && late_first == p->last; j++)
+    for (int l = 0; l < p->nloads; l++)
+      if (!early[l] && reads_tile(f, j, f->insts[p->loads[l]].dst))
+        late_first = statement_start(f, p, j);
+  p->early = early;
+  p->early_release = rel;
+  p->wait = late_first;
+  for (int l = 0; l < p->nloads; l++)
+    S->s->early_bytes += early[l] ? S->s->tmaps[l].rows * S->s->tmaps[l].row_bytes * S->s->tmaps[l].chunks : 0;
+}
+
 /* Copies f's instructions with PIPE_WAIT after each pipe's FOR and PIPE_RELEASE after its last
  * reader, renumbering the table. */
 static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
   TirPipe *pipes = s->pipes;
   int npipes = s->npipes;
   int *map = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1));
-  int *release = arena_alloc(f->arena, sizeof(int) * (size_t)(npipes + 1)); /* old numbering */
-  for (int k = 0; k < npipes; k++)
+  /* old numbering: after release / early_release, before late_wait (with an early set) */
+  int *release = arena_alloc(f->arena, sizeof(int) * (size_t)(3 * npipes + 1));
+  int *early_release = release + npipes, *late_wait = early_release + npipes;
+  for (int k = 0; k < npipes; k++) {
     release[k] = pipes[k].release;
+    early_release[k] = pipes[k].early ? pipes[k].early_release : -1;
+    late_wait[k] = pipes[k].early ? pipes[k].wait : -1;
+  }
   int head_wait = s->nheads ? s->head_wait : -1, head_release = s->nheads ? s->head_release : -1;
-  g->cap_insts = f->ninsts + 2 * npipes + 3;
+  g->cap_insts = f->ninsts + 4 * npipes + 3;
   g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)g->cap_insts);
   g->ninsts = 0;
   bool *moved = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->ninsts + 1));
@@ -758,6 +819,12 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
       for (int k = 0; k < s->nprefetch; k++) {
         map[s->prefetch[k]] = g->ninsts;
         g->insts[g->ninsts++] = f->insts[s->prefetch[k]];
+      }
+    for (int k = 0; k < npipes; k++)
+      if (late_wait[k] == i) {
+        pipes[k].wait = g->ninsts;
+        g->insts[g->ninsts++] = (TirInst){.op = TIR_PIPE_WAIT, .dst = -1, .args = {-1, -1, -1}, .axis = k,
+                                          .arg_index = -1, .loc = f->insts[i].loc};
       }
     map[i] = g->ninsts;
     g->insts[g->ninsts++] = f->insts[i];
@@ -773,13 +840,18 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
     }
     for (int k = 0; k < npipes; k++) {
       TirInst sync = {.op = TIR_PIPE_WAIT, .dst = -1, .args = {-1, -1, -1}, .axis = k,
-                      .arg_index = -1, .loc = f->insts[i].loc};
+                      .arg_index = -1, .early_set = pipes[k].early != NULL, .loc = f->insts[i].loc};
       if (pipes[k].first == i) {
-        pipes[k].wait = g->ninsts;
+        *(pipes[k].early ? &pipes[k].early_wait : &pipes[k].wait) = g->ninsts;
+        g->insts[g->ninsts++] = sync;
+      }
+      sync.op = TIR_PIPE_RELEASE;
+      if (early_release[k] == i) {
+        pipes[k].early_release = g->ninsts;
         g->insts[g->ninsts++] = sync;
       }
       if (release[k] == i) {
-        sync.op = TIR_PIPE_RELEASE;
+        sync.early_set = false;
         sync.imm = pipes[k].overlap_dot >= 0 ? 1 : 0;
         pipes[k].release = g->ninsts;
         g->insts[g->ninsts++] = sync;
@@ -825,13 +897,19 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
  * warpgroup runs its softmax the tensor cores work through the other's two products, queued in
  * a fixed order instead of racing). TILEC_WG_TURNS=0 leaves them out.
  *
- * and the loop exit drains acc and releases the last stage (the overlapped-DOT path). Legal
+ * The loop exit drains acc and releases the last stage (the overlapped-DOT path). Legal
  * when: both DOTs are at the top level of the body and the only ones; the first has a zero
  * accumulator and a result nothing reads or writes outside the stretch up to the second DOT; its operands
  * are ring tiles of the pipe or shared tiles the loop never writes (views through a TRANS
  * included); the second accumulates into acc in place, acc is untouched before the first DOT
  * and first read at the top level; nothing follows the second DOT but the release; the ring has
- * at least 3 stages. */
+ * at least 3 stages.
+ *
+ * With an early set (the first DOT's ring operands, attention's K), its release right after
+ * the first DOT becomes `if i + step < hi { release }`: the stage of iteration i is free at the
+ * top of iteration i, but for the last iteration, whose unread product still reads it (the
+ * loop's exit frees that one); the next-stage wait is the early set's, and the other set's wait
+ * stays right before P V. 2 stages then suffice. */
 
 typedef struct Rotation {
   int d1, d2, acc_read; /* the two DOTs and the body's first read of acc (scheduled numbering) */
@@ -840,6 +918,26 @@ typedef struct Rotation {
 static bool loop_invariant_operand(const TirFunc *f, const TirPipe *p, int r) {
   int t = operand_tile(f, r);
   return t >= 0 && (in_ring(p, f, t) || count_writes(f, t, p->first, p->last + 1) == 0);
+}
+
+/* The set of ring tile t: 1 in p's early set, 0 in the other, -1 not a ring tile of p. */
+static int ring_set(const TirFunc *f, const TirPipe *p, int t) {
+  for (int l = 0; l < p->nloads; l++)
+    if (f->insts[p->loads[l]].dst == t)
+      return p->early && p->early[l];
+  return -1;
+}
+
+/* Whether DOT in reads no ring tile of p outside its early set (and some inside it). */
+static bool early_operands(const TirFunc *f, const TirPipe *p, const TirInst *in) {
+  int n = 0;
+  for (int o = 0; o < 2; o++) {
+    int set = ring_set(f, p, operand_tile(f, in->args[o]));
+    if (set == 0)
+      return false;
+    n += set == 1;
+  }
+  return n > 0;
 }
 
 static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
@@ -851,9 +949,13 @@ static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
       *(R->d1 < 0 ? &R->d1 : &R->d2) = j;
     }
   /* At the end of iteration i the consumers hold stage i (P V reads it) and wait for stage i+1:
-   * with 2 stages the producer can refill i+2 only after i's release in iteration i+1, so the
-   * loads stop running ahead (measured on the H200: 2-stage rotations were 10-25% slower). */
-  if (R->d2 < 0 || p->stages < 3 || p->overlap_dot >= 0 || p->release != R->d2 + 1 || p->release + 1 != p->last)
+   * with 2 stages and one set the producer can refill i+2 only after i's release in iteration
+   * i+1, so the loads stop running ahead (measured on the H200: 2-stage rotations were 10-25%
+   * slower). With the first DOT's operands in the early set, freed at the top of iteration i,
+   * K of i+2 loads during iteration i and V's stage is held no longer than with 3 stages. */
+  bool early = p->early && p->early_release == R->d1 + 1 && early_operands(g, p, &g->insts[R->d1]);
+  if (R->d2 < 0 || p->stages < (early ? 2 : 3) || p->overlap_dot >= 0 || p->release != R->d2 + 1 ||
+      p->release + 1 != p->last || (p->early && !early))
     return false;
   const TirInst *a = &g->insts[R->d1], *b = &g->insts[R->d2];
   int s = a->dst, acc = b->dst;
@@ -892,6 +994,8 @@ static void remap_pipe(TirPipe *p, const int *map) {
     p->acc_wait = map[p->acc_wait];
   if (p->turn >= 0)
     p->turn = map[p->turn], p->pass = map[p->pass];
+  if (p->early)
+    p->early_wait = map[p->early_wait], p->early_release = map[p->early_release];
   for (int l = 0; l < p->nloads; l++)
     p->loads[l] = map[p->loads[l]];
   for (int c = 0; c < p->nchain; c++)
@@ -922,7 +1026,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   Rotation R;
   if (!plan_rotation(g, p, &R))
     return false;
-  Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 24)), 0};
+  Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 30)), 0};
   TirSchedule *sc = g->sched;
   bool turns = sc->groups == 1 && g->threads >= 2 * WARPGROUP && !env_off("TILEC_WG_TURNS");
   sc->turns = turns ? g->threads / WARPGROUP : 0;
@@ -931,7 +1035,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   int iv = fr->dst, hi = fr->args[1], step = fr->args[2];
   int first = scalar_reg(g, TY_BOOL, iv), span = scalar_reg(g, TY_I32, iv), has = scalar_reg(g, TY_BOOL, iv);
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
-  TirInst s_dot = g->insts[R.d1], wait = g->insts[p->wait];
+  TirInst s_dot = g->insts[R.d1], wait = g->insts[p->early ? p->early_wait : p->wait];
   int acc_wait = -1, turn = -1, pass = -1;
   for (int i = 0; i < g->ninsts; i++) {
     const TirInst *in = &g->insts[i];
@@ -949,6 +1053,18 @@ static bool rotate(TirFunc *g, TirPipe *p) {
       if (turns)
         put_inst(&e, op_inst(TIR_WG_PASS, -1, -1, -1, loc));
       put_inst(&e, op_inst(TIR_CONST, first, -1, -1, loc))->imm = 0;
+      put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
+      continue;
+    }
+    if (p->early && i == p->early_release) {
+      /* the early set's stage is free once S of this iteration is done, except in the last
+       * iteration, whose unread product still reads it (the loop's exit frees it) */
+      int span1 = scalar_reg(g, TY_I32, iv), more = scalar_reg(g, TY_BOOL, iv);
+      put_inst(&e, op_inst(TIR_SUB, span1, hi, iv, loc));
+      put_inst(&e, op_inst(TIR_LT, more, step, span1, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, more, -1, loc));
+      map[i] = e.n;
+      put_inst(&e, *in);
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
       continue;
     }
@@ -1012,6 +1128,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   remap_pipe(p, map);
   p->acc_wait = acc_wait, p->turn = turn, p->pass = pass; /* numbered as emitted */
   p->rotated = true;
+  p->early_tail = p->early != NULL;
   remap_roles(sc, map);
   if (sc->nheads) {
     sc->head_wait = map[sc->head_wait];
@@ -1326,8 +1443,10 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   TirPipe *pipes = arena_alloc(a, sizeof(TirPipe) * (size_t)(f->ninsts + 1));
   find_pipes(&S, pipes, &s->npipes);
   s->pipes = pipes;
-  if (s->npipes == 1)
+  if (s->npipes == 1) {
     plan_ws(&S, &pipes[0]);
+    plan_early_set(&S, &pipes[0]);
+  }
   if (!s->ws)
     s->head_wait = s->head_release = s->head_release_empty = -1;
   plan_block_order(f, s);
@@ -1389,6 +1508,7 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
       continue;
     const TirInst *w = &f->insts[j - 1];
     if (in->imm != 1 || w->op != TIR_PIPE_WAIT || w->stage != 1 || f->insts[j - 2].op != TIR_IF ||
+        (p->early && (!w->early_set || !early_operands(f, p, in))) ||
         f->insts[j + 1].op != TIR_ELSE || f->insts[j + 3].op != TIR_ENDIF || j + 4 != p->overlap_dot)
       return sfail(v, j, "rotated pipe: a next-stage dot without its wait, or not right before the overlapped dot");
     if (f->insts[wait1].args[0] != in->dst)
@@ -1428,8 +1548,9 @@ static bool turn_safe(const TirFunc *f, const TirInst *in) {
  * with only turn-safe instructions between; the loop's own pair at its top level around every
  * dot issued at the end of the iteration. Every warpgroup runs the same pairs (the conditions
  * around them are scalars, uniform over the block), so the turns go round in order; the next
- * stage's wait inside a turn needs 3+ stages (the warpgroup one turn behind has released the
- * stage the producer refills). */
+ * stage's wait inside a turn needs the stage the producer refills released by the warpgroup one
+ * turn behind: with a set freed after P V (its lagged release), 3+ stages; the early set, freed
+ * at the top of each iteration (before that warpgroup's previous turn), needs 2. */
 static bool verify_turns(const SchedVerifier *v) {
   const TirFunc *f = v->f;
   const TirSchedule *s = f->sched;
@@ -1445,11 +1566,13 @@ static bool verify_turns(const SchedVerifier *v) {
     if (in->op != TIR_WG_TURN && in->op != TIR_WG_PASS) {
       if (open >= 0 && !turn_safe(f, in))
         return sfail(v, j, "%s inside a turn (between wg_turn @%d and its wg_pass)", tir_op_info[in->op].name, open);
+      if (open >= 0 && in->op == TIR_PIPE_WAIT && !in->early_set && p->stages < 3)
+        return sfail(v, j, "a wait inside a turn for a set freed after P V, with %d stages (3+)", p->stages);
       continue;
     }
-    if (!s->turns || !s->ws || s->npipes != 1 || s->groups != 1 || !p->rotated || p->stages < 3 || s->turns < 2 ||
+    if (!s->turns || !s->ws || s->npipes != 1 || s->groups != 1 || !p->rotated || s->turns < 2 ||
         s->turns * 128 != s->consumer_threads)
-      return sfail(v, j, "%s without turns over 2+ warpgroups of a rotated 3+ stage loop", tir_op_info[in->op].name);
+      return sfail(v, j, "%s without turns over 2+ warpgroups of a rotated loop", tir_op_info[in->op].name);
     if (j <= p->first || j >= p->last)
       return sfail(v, j, "%s outside the rotated loop", tir_op_info[in->op].name);
     if (in->op == TIR_WG_TURN) {
@@ -1489,19 +1612,58 @@ static bool verify_turns(const SchedVerifier *v) {
   return true;
 }
 
+/* The IF whose ELSE is instruction j, or -1. */
+static int if_of_else(const TirFunc *f, int j) {
+  for (int k = j - 1, depth = 0; k >= 0; k--) {
+    TirOp op = f->insts[k].op;
+    if (op == TIR_ENDIF || op == TIR_ENDFOR)
+      depth++;
+    else if ((op == TIR_IF || op == TIR_FOR) && depth-- == 0)
+      return op == TIR_IF ? k : -1;
+  }
+  return -1;
+}
+
+/* Whether instruction r of p's loop runs only in its last iteration: alone in the ELSE of an
+ * `if step < hi - i` at the top level of the body. */
+static bool last_iteration_only(const TirFunc *f, const TirPipe *p, int r) {
+  int cond = r > p->first + 1 && f->insts[r - 1].op == TIR_ELSE ? if_of_else(f, r - 1) : -1;
+  return cond > p->first && f->insts[r + 1].op == TIR_ENDIF && top_level(f, p->first, cond) &&
+         is_more_iters(f, p, f->insts[cond].args[0]);
+}
+
+/* A set's wait (PIPE_WAIT of this stage at the top level of the loop) and release: at the top
+ * level, or (a rotated loop's early set) alone inside `if step < hi - i` at the top level. */
+static bool verify_set_sync(const SchedVerifier *v, const TirPipe *p, int k, bool early) {
+  const TirFunc *f = v->f;
+  for (int at = 0; at < 2; at++) {
+    int j = at ? (early ? p->early_release : p->release) : (early ? p->early_wait : p->wait);
+    TirOp op = at ? TIR_PIPE_RELEASE : TIR_PIPE_WAIT;
+    bool conditional = at && early && p->early_tail;
+    bool placed = conditional ? j - 1 > p->first && f->insts[j - 1].op == TIR_IF && f->insts[j + 1].op == TIR_ENDIF &&
+                                    top_level(f, p->first, j - 1) && is_more_iters(f, p, f->insts[j - 1].args[0])
+                              : top_level(f, p->first, j);
+    if (j <= p->first || j >= p->last || f->insts[j].op != op || f->insts[j].axis != k ||
+        f->insts[j].early_set != early || f->insts[j].stage != 0 || !placed)
+      return sfail(v, j, "pipe %d has no %s%s %s", k, tir_op_info[op].name, early ? " of its early set" : "",
+                   conditional ? "right inside `if step < hi - i` at the top level of its loop"
+                               : "at the top level of its loop");
+  }
+  if (early && (f->insts[p->early_release].imm != 0 || (p->early_tail && !p->rotated)))
+    return sfail(v, p->early_release, "pipe %d: its early set is released late or after the loop without a rotation", k);
+  return true;
+}
+
 static bool verify_pipe(const SchedVerifier *v, int k) {
   const TirFunc *f = v->f;
   const TirPipe *p = &f->sched->pipes[k];
   if (p->first < 0 || p->first >= f->ninsts || f->insts[p->first].op != TIR_FOR ||
       match_endfor(f, p->first) != p->last || p->stages < 2)
     return sfail(v, p->first, "pipe %d is not a for loop of at least 2 stages", k);
-  for (int at = 0; at < 2; at++) {
-    int j = at ? p->release : p->wait;
-    TirOp op = at ? TIR_PIPE_RELEASE : TIR_PIPE_WAIT;
-    if (j <= p->first || j >= p->last || f->insts[j].op != op || f->insts[j].axis != k ||
-        !top_level(f, p->first, j))
-      return sfail(v, j, "pipe %d has no %s at the top level of its loop", k, tir_op_info[op].name);
-  }
+  if (!verify_set_sync(v, p, k, false) || (p->early && !verify_set_sync(v, p, k, true)))
+    return false;
+  if (p->early && !f->sched->ws)
+    return sfail(v, p->early_wait, "pipe %d: an early set without warp specialization", k);
   bool lagged = f->insts[p->release].imm == 1;
   if (lagged && !p->rotated && p->release != p->overlap_dot + 1)
     return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
@@ -1509,6 +1671,8 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
     return false;
   for (int l = 0; l < p->nloads; l++) {
     int j = p->loads[l], t = f->insts[j].dst;
+    bool early = p->early && p->early[l];
+    int wait = early ? p->early_wait : p->wait, release = early ? p->early_release : p->release;
     if (j <= p->first || j >= p->last || f->insts[j].op != TIR_LOAD || !top_level(f, p->first, j) ||
         count_writes(f, t, 0, f->ninsts) != 1)
       return sfail(v, j, "pipe %d: ring load is not the only top-level write of its tile", k);
@@ -1517,9 +1681,13 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
         continue;
       if (r <= p->first || r >= p->last)
         return sfail(v, r, "reads ring tile %%%d outside its loop", t);
-      if (r < p->wait)
+      if (r < wait)
         return sfail(v, r, "reads ring tile %%%d before its stage is waited for (pipe_wait)", t);
-      if (!lagged && r > p->release)
+      /* after a release of this iteration's stage: only a next-stage dot (verify_rotation: right
+       * after its own wait), or the last iteration's product where that release skips the last */
+      bool next_stage = f->insts[r].op == TIR_DOT && f->insts[r].stage == 1 && p->rotated;
+      bool kept = early && p->early_tail && last_iteration_only(f, p, r);
+      if (!(early ? false : lagged) && r > release && !next_stage && !kept)
         return sfail(v, r, "reads ring tile %%%d after its stage is released (pipe_release)", t);
     }
   }
@@ -1708,6 +1876,14 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     for (int l = 0; l < p->nloads; l++)
       fprintf(out, " @%d", p->loads[l]);
     fprintf(out, ", wait @%d, release @%d", p->wait, p->release);
+    if (p->early) {
+      fputs(", early set (loads", out);
+      for (int l = 0; l < p->nloads; l++)
+        if (p->early[l])
+          fprintf(out, " @%d", p->loads[l]);
+      fprintf(out, "; wait @%d, release @%d%s)", p->early_wait, p->early_release,
+              p->early_tail ? ", the last iteration's after the loop" : "");
+    }
     if (p->overlap_dot >= 0)
       fprintf(out, ", overlapped dot @%d", p->overlap_dot);
     if (p->rotated)
@@ -1744,7 +1920,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "] x %d, swizzle %d%s", m->chunks, m->swizzle, m->multicast ? ", multicast" : "");
     fprintf(out, m->split > 1 ? ", one per warpgroup (%d)\n" : "\n", m->split);
   }
-  fprintf(out, "// %d bytes per stage\n", s->tx_bytes);
+  fprintf(out, "// %d bytes per stage", s->tx_bytes);
+  fprintf(out, s->early_bytes ? " (%d of the early set)\n" : "\n", s->early_bytes);
   if (s->nprefetch) {
     fputs("// prefetched before the loop:", out);
     for (int k = 0; k < s->nprefetch; k++)

@@ -110,6 +110,18 @@ static const Case cases[] = {
      "B=1,H=60,N=1030", SUITE_GPU, 0, NULL, 0},
     {"attn_rot_early_gqa", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3",
      "B=1,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
+    /* K apart from V (the early set): 2-stage rotated loops (make gpu-prep compiles *_nostore with
+     * TILEC_TMA_STORE=0, which d128 needs to rotate without spilling): several tiles per block with
+     * two copies of Q; one iteration per tile (K's last stage freed by the loop's exit only); d64
+     * causal; grouped heads with a window (d64: rotated with the TMA store) */
+    {"attn_early_rot2_nostore", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=2,H=40,N=1000",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_early_one_iter_nostore", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=3,H=100,N=100",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_early_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=60,N=1030",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_early_gqa_d64", "attention_gqa", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8",
+     "B=1,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
     /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
     {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},
     {"gqa_window", "attention_gqa", "", "B=2,H=4,HKV=1,N=150,window=37", SUITE_ALL, 0, NULL, 0},

@@ -251,6 +251,9 @@ Test(schedule, verifier_rejects_a_lagged_release_away_from_the_overlapped_dot) {
 
 static const char *ATTN_ROT[] = {"D=64", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
 
+/* The wait that opens p's body: its early set's when it has one. */
+static int top_wait(const TirPipe *p) { return p->early ? p->early_wait : p->wait; }
+
 /* The index of the first instruction at or after `from` with op `op`, or -1. */
 static int find_op(const TirFunc *f, int from, TirOp op) {
   for (int j = from; j < f->ninsts; j++)
@@ -267,7 +270,7 @@ Test(schedule, attention_loop_is_rotated) {
   TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   const TirPipe *p = &f->sched->pipes[0];
   cr_assert(p->rotated);
-  int first_if = find_op(f, p->wait, TIR_IF), d1 = find_op(f, p->wait, TIR_DOT);
+  int first_if = find_op(f, top_wait(p), TIR_IF), d1 = find_op(f, top_wait(p), TIR_DOT);
   cr_assert_eq(d1, first_if + 2, "the first iteration's S sits in an IF of its own, in a turn");
   cr_assert_eq(f->insts[d1 - 1].op, TIR_WG_TURN);
   cr_assert_eq(f->insts[d1 + 1].op, TIR_WG_PASS);
@@ -328,10 +331,83 @@ Test(schedule, attention_loop_is_rotated) {
   cr_assert_lt(p->acc_wait, next);
   cr_assert_str_eq(verify_msg(a, f), "");
   arena_free(a);
-  /* 2 stages: no rotation (the refill would wait for the release of the stage in use) */
+  /* 2 stages and one barrier set: no rotation (the refill would wait for the release of the
+   * stage in use) */
+  a = arena_new();
+  setenv("TILEC_EARLY_SET", "0", 1);
+  f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
+  unsetenv("TILEC_EARLY_SET");
+  cr_assert_not(f->sched->pipes[0].rotated);
+  cr_assert_null(f->sched->pipes[0].early);
+  arena_free(a);
+}
+
+/* K (read by S = Q K^T) and V (read by P V) have barriers of their own in the warp-specialized
+ * entry: K's stage is free at the top of each iteration but the last, and the loop rotates at 2
+ * stages. */
+Test(schedule, attention_k_is_freed_apart_from_v) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
+  const TirSchedule *s = f->sched;
+  const TirPipe *p = &s->pipes[0];
+  cr_assert_eq(p->stages, 2);
+  cr_assert(p->rotated, "2 stages rotate with K apart from V");
+  cr_assert(p->early && p->early[0] && !p->early[1], "K early, V not");
+  cr_assert_eq(s->early_bytes, 128 * 128 * 2);
+  cr_assert_eq(s->tx_bytes, 2 * 128 * 128 * 2);
+  cr_assert_eq(p->early_wait, p->first + 1, "K's wait opens the body");
+  cr_assert(f->insts[p->early_wait].early_set);
+  int d1 = find_op(f, p->early_wait, TIR_DOT), rel = p->early_release;
+  cr_assert_eq(f->insts[rel].op, TIR_PIPE_RELEASE);
+  cr_assert(f->insts[rel].early_set);
+  cr_assert_eq(f->insts[rel].imm, 0, "this iteration's stage");
+  cr_assert_eq(f->insts[rel - 1].op, TIR_IF, "if step < hi - i: not in the last iteration");
+  cr_assert_eq(f->insts[rel - 2].op, TIR_LT);
+  cr_assert_eq(f->insts[rel + 1].op, TIR_ENDIF);
+  cr_assert_gt(rel, d1);
+  cr_assert_lt(rel, p->acc_wait, "before the softmax");
+  cr_assert(p->early_tail, "the loop's exit frees the last iteration's K");
+  /* V: waited for right before the turn of P V, freed after P V retired (the previous stage) */
+  cr_assert_not(f->insts[p->wait].early_set);
+  cr_assert_eq(p->wait, p->turn - 1);
+  cr_assert_eq(p->release, p->acc_wait + 1);
+  cr_assert_not(f->insts[p->release].early_set);
+  int next = find_op(f, d1 + 1, TIR_DOT);
+  cr_assert(f->insts[next - 1].early_set, "the next stage's wait is K's");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  /* the verifier: K read after its release by anything but the next stage's dot or the last
+   * iteration's product */
+  f->insts[p->overlap_dot].args[1] = f->insts[p->loads[0]].dst; /* P V reading K */
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "after its stage is released"), "%s", msg);
+  arena_free(a);
+  /* ... released unconditionally: the last iteration's product would read a freed stage */
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
-  cr_assert_not(f->sched->pipes[0].rotated);
+  p = &f->sched->pipes[0];
+  f->insts[p->early_release - 1].args[0] = f->insts[p->first - 1].dst; /* `ran`, not `more` */
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "right inside `if step < hi - i`"), "%s", msg);
+  arena_free(a);
+  /* ... V's wait inside the turn: with 2 stages the refill of V's stage waits for the other
+   * warpgroup's P V */
+  a = arena_new();
+  f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
+  TirPipe *q = &f->sched->pipes[0];
+  swap_insts(f, q->turn - 1, q->turn);
+  q->turn--, q->wait++;
+  msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "a wait inside a turn for a set freed after P V"), "%s", msg);
+  arena_free(a);
+  /* one set (TILEC_EARLY_SET=0) at 3 stages: the old schedule */
+  a = arena_new();
+  setenv("TILEC_EARLY_SET", "0", 1);
+  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
+  unsetenv("TILEC_EARLY_SET");
+  cr_assert(f->sched->pipes[0].rotated);
+  cr_assert_null(f->sched->pipes[0].early);
+  cr_assert_eq(f->sched->early_bytes, 0);
   arena_free(a);
 }
 
@@ -349,7 +425,7 @@ Test(schedule, verifier_rejects_broken_rotations) {
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   p = &f->sched->pipes[0];
-  int next = find_op(f, find_op(f, p->wait, TIR_DOT) + 1, TIR_DOT);
+  int next = find_op(f, find_op(f, top_wait(p), TIR_DOT) + 1, TIR_DOT);
   f->insts[next - 1].stage = 0;
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "next-stage dot without its wait"), "%s", msg);
@@ -358,7 +434,7 @@ Test(schedule, verifier_rejects_broken_rotations) {
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   p = &f->sched->pipes[0];
-  next = find_op(f, find_op(f, p->wait, TIR_DOT) + 1, TIR_DOT);
+  next = find_op(f, find_op(f, top_wait(p), TIR_DOT) + 1, TIR_DOT);
   f->insts[next + 2].args[1] = f->insts[next + 2].args[0];
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "neither zeros nor the same dot"), "%s", msg);
@@ -375,7 +451,7 @@ Test(schedule, verifier_rejects_broken_rotations) {
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   p = &f->sched->pipes[0];
-  next = find_op(f, find_op(f, p->wait, TIR_DOT) + 1, TIR_DOT);
+  next = find_op(f, find_op(f, top_wait(p), TIR_DOT) + 1, TIR_DOT);
   f->insts[next + 2].args[0] = f->insts[next].args[0];
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "may have freed it"), "%s", msg);
@@ -401,7 +477,9 @@ Test(schedule, verifier_rejects_broken_rotations) {
 Test(schedule, attention_q_is_freed_by_the_last_iteration) {
   Arena *a = arena_new();
   Diag d;
+  setenv("TILEC_EARLY_SET", "0", 1); /* one barrier set: 2 stages are not rotated */
   TirFunc *f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
+  unsetenv("TILEC_EARLY_SET");
   const TirSchedule *s = f->sched;
   const TirPipe *p = &s->pipes[0];
   cr_assert_not(p->rotated, "2 stages");
@@ -430,8 +508,10 @@ Test(schedule, attention_q_is_freed_by_the_last_iteration) {
   /* TILEC_EARLY_HEAD=0: after the loop, the next Q after a full ring of loads */
   a = arena_new();
   setenv("TILEC_EARLY_HEAD", "0", 1);
+  setenv("TILEC_EARLY_SET", "0", 1);
   f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
   unsetenv("TILEC_EARLY_HEAD");
+  unsetenv("TILEC_EARLY_SET");
   cr_assert_eq(f->sched->head_release, f->sched->pipes[0].last + 1);
   cr_assert_eq(f->sched->head_release_empty, -1);
   cr_assert_eq(f->sched->head_after, 2);
@@ -550,7 +630,8 @@ Test(schedule, verifier_rejects_broken_turns) {
   Diag d;
   TirFunc *f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   TirPipe *p = &f->sched->pipes[0];
-  swap_insts(f, p->turn - 1, p->turn); /* the softmax's last tile op inside the turn */
+  swap_insts(f, p->turn - 2, p->turn); /* the softmax's last tile op inside the turn (V's wait */
+  p->turn -= 2;                         /* before the turn is allowed there: 3 stages) */
   char *msg = verify_msg(a, f);
   cr_assert(strstr(msg, "inside a turn"), "%s", msg);
   arena_free(a);
@@ -564,7 +645,7 @@ Test(schedule, verifier_rejects_broken_turns) {
   a = arena_new();
   f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
   p = &f->sched->pipes[0];
-  int first_pass = find_op(f, p->wait, TIR_WG_PASS); /* in the first iteration's IF */
+  int first_pass = find_op(f, top_wait(p), TIR_WG_PASS); /* in the first iteration's IF */
   swap_insts(f, first_pass, first_pass + 2);          /* past the IF's end */
   msg = verify_msg(a, f);
   cr_assert(strstr(msg, "leaves the block it started in"), "%s", msg);
@@ -635,8 +716,8 @@ Test(schedule, rotated_loop_order_in_the_ptx) {
   /* the last iteration's S over its own stage, one k16 step, in the other branch, falling
    * into P V */
   cr_assert(strstr(ws, "|FMC|FMMMMMMMMCP1"), "%s", ws);
-  /* the producer: per stage, the empty barrier, expect_tx on the full one, K and V by TMA */
-  cr_assert(strstr(ws, "WXLL"), "%s", ws);
+  /* the producer: per stage, K's empty barrier, expect_tx on its full one, K by TMA; then V's */
+  cr_assert(strstr(ws, "WXLWXL"), "%s", ws);
   /* and ptxas keeps the wgmmas asynchronous (an accumulator live across the next-stage IF's
    * merge serializes every one of them: C7515) */
   ptxas_assert_unserialized(ptx, ARCH_SM90A);
@@ -715,7 +796,9 @@ Test(schedule, a_spilling_producer_gets_wider_budgets) {
   setenv("TILEC_TMA_STORE", "0", 1); /* with its TMA-store epilogue the producer fits 24 */
   setenv("TILEC_HEAD_DOUBLE", "0", 1); /* so it does with Q's loads before the ring's */
   setenv("TILEC_EARLY_HEAD", "0", 1);  /* (as Q freed by the last iteration has them) */
+  setenv("TILEC_EARLY_SET", "0", 1);   /* one set: the 2-stage loop is not rotated */
   char *ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
+  unsetenv("TILEC_EARLY_SET");
   unsetenv("TILEC_TMA_STORE");
   unsetenv("TILEC_HEAD_DOUBLE");
   unsetenv("TILEC_EARLY_HEAD");
@@ -748,8 +831,9 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
   cr_assert_eq(count(ws, "cp.async.bulk.commit_group;"), store_boxes > 0, "%s: one bulk group per tile", example);
   cr_assert_eq(count(ws, "setmaxnreg.dec.sync.aligned.u32 24;"), 1);
   cr_assert_eq(count(ws, "setmaxnreg.inc.sync.aligned.u32"), 1);
-  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages + (head_boxes ? 2 * head_stages : 0),
-               "%s: full and empty per stage (and per copy of the head tiles)", example);
+  int sets = strcmp(example, "attention") == 0 && !env_off("TILEC_EARLY_SET") ? 2 : 1; /* K apart from V */
+  cr_assert_eq(count(ws, "mbarrier.init.shared::cta.b64"), 2 * stages * sets + (head_boxes ? 2 * head_stages : 0),
+               "%s: full and empty per stage and set (and per copy of the head tiles)", example);
   cr_assert_geq(count(ws, "mbarrier.try_wait.parity"), 2, "%s: consumers wait full, the producer empty", example);
   cr_assert_geq(count(ws, ", 10000000;"), 1, "%s: the producer's wait for a free stage sleeps (suspend-time hint)",
                 example);
