@@ -559,6 +559,8 @@ typedef struct SchedOptions {
   int stage_cap;           /* at most this many stages per loop (shared-memory retries) */
   bool wide_producer;      /* the producer at 40 registers, the consumers at what is left (a
                               producer that spills at 24; lower_nvptx.c retries with it) */
+  bool one_set;            /* no early set (TirPipe.early): tir_schedule's own second try for a
+                              loop it did not rotate */
   bool whole_stores;       /* TMA stores of the whole tile (TirTmap.split 1): the split store's
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
 } SchedOptions;

@@ -752,8 +752,9 @@ static void remap_roles(TirSchedule *s, const int *map) {
  * (O += P V): with K on barriers of its own, freed right after S, the producer loads K of the
  * iteration two ahead while the body still runs the softmax and P V over V. That is what lets a
  * rotated loop run on 2 stages (with one pair the refill of the next stage waits for the stage
- * still in use; FlashAttention-3 keeps separate K and V pipelines for the same reason).
- * TILEC_EARLY_SET=0 keeps one set, for the A/B. */
+ * still in use; FlashAttention-3 keeps separate K and V pipelines for the same reason). Only
+ * a loop that is then rotated keeps the early set (tir_schedule schedules a loop that is not
+ * again with one set). TILEC_EARLY_SET=0 keeps one set, for the A/B. */
 
 /* The first instruction of the top-level body statement of p's loop that holds instruction j. */
 static int statement_start(const TirFunc *f, const TirPipe *p, int j) {
@@ -769,7 +770,8 @@ static int statement_start(const TirFunc *f, const TirPipe *p, int j) {
  * (p->wait holds that instruction until insert_sync puts the wait before it). */
 static void plan_early_set(const Sched *S, TirPipe *p) {
   const TirFunc *f = S->f;
-  if (!S->o->ws_entry || !S->s->ws || p->overlap_dot >= 0 || env_off("TILEC_EARLY_SET"))
+  if (!S->o->ws_entry || !S->o->rotate || S->o->one_set || !S->s->ws || p->overlap_dot >= 0 ||
+      env_off("TILEC_EARLY_SET"))
     return;
   bool *early = arena_alloc(f->arena, sizeof(bool) * (size_t)p->nloads);
   int rel = -1, late_first = p->last;
@@ -1453,6 +1455,13 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
+  if (s->npipes == 1 && pipes[0].early && !pipes[0].rotated) {
+    /* the early set pays in a rotated loop only: in the plain loops of attention d128 and GQA it
+     * cost 1-3.5%, at N = 512 causal 9% (H200, run s1); schedule again with one set */
+    SchedOptions one = *o;
+    one.one_set = true;
+    return tir_schedule(f, &one, d);
+  }
   if (o->ws_entry && s->ws)
     release_heads_early(g, &pipes[0]);
   if (s->nheads)
