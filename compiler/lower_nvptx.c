@@ -2017,11 +2017,11 @@ static void asm_call_void(Cg *g, const char *text, const char *cons, LLVMValueRe
   LLVMBuildCall2(g->b, ft, fn, args, (unsigned)n, "");
 }
 
-/* The bytes of the ring's mbarriers: full and empty per stage, for each set (TirPipe.early). */
-static int ring_mbar_bytes(const Cg *g) {
-  const TirPipe *p = g->pipes[0].tp;
-  return 16 * p->stages * (p->early ? 2 : 1);
-}
+/* The ring's barrier sets: 2 with an early set (TirPipe.early: set 1), else 1. */
+static int ring_sets(const TirPipe *p) { return p->early ? 2 : 1; }
+
+/* The bytes of the ring's mbarriers: full and empty per stage, for each set. */
+static int ring_mbar_bytes(const Cg *g) { return 16 * g->pipes[0].tp->stages * ring_sets(g->pipes[0].tp); }
 
 /* The 32-bit shared-window address of mbarrier `which` (0: full, 1: empty) of stage slot, of the
  * early set's barriers (after the others) when early. */
@@ -2447,13 +2447,12 @@ static void emit_producer(Cg *g) {
   LLVMValueRef iv = LLVMBuildTrunc(g->b, i, g->i32, "");
   store_regs(g, fi->dst, &iv);
   /* the early set first, as soon as its stage is free: the others' may still be read */
-  for (int set = p->early ? 1 : 0; set >= 0; set--) {
+  for (int set = ring_sets(p) - 1; set >= 0; set--) {
     mbar_wait(g, mbar_addr(g, set, 1, sl), ph, true);
     LLVMValueRef full = mbar_addr(g, set, 0, sl);
-    int bytes = p->early ? (set ? s->early_bytes : s->tx_bytes - s->early_bytes) : s->tx_bytes;
-    LLVMValueRef ex[2] = {full, ci32(g, bytes)};
+    LLVMValueRef ex[2] = {full, ci32(g, set ? s->early_bytes : s->tx_bytes - s->early_bytes)};
     asm_call_void(g, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", ex, 2);
-    for (int c = 0; c < (set == (p->early ? 1 : 0) ? p->nchain : 0); c++)
+    for (int c = 0; c < (set == ring_sets(p) - 1 ? p->nchain : 0); c++)
       lower_inst(g, &f->insts[p->chain[c]]);
     for (int t = 0; t < p->nloads; t++)
       if ((p->early && p->early[t]) == set)
@@ -2475,7 +2474,7 @@ static void emit_producer(Cg *g) {
     /* The tail: every stage released by both blocks' consumers before this block may exit (the
      * peer's consumers arrive on our empty barriers; our multicast halves sit in its stages). */
     for (int k = 0; k < p->stages; k++) {
-      for (int set = 0; set <= (p->early != NULL); set++)
+      for (int set = 0; set < ring_sets(p); set++)
         mbar_wait(g, mbar_addr(g, set, 1, LLVMBuildLoad2(g->b, g->i32, slot, "")), LLVMBuildLoad2(g->b, g->i32, phase, ""),
                   true);
       ring_advance(g, slot, phase, p->stages);
@@ -2494,7 +2493,7 @@ static void emit_roles(Cg *g) {
   const TirSchedule *s = g->sched;
   int stages = g->pipes[0].tp->stages;
   LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
-  for (int k = 0; k < stages * (g->pipes[0].tp->early ? 2 : 1); k++) {
+  for (int k = 0; k < stages * ring_sets(g->pipes[0].tp); k++) {
     LLVMValueRef a[2] = {mbar_addr(g, k >= stages, 0, ci32(g, k % stages)), ci32(g, 1)};
     asm_call_void(g, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", a, 2);
     a[0] = mbar_addr(g, k >= stages, 1, ci32(g, k % stages));

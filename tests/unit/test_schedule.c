@@ -1071,6 +1071,32 @@ static const TirSchedule *sched_of_kernel(Arena *a, const char *example, const c
   return g->sched;
 }
 
+/* A loop that is not rotated keeps one barrier set (the early set measured slower there): the
+ * backward dK/dV kernel (five products a step) in its warp-specialized entry; its forward
+ * companion (attention_lse, kernel 0) rotates at 2 stages with K apart from V. */
+Test(schedule, only_rotated_loops_get_an_early_set) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *defs[] = {"D=64", "CAUSAL=0", "KM=128", "KN=128", "KWARPS=8", "QM=128", "QN=128", "QWARPS=8", NULL};
+  for (int k = 0; k < 6; k++) {
+    TirFunc *f = source_tir_kernel(a, "attention_backward", example_text(a, "attention_backward"), defs, ARCH_SM90A, k, &d);
+    bool wgmma = layout_kernel_uses_wgmma(f);
+    cr_assert(layout_assign_wgmma(f, &d, wgmma));
+    SchedOptions o = {.arch = ARCH_SM90A, .wgmma = wgmma, .stage_cap = 8, .ws_entry = true, .rotate = true};
+    TirFunc *g = tir_schedule(f, &o, &d);
+    cr_assert(g);
+    for (int p = 0; p < g->sched->npipes; p++) {
+      const TirPipe *pp = &g->sched->pipes[p];
+      cr_assert_eq(pp->early != NULL, pp->rotated, "kernel %s: an early set exactly where the loop is rotated", f->name);
+      if (strcmp(f->name, "attention_lse") == 0)
+        cr_assert(pp->rotated && pp->stages == 2);
+      if (strcmp(f->name, "attention_backward_kv") == 0)
+        cr_assert(g->sched->ws && !pp->rotated);
+    }
+  }
+  arena_free(a);
+}
+
 /* Causal attention's key loop ends at the diagonal, so it runs longer as block.x grows: block.x
  * is read reversed and the longest blocks start first. Loops of fixed length (non-causal), loops
  * that shrink as block.x grows (the dK/dV kernel starts at the diagonal) or whose length is not
