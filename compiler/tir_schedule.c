@@ -1023,6 +1023,15 @@ static int scalar_reg(TirFunc *g, ElemType e, int like) {
   return tir_new_reg(g, (TileType){.elem = e, .layout = g->regs[like].type.layout}, NULL);
 }
 
+/* Emits `span = hi - i; more = step < span` for the loop FOR fr (another iteration follows this
+ * one: the form is_more_iters recognizes); returns more. */
+static int put_more_iters(Emit *e, const TirInst *fr, SrcLoc loc) {
+  int span = scalar_reg(e->g, TY_I32, fr->dst), more = scalar_reg(e->g, TY_BOOL, fr->dst);
+  put_inst(e, op_inst(TIR_SUB, span, fr->args[1], fr->dst, loc));
+  put_inst(e, op_inst(TIR_LT, more, fr->args[2], span, loc));
+  return more;
+}
+
 /* Rewrites g's only pipe as described above; false (g untouched) when it is not legal. */
 static bool rotate(TirFunc *g, TirPipe *p) {
   Rotation R;
@@ -1034,8 +1043,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   sc->turns = turns ? g->threads / WARPGROUP : 0;
   const TirInst *fr = &g->insts[p->first];
   SrcLoc loc = g->insts[R.d1].loc;
-  int iv = fr->dst, hi = fr->args[1], step = fr->args[2];
-  int first = scalar_reg(g, TY_BOOL, iv), span = scalar_reg(g, TY_I32, iv), has = scalar_reg(g, TY_BOOL, iv);
+  int first = scalar_reg(g, TY_BOOL, fr->dst);
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
   TirInst s_dot = g->insts[R.d1], wait = g->insts[p->early ? p->early_wait : p->wait];
   int acc_wait = -1, turn = -1, pass = -1;
@@ -1061,10 +1069,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
     if (p->early && i == p->early_release) {
       /* the early set's stage is free once S of this iteration is done, except in the last
        * iteration, whose unread product still reads it (the loop's exit frees it) */
-      int span1 = scalar_reg(g, TY_I32, iv), more = scalar_reg(g, TY_BOOL, iv);
-      put_inst(&e, op_inst(TIR_SUB, span1, hi, iv, loc));
-      put_inst(&e, op_inst(TIR_LT, more, step, span1, loc));
-      put_inst(&e, op_inst(TIR_IF, -1, more, -1, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, put_more_iters(&e, fr, loc), -1, loc));
       map[i] = e.n;
       put_inst(&e, *in);
       put_inst(&e, op_inst(TIR_ENDIF, -1, -1, -1, loc));
@@ -1084,9 +1089,7 @@ static bool rotate(TirFunc *g, TirPipe *p) {
         turn = e.n;
         put_inst(&e, op_inst(TIR_WG_TURN, -1, -1, -1, loc));
       }
-      put_inst(&e, op_inst(TIR_SUB, span, hi, iv, loc));
-      put_inst(&e, op_inst(TIR_LT, has, step, span, loc));
-      put_inst(&e, op_inst(TIR_IF, -1, has, -1, loc));
+      put_inst(&e, op_inst(TIR_IF, -1, put_more_iters(&e, fr, loc), -1, loc));
       TirInst w = wait;
       w.stage = 1;
       put_inst(&e, w);
@@ -1273,7 +1276,7 @@ static void release_heads_early(TirFunc *g, TirPipe *p) {
   int *map = arena_alloc(g->arena, sizeof(int) * (size_t)(g->ninsts + 1));
   const TirInst *fr = &g->insts[p->first];
   int iv = fr->dst, ran = scalar_reg(g, TY_BOOL, iv), none = scalar_reg(g, TY_BOOL, iv);
-  int span = scalar_reg(g, TY_I32, iv), more = scalar_reg(g, TY_BOOL, iv), last = scalar_reg(g, TY_BOOL, iv);
+  int last = scalar_reg(g, TY_BOOL, iv);
   int after_loop = sc->head_release;
   TirInst release = g->insts[after_loop];
   SrcLoc loc = release.loc;
@@ -1292,9 +1295,7 @@ static void release_heads_early(TirFunc *g, TirPipe *p) {
     }
     put_inst(&e, *in);
     if (i == at) {
-      put_inst(&e, op_inst(TIR_SUB, span, fr->args[1], iv, loc));
-      put_inst(&e, op_inst(TIR_LT, more, fr->args[2], span, loc));
-      put_inst(&e, op_inst(TIR_NOT, last, more, -1, loc));
+      put_inst(&e, op_inst(TIR_NOT, last, put_more_iters(&e, fr, loc), -1, loc));
       put_inst(&e, op_inst(TIR_IF, -1, last, -1, loc));
       sc->head_release = e.n;
       put_inst(&e, release);

@@ -33,13 +33,18 @@ static TirFunc *scheduled(Arena *a, const char *example, const char **defs, GpuA
   return scheduled_as(a, example, defs, arch, false, d);
 }
 
-/* scheduled() with one TILEC_* knob set to value for the scheduling (the A/B of a pass). */
-static TirFunc *scheduled_with(Arena *a, const char *example, const char **defs, GpuArch arch, const char *knob,
-                               const char *value, Diag *d) {
+/* scheduled_as() with one TILEC_* knob set to value for the scheduling (the A/B of a pass). */
+static TirFunc *scheduled_as_with(Arena *a, const char *example, const char **defs, GpuArch arch, bool rotate,
+                                  const char *knob, const char *value, Diag *d) {
   setenv(knob, value, 1);
-  TirFunc *f = scheduled(a, example, defs, arch, d);
+  TirFunc *f = scheduled_as(a, example, defs, arch, rotate, d);
   unsetenv(knob);
   return f;
+}
+
+static TirFunc *scheduled_with(Arena *a, const char *example, const char **defs, GpuArch arch, const char *knob,
+                               const char *value, Diag *d) {
+  return scheduled_as_with(a, example, defs, arch, false, knob, value, d);
 }
 
 static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArch arch);
@@ -334,9 +339,7 @@ Test(schedule, attention_loop_is_rotated) {
   /* 2 stages and one barrier set: no rotation (the refill would wait for the release of the
    * stage in use) */
   a = arena_new();
-  setenv("TILEC_EARLY_SET", "0", 1);
-  f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
-  unsetenv("TILEC_EARLY_SET");
+  f = scheduled_as_with(a, "attention", ATTN_D128, ARCH_SM90A, true, "TILEC_EARLY_SET", "0", &d);
   cr_assert_not(f->sched->pipes[0].rotated);
   cr_assert_null(f->sched->pipes[0].early);
   arena_free(a);
@@ -402,9 +405,7 @@ Test(schedule, attention_k_is_freed_apart_from_v) {
   arena_free(a);
   /* one set (TILEC_EARLY_SET=0) at 3 stages: the old schedule */
   a = arena_new();
-  setenv("TILEC_EARLY_SET", "0", 1);
-  f = scheduled_as(a, "attention", ATTN_ROT, ARCH_SM90A, true, &d);
-  unsetenv("TILEC_EARLY_SET");
+  f = scheduled_as_with(a, "attention", ATTN_ROT, ARCH_SM90A, true, "TILEC_EARLY_SET", "0", &d);
   cr_assert(f->sched->pipes[0].rotated);
   cr_assert_null(f->sched->pipes[0].early);
   cr_assert_eq(f->sched->early_bytes, 0);
@@ -477,9 +478,8 @@ Test(schedule, verifier_rejects_broken_rotations) {
 Test(schedule, attention_q_is_freed_by_the_last_iteration) {
   Arena *a = arena_new();
   Diag d;
-  setenv("TILEC_EARLY_SET", "0", 1); /* one barrier set: 2 stages are not rotated */
-  TirFunc *f = scheduled_as(a, "attention", ATTN_D128, ARCH_SM90A, true, &d);
-  unsetenv("TILEC_EARLY_SET");
+  /* one barrier set: 2 stages are not rotated */
+  TirFunc *f = scheduled_as_with(a, "attention", ATTN_D128, ARCH_SM90A, true, "TILEC_EARLY_SET", "0", &d);
   const TirSchedule *s = f->sched;
   const TirPipe *p = &s->pipes[0];
   cr_assert_not(p->rotated, "2 stages");
