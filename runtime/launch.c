@@ -14,7 +14,6 @@ enum {
   JIT_LOG_BYTES = 8192,
   DEFAULT_SMEM_LIMIT = 48 * 1024, /* above this a kernel must opt in */
   MAX_PARAMS = TILERT_MAX_ARGS * TILERT_MAX_RANK + TILERT_MAX_DIMS + TILERT_MAX_TMAPS + 4,
-  PERSISTENT_WAVES = 8,           /* a persistent entry walks tiles up to this many waves */
 };
 
 /* ---------------------------------------------------------------- modules */
@@ -160,6 +159,8 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     k->ws_blocks = pe && !strcmp(pe, "0") ? 0 : resident;
     const char *ge = getenv("TILERT_TILE_GROUP");
     k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : k->info.ws_tile_group;
+    const char *we = getenv("TILERT_PERSISTENT_WAVES");
+    k->walk_waves = we && atoi(we) >= 1 ? atoi(we) : 0;
   }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -325,11 +326,14 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
           int ax = k->info.ws_cluster_axis;
           total = total / grid[ax] * ((grid[ax] + 1) / 2);
         }
-        /* Persistent blocks pay when the grid is a few waves (the epilogue of one tile under the
-         * loads of the next, no tail of lone blocks); over many waves the hardware's dynamic
-         * block scheduler balances better (measured: attention at 16 waves, 6% slower walked). */
+        /* The resident blocks walk every grid of more tiles than they are: the next tile's
+         * loads run under this one's epilogue, where a fresh block would start them from its
+         * prologue. A persistent entry's tiles all cost the same (uniform_trips), so the walk
+         * needs no dynamic balance: at 15.5 waves it was up to 23% faster than a block per tile on
+         * the H200 (attention, run t3; docs/performance.md). TILERT_PERSISTENT_WAVES = n walks
+         * grids of at most n waves only (the A/B). */
         int64_t walkers = k->ws_blocks / cluster;
-        bool walk = walkers && total <= PERSISTENT_WAVES * walkers;
+        bool walk = walkers && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers);
         launch[0] = cluster * (walk && total > walkers ? walkers : total);
         launch[1] = launch[2] = 1;
       }

@@ -112,6 +112,8 @@ struct tilert_kernel {
   int ws_blocks;               /* persistent ws_fn: blocks to launch at most (resident blocks),
                                   0: one per tile (TILERT_PERSISTENT=0) */
   int tile_group;              /* persistent ws_fn: rows of y per raster group (TILERT_TILE_GROUP) */
+  int walk_waves;              /* persistent ws_fn: walks grids of at most this many waves of
+                                  ws_blocks (TILERT_PERSISTENT_WAVES), or 0: any grid */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */

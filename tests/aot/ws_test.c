@@ -3,8 +3,9 @@
  * as gw.{h,c}. The fake device is sm_90 with 132 SMs and one block of either entry per SM, so
  * libtilert's rules pick `gemm__ws`: found at load beside `gemm`, launched with a tensor map per
  * TMA operand (A: box 64 x 32, swizzle 64; B: 32 x 64, 128), the producer warpgroup's threads and
- * the persistent 1-D grid (a block per tile below 132 tiles, 132 walkers up to 8 waves, a block
- * per tile beyond); a view TMA cannot take (a base off 16 bytes) and TILERT_WS=0 take `gemm`.
+ * the persistent 1-D grid (a block per tile up to 132 tiles, 132 walkers beyond; with
+ * TILERT_PERSISTENT_WAVES=8 a block per tile past 8 waves); a view TMA cannot take (a base off
+ * 16 bytes) and TILERT_WS=0 take `gemm`.
  * Exit status 0 = all checks passed. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gw.h"
@@ -67,7 +68,7 @@ int main(void) {
   s = launched(p, &mark);
   CHECK(!strcmp(s, "tmap 2 32x64 2; tmap 2 64x32 3; tmap 2 64x64 3; launch gemm__ws 64x1x1 256; "), "small: %s", s);
 
-  /* 2048 x 2048: 1024 tiles, under 8 waves of 132: walked by 132 blocks, which get the logical
+  /* 2048 x 2048: 1024 tiles: walked by 132 blocks, which get the logical
    * grid (32 x 32 x 1) and the raster group (8) after A, B, bias, C (7 values) and M, K, N, then
    * the tensor maps, 128-byte aligned */
   p = problem(2048, 2048, 64);
@@ -76,10 +77,15 @@ int main(void) {
   unsetenv("FAKE_LIBCUDA_PARAMS");
   CHECK(strstr(s, "params 32 32 1 8 map0; launch gemm__ws 132x1x1 256; "), "walked: %s", s);
 
-  /* 8192 x 8192: 16384 tiles, more than 8 waves: a block per tile again */
+  /* 8192 x 8192: 16384 tiles, 124 waves: walked too; with TILERT_PERSISTENT_WAVES=8 (read at
+   * each launch) a block per tile */
   p = problem(8192, 8192, 64);
   s = launched(p, &mark);
-  CHECK(strstr(s, "launch gemm__ws 16384x1x1 256; "), "many waves: %s", s);
+  CHECK(strstr(s, "launch gemm__ws 132x1x1 256; "), "many waves: %s", s);
+  setenv("TILERT_PERSISTENT_WAVES", "8", 1);
+  s = launched(p, &mark);
+  unsetenv("TILERT_PERSISTENT_WAVES");
+  CHECK(strstr(s, "launch gemm__ws 16384x1x1 256; "), "many waves, at most 8 walked: %s", s);
 
   /* A's base 2 bytes off 16: no tensor map, the cp.async entry on the kernel's own grid */
   p = problem(512, 512, 256);
