@@ -266,6 +266,7 @@ static const char tk_runtime_src[] =
     "  int groups;                      /* consumer groups taking turns on tiles */\n"
     "  int tile_group;                  /* persistent: rows of y per raster group (TILERT_TILE_GROUP\n"
     "                                      overrides) */\n"
+    "  int walk_rows;                   /* persistent: walks whole rows of x, where they share out */\n"
     "  int ntmaps;\n"
     "  const tk_tmap *tmaps;            /* passed by value after every other parameter */\n"
     "} tk_ws;\n"
@@ -784,13 +785,16 @@ static const char tk_runtime_src[] =
     "      const char *ge = getenv(\"TILERT_TILE_GROUP\"), *we = getenv(\"TILERT_PERSISTENT_WAVES\");\n"
     "      int32_t v[4] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2], w->tile_group};\n"
     "      long long walkers = s->ws_walkers[ki], waves = we && atoi(we) >= 1 ? atoi(we) : 0;\n"
+    "      long long rows = grid[1] * grid[2], per = walkers ? (rows + walkers - 1) / walkers : 0;\n"
     "      if (ge && atoi(ge) >= 1)\n"
     "        v[3] = atoi(ge);\n"
     "      for (int i = 0; i < 4; i++)\n"
     "        slot[n] = 0, memcpy(&slot[n], &v[i], 4), ptr[n] = &slot[n], n++;\n"
     "      /* as libtilert: the resident blocks walk any grid of more tiles than they are\n"
-    "       * (TILERT_PERSISTENT_WAVES = n: grids of at most n waves only) */\n"
-    "      launch[0] = walkers && total > walkers && (!waves || total <= waves * walkers) ? walkers : total;\n"
+    "       * (TILERT_PERSISTENT_WAVES = n: grids of at most n waves only); whole rows of x only\n"
+    "       * where the rows share out among them within 5% */\n"
+    "      launch[0] = walkers && total > walkers && (!waves || total <= waves * walkers) &&\n"
+    "                  (!w->walk_rows || rows * 20 >= per * walkers * 19) ? walkers : total;\n"
     "      launch[1] = launch[2] = 1;\n"
     "    }\n"
     "    for (int i = 0; i < w->ntmaps; i++)\n"
@@ -1394,11 +1398,11 @@ static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
 static void put_ws_entry(FILE *fp, const Kernel *kn, const Image *im, int i) {
   const tilert_kernel_info *w = kn->ws[i];
   if (!w->ws_name[0]) {
-    fputs("    {NULL, 0, 0, 0, 0, 0, 0, NULL},\n", fp);
+    fputs("    {NULL, 0, 0, 0, 0, 0, 0, 0, NULL},\n", fp);
     return;
   }
-  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
-          w->ws_persistent, w->ws_groups, w->ws_tile_group, w->ntmaps, kn->sfx, arch_name(im[i].arch));
+  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
+          w->ws_persistent, w->ws_groups, w->ws_tile_group, w->ws_walk_rows, w->ntmaps, kn->sfx, arch_name(im[i].arch));
 }
 
 /* The kernel's warp-specialized entries, per image in tk_images' order (with their tensor maps). */

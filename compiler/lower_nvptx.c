@@ -2283,6 +2283,8 @@ static int tma_store_map(Cg *g, const TirInst *in) {
 typedef struct TileLoop {
   LLVMValueRef t;               /* i32 alloca: the tile */
   LLVMValueRef stride;          /* tiles between two of this walker's */
+  LLVMValueRef rows;            /* a walk of whole rows (TirSchedule.walk_rows): i1, the grid has
+                                   more tiles than walkers (else a tile per block); or NULL */
   LLVMBasicBlockRef cond, exit;
 } TileLoop;
 
@@ -2308,6 +2310,8 @@ static void tile_decode(Cg *g, LLVMValueRef t) {
   LLVMValueRef gsize = umin(g, LLVMBuildSub(g->b, gy, first_y, ""), group);
   LLVMValueRef q = LLVMBuildURem(g->b, r, width, "");
   b = LLVMBuildUDiv(g->b, q, gsize, "");
+  if (g->sched->reverse_x) /* a row walk's entry launched a block per tile: longest first */
+    b = LLVMBuildSub(g->b, LLVMBuildSub(g->b, gx, ci32(g, 1), ""), b, "");
   LLVMBuildStore(g->b, b, g->pblock[0]);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), ""), g->pblock[1]);
   LLVMBuildStore(g->b, LLVMBuildUDiv(g->b, t, per_z, ""), g->pblock[2]);
@@ -2327,19 +2331,27 @@ static LLVMValueRef walk_index(Cg *g, const char *sreg) {
 
 /* Opens the loop; the builder is left in its body with pblock set. A consumer group of a
  * ping-pong block takes every groups-th tile of the block's walk, from its group's. */
+static LLVMValueRef walked_tiles(Cg *g) {
+  return LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
+}
+
 static TileLoop tile_loop_begin(Cg *g, bool consumer) {
-  TileLoop l = {entry_alloca(g, g->i32, 1), NULL, new_bb(g, "tile"), NULL};
+  TileLoop l = {entry_alloca(g, g->i32, 1), NULL, NULL, new_bb(g, "tile"), NULL};
   LLVMValueRef first = walk_index(g, "llvm.nvvm.read.ptx.sreg.ctaid.x");
   l.stride = walk_index(g, "llvm.nvvm.read.ptx.sreg.nctaid.x");
   if (consumer && g->groups == 2) {
     first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, g->group, l.stride, ""), "");
     l.stride = LLVMBuildShl(g->b, l.stride, ci32(g, 1), "");
   }
+  if (g->sched->walk_rows) { /* row `first`'s tile x = 0 (x fastest: tile_group 1) */
+    l.rows = LLVMBuildICmp(g->b, LLVMIntULT, l.stride, walked_tiles(g), "");
+    first = LLVMBuildSelect(g->b, l.rows, LLVMBuildMul(g->b, first, walked_dim(g, 0), ""), first, "");
+  }
   LLVMBuildStore(g->b, first, l.t);
   LLVMBuildBr(g->b, l.cond);
   LLVMPositionBuilderAtEnd(g->b, l.cond);
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l.t, "");
-  LLVMValueRef total = LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
+  LLVMValueRef total = walked_tiles(g);
   LLVMBasicBlockRef body = new_bb(g, "tile.body");
   l.exit = new_bb(g, "tile.end");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, t, total, ""), body, l.exit);
@@ -2348,10 +2360,17 @@ static TileLoop tile_loop_begin(Cg *g, bool consumer) {
   return l;
 }
 
-/* The latch (the builder's block falls through to the next tile); the builder ends at the exit. */
+/* The latch (the builder's block falls through to the next tile); the builder ends at the exit.
+ * A row walk goes on along its row, then to the first tile of its row + stride. */
 static void tile_loop_end(Cg *g, const TileLoop *l) {
-  LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, "");
-  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, t, l->stride, ""), l->t);
+  LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, ""), next = LLVMBuildAdd(g->b, t, l->stride, "");
+  if (l->rows) {
+    LLVMValueRef gx = walked_dim(g, 0), t1 = LLVMBuildAdd(g->b, t, ci32(g, 1), "");
+    LLVMValueRef row_end = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildURem(g->b, t1, gx, ""), ci32(g, 0), "");
+    LLVMValueRef jump = LLVMBuildAdd(g->b, t1, LLVMBuildMul(g->b, LLVMBuildSub(g->b, l->stride, ci32(g, 1), ""), gx, ""), "");
+    next = LLVMBuildSelect(g->b, l->rows, LLVMBuildSelect(g->b, row_end, jump, t1, ""), next, "");
+  }
+  LLVMBuildStore(g->b, next, l->t);
   LLVMBuildBr(g->b, l->cond);
   LLVMPositionBuilderAtEnd(g->b, l->exit);
 }

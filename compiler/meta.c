@@ -81,7 +81,7 @@ char *meta_emit_ws(Arena *a, const TirFunc *f, const char *entry, int dynamic_sm
   fprintf(m, "// tilec: ws %s threads %d smem %d", entry, s->consumer_threads * s->groups + s->producer_threads,
           dynamic_smem_bytes);
   if (s->persistent)
-    fprintf(m, " persistent group %d%s", s->tile_group, s->groups == 2 ? " pingpong" : "");
+    fprintf(m, " persistent group %d%s%s", s->tile_group, s->walk_rows ? " rows" : "", s->groups == 2 ? " pingpong" : "");
   if (s->cluster == 2)
     fprintf(m, " cluster 2 %c", "xyz"[s->cluster_axis]);
   fputc('\n', m);

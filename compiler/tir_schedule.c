@@ -392,12 +392,12 @@ static bool uses_block_axis(const TirFunc *f, int r, int ax, int depth) {
   return false;
 }
 
-/* A persistent block walks its tiles in a fixed order, so every tile should cost the same: the
- * loop's bounds and step do not depend on the block index (a causal attention's key loop ends
- * at the diagonal: its tiles are left to the hardware's dynamic block scheduler). */
-static bool uniform_trips(const TirFunc *f, const TirPipe *p) {
+/* A persistent block walks its tiles in a fixed order, so the tiles it gets should cost the
+ * same: whether the loop's bounds and step depend on the block index along axes from_axis .. 2
+ * (a causal attention's key loop ends at the diagonal: block.x). */
+static bool uniform_trips(const TirFunc *f, const TirPipe *p, int from_axis) {
   for (int a = 0; a < 3; a++)
-    for (int ax = 0; ax < 3; ax++)
+    for (int ax = from_axis; ax < 3; ax++)
       if (uses_block_axis(f, f->insts[p->first].args[a], ax, 0))
         return false;
   return true;
@@ -424,7 +424,7 @@ static bool multicastable(const TirFunc *f, const TirTmap *m, int ax) {
 
 static void plan_cluster(const TirFunc *f, TirSchedule *s) {
   const char *on = getenv("TILEC_CLUSTER"); /* opt-in: measured slower so far (docs/performance.md) */
-  if (!s->persistent || !on || strcmp(on, "1") != 0)
+  if (!s->persistent || s->walk_rows || !on || strcmp(on, "1") != 0)
     return;
   int best = -1, best_bytes = 0;
   for (int ax = 1; ax >= 0; ax--) {
@@ -454,7 +454,7 @@ static void plan_cluster(const TirFunc *f, TirSchedule *s) {
 static void plan_groups(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   const char *e = getenv("TILEC_PINGPONG"); /* opt-in until measured on the H200 */
   s->groups = 1;
-  if (!s->persistent || s->cluster != 1 || f->threads != WARPGROUP || !e || strcmp(e, "1") != 0)
+  if (!s->persistent || s->walk_rows || s->cluster != 1 || f->threads != WARPGROUP || !e || strcmp(e, "1") != 0)
     return;
   for (int r = 0; r < f->nregs; r++)
     if (f->regs[r].type.place == PLACE_SHARED && !in_ring(p, f, r))
@@ -711,8 +711,10 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   for (int l = 0; l < p->nloads; l++)
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
-  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p);
-  s->tile_group = s->persistent ? plan_tile_group(f, s) : 0; /* the ring's loads only: heads come later */
+  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p, 0);
+  if (!s->persistent && !env_off("TILEC_PERSISTENT") && !env_off("TILEC_WALK_ROWS") && uniform_trips(f, p, 1))
+    s->persistent = s->walk_rows = true; /* trips follow block.x only: whole rows cost the same */
+  s->tile_group = s->walk_rows ? 1 : s->persistent ? plan_tile_group(f, s) : 0; /* the ring's loads only */
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;
   s->cluster = 1;
@@ -1406,8 +1408,8 @@ static Mono mono_of(MonoCtx *c, int r) {
 }
 
 static void plan_block_order(const TirFunc *f, TirSchedule *s) {
-  if (s->persistent || env_off("TILEC_BLOCK_ORDER"))
-    return;
+  if ((s->persistent && !s->walk_rows) || env_off("TILEC_BLOCK_ORDER"))
+    return; /* a row walk keeps it for a launch of a block per tile (the walk decodes it) */
   MonoCtx c = {f, arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1)),
                arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1))};
   for (int r = 0; r < f->nregs; r++)
@@ -1790,6 +1792,8 @@ static bool verify_ws(const SchedVerifier *v) {
                  s->producer_threads, s->consumer_threads);
   if (s->groups != 1 && (s->groups != 2 || !s->persistent || s->cluster != 1 || s->consumer_threads != 128))
     return sfail(v, -1, "%d consumer groups (1, or 2 warpgroups taking turns in a persistent walk)", s->groups);
+  if (s->walk_rows && (!s->persistent || s->groups != 1 || s->cluster != 1 || s->tile_group != 1))
+    return sfail(v, -1, "a walk of whole rows is a persistent walk of one group, no cluster, x first");
   int threads = s->producer_threads + s->consumer_threads * s->groups;
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
       s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups >
@@ -1908,7 +1912,9 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     return;
   fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)",
           s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
-  if (s->persistent)
+  if (s->walk_rows)
+    fprintf(out, "; persistent grid, whole rows of x (the trips follow block.x)");
+  else if (s->persistent)
     fprintf(out, "; persistent grid, raster group %d%s", s->tile_group,
             s->tile_group == 1 ? " (no ring load follows block.x: x first)" : "");
   fputc('\n', out);

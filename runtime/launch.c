@@ -331,9 +331,12 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
          * prologue. A persistent entry's tiles all cost the same (uniform_trips), so the walk
          * needs no dynamic balance: at 15.5 waves it was up to 23% faster than a block per tile on
          * the H200 (attention, run t3; docs/performance.md). TILERT_PERSISTENT_WAVES = n walks
-         * grids of at most n waves only (the A/B). */
-        int64_t walkers = k->ws_blocks / cluster;
-        bool walk = walkers && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers);
+         * grids of at most n waves only (the A/B). A walk of whole rows (tiles that cost what
+         * their x says) only where the rows share out among the walkers within 5%: else the
+         * hardware's block scheduler balances the tiles (longest first) better. */
+        int64_t walkers = k->ws_blocks / cluster, rows = grid[1] * grid[2], per = walkers ? (rows + walkers - 1) / walkers : 0;
+        bool walk = walkers && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers) &&
+                    (!k->info.ws_walk_rows || rows * 20 >= per * walkers * 19);
         launch[0] = cluster * (walk && total > walkers ? walkers : total);
         launch[1] = launch[2] = 1;
       }

@@ -431,8 +431,8 @@ static tilert_status parse_require(Parser *p, const char *raw) {
   return tilert__ok();
 }
 
-/* ws NAME threads N smem S [persistent [group G] [pingpong] [cluster 2 x|y]] (no group: the
- * PTX predates it, 8) */
+/* ws NAME threads N smem S [persistent [group G] [rows] [pingpong] [cluster 2 x|y]] (no group:
+ * the PTX predates it, 8) */
 static tilert_status parse_ws(Parser *p, char **t, int n) {
   tilert_kernel_info *k = p->info;
   int64_t th, sm;
@@ -446,6 +446,8 @@ static tilert_status parse_ws(Parser *p, char **t, int n) {
   if (grouped && (!parse_int(t[i + 1], &group) || group < 1 || group > 65535))
     return PERR(p, "bad raster group '%s' (1 to 65535)", t[i + 1]);
   i += 2 * grouped;
+  bool rows = persistent && i < n && !strcmp(t[i], "rows");
+  i += rows;
   bool pingpong = persistent && i < n && !strcmp(t[i], "pingpong");
   i += pingpong;
   bool cl = persistent && i + 2 < n && !strcmp(t[i], "cluster") && !strcmp(t[i + 1], "2") &&
@@ -453,9 +455,11 @@ static tilert_status parse_ws(Parser *p, char **t, int n) {
   if (cl)
     i += 3;
   if (n < 6 || i != n || strcmp(t[2], "threads") != 0 || strcmp(t[4], "smem") != 0 || !parse_int(t[3], &th) ||
-      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) || (pingpong && cl))
-    return PERR(p, "expected 'ws NAME threads N smem S [persistent [group G] [pingpong | cluster 2 x|y]]'");
+      !parse_int(t[5], &sm) || th < 1 || th > 1024 || sm < 0 || sm > (1 << 24) || (pingpong && cl) ||
+      (rows && (pingpong || cl)))
+    return PERR(p, "expected 'ws NAME threads N smem S [persistent [group G] [rows | pingpong | cluster 2 x|y]]'");
   k->ws_persistent = persistent;
+  k->ws_walk_rows = rows;
   k->ws_tile_group = persistent ? (int)group : 0;
   k->ws_groups = pingpong ? 2 : 1;
   k->ws_cluster = cl ? 2 : 1;

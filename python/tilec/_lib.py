@@ -62,7 +62,8 @@ class KernelInfo(Structure):
                 ("requires_text", (c_char * 256) * 8), ("ws_name", c_char * 128),
                 ("ws_threads", c_int), ("ws_smem_bytes", c_int), ("ntmaps", c_int),
                 ("tmaps", TmapInfo * MAX_TMAPS), ("ws_persistent", c_int), ("ws_cluster", c_int),
-                ("ws_cluster_axis", c_int), ("ws_groups", c_int), ("ws_tile_group", c_int)]
+                ("ws_cluster_axis", c_int), ("ws_groups", c_int), ("ws_tile_group", c_int),
+                ("ws_walk_rows", c_int)]
 
 
 class Options(Structure):

@@ -166,17 +166,36 @@ Test(schedule, one_warpgroup_gemm_ping_pongs) {
   arena_free(a);
 }
 
-/* Causal attention's key loop ends at the diagonal: tiles differ in cost, so no persistent grid
- * (nor cluster): the hardware schedules the blocks. */
-Test(schedule, uneven_tiles_are_not_persistent) {
+/* Causal attention's key loop ends at the diagonal: tiles differ in cost along x, but every row
+ * of x costs the same, so the persistent walk takes whole rows (no cluster, no raster group; the
+ * block order stays reversed for a launch of a block per tile), and says so in the metadata;
+ * TILEC_WALK_ROWS=0 leaves such kernels to the hardware's block scheduler. Non-causal tiles
+ * walk tile by tile. */
+Test(schedule, uneven_tiles_walk_whole_rows) {
   const char *causal[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "CAUSAL=1", NULL};
   Arena *a = arena_new();
   Diag d;
   TirFunc *f = scheduled(a, "attention", causal, ARCH_SM90A, &d);
   cr_assert(f->sched->ws);
-  cr_assert_not(f->sched->persistent);
+  cr_assert(f->sched->persistent && f->sched->walk_rows);
+  cr_assert_eq(f->sched->tile_group, 1);
+  cr_assert(f->sched->reverse_x);
   cr_assert_eq(f->sched->cluster, 1);
   cr_assert_not(f->sched->tmaps[0].multicast);
+  char *ptx = module_ptx(a, "attention", causal, ARCH_SM90A);
+  cr_assert(strstr(ptx, " persistent group 1 rows\n"));
+  tilert_kernel_info *k = arena_alloc(a, sizeof *k);
+  tilert_status st = tilert_parse_kernel_info(ptx, k);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_assert(k->ws_persistent && k->ws_walk_rows);
+  setenv("TILEC_WALK_ROWS", "0", 1);
+  f = scheduled(a, "attention", causal, ARCH_SM90A, &d);
+  unsetenv("TILEC_WALK_ROWS");
+  cr_assert_not(f->sched->persistent);
+  const char *plain[] = {"D=128", "BM=128", "BN=128", "WARPS=8", NULL};
+  f = scheduled(a, "attention", plain, ARCH_SM90A, &d);
+  cr_assert(f->sched->persistent);
+  cr_assert_not(f->sched->walk_rows);
   arena_free(a);
 }
 
