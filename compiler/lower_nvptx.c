@@ -1799,6 +1799,49 @@ static LLVMValueRef rows_aligned(Cg *g, const TirInst *in, const Access *ac, int
   return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
 }
 
+/* The low word of (hi:lo) >> bits (bits < 32) in one shf (LLVM's fshr with a variable amount
+ * became six instructions). */
+static LLVMValueRef funnel_right(Cg *g, LLVMValueRef hi, LLVMValueRef lo, LLVMValueRef bits) {
+  LLVMTypeRef pt[3] = {g->i32, g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->i32, pt, 3, 0);
+  static const char text[] = "shf.r.wrap.b32 $0, $1, $2, $3;", cons[] = "=r,r,r,r";
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[3] = {lo, hi, bits};
+  return LLVMBuildCall2(g->b, ft, fn, args, 3, "");
+}
+
+/* One chunk (16 bytes) of a shifted row, whose elements sit `shift` elements past their place
+ * at element idx (16-byte aligned): inside the two aligned 16-byte words there, so two vector
+ * loads, and each 32-bit word of the chunk is a funnel shift of a pair of neighbours picked by
+ * shift's whole words. Read element by element instead, the warp's 2-byte reads 16 bytes apart
+ * took four-way bank conflicts each (run t3: 19% of the warps' samples on them at 50257
+ * columns). The 16 bytes past a row's last chunk are the room its shift spills into. */
+static void shifted_chunk(Cg *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef shift, ElemType e,
+                          LLVMValueRef *out) {
+  int eb = elem_bytes(e);
+  LLVMValueRef byte = LLVMBuildMul(g->b, idx, ci32(g, eb), ""), w[8];
+  LLVMTypeRef v4 = LLVMVectorType(g->i32, 4);
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef x = LLVMBuildLoad2(g->b, v4, smem_at(g, base, LLVMBuildAdd(g->b, byte, ci32(g, 16 * h), "")), "");
+    LLVMSetAlignment(x, 16);
+    for (int j = 0; j < 4; j++)
+      w[4 * h + j] = LLVMBuildExtractElement(g->b, x, ci32(g, j), "");
+  }
+  LLVMValueRef sb = LLVMBuildMul(g->b, shift, ci32(g, eb), ""); /* bytes: 0 .. 15 */
+  LLVMValueRef kw = LLVMBuildLShr(g->b, sb, ci32(g, 2), "");
+  LLVMValueRef bits = LLVMBuildShl(g->b, LLVMBuildAnd(g->b, sb, ci32(g, 3), ""), ci32(g, 3), "");
+  LLVMValueRef u[5], words[4];
+  for (int i = 0; i < 5; i++) {
+    u[i] = w[i];
+    for (int c = 1; c < 4; c++)
+      u[i] = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, kw, ci32(g, c), ""), w[i + c], u[i], "");
+  }
+  for (int i = 0; i < 4; i++)
+    words[i] = funnel_right(g, u[i + 1], u[i], bits);
+  words_to_elems(g, e, 4, words, out);
+}
+
 /* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted, which
  * also wrote the LOAD's fill where the bounds exclude an element). The plain reads when every
  * row of the tile is aligned (rows_aligned: no per-element arithmetic on that path). */
@@ -1819,14 +1862,7 @@ static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   for (int k = 0; k < n / ch; k++) {
     access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off, &ok);
-    LLVMValueRef shift = elem_misalign(g, in, off, eb);
-    for (int r = k * ch; r < (k + 1) * ch; r++) {
-      LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, t->pitch), shift, "");
-      LLVMValueRef x = LLVMBuildLoad2(g->b, mem_type(g, e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
-      LLVMSetAlignment(x, (unsigned)eb);
-      LLVMSetVolatile(x, 1); /* else merged with the aligned path's loads, and then vectorized by neither */
-      w[r] = from_mem(g, e, x);
-    }
+    shifted_chunk(g, base, buf_index(g, L, lw, k * ch, t->pitch), elem_misalign(g, in, off, eb), e, w + k * ch);
   }
   LLVMBasicBlockRef scalar_end = LLVMGetInsertBlock(g->b);
   LLVMBuildBr(g->b, bb[2]);

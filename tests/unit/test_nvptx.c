@@ -531,7 +531,7 @@ Test(nvptx, shifted_loops_get_an_aligned_version) {
     unsetenv("TILEC_LOOP_VERSIONS");
     char *two = source_ptx(a, "cross_entropy_backward.tile", text, defs, ga); /* the default */
     cr_assert_str_eq(two, source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1"));
-    const char *ops[] = {"cp.async.cg.shared.global", "st.global.v4", "ld.volatile.shared", "bar.sync"};
+    const char *ops[] = {"cp.async.cg.shared.global", "st.global.v4", "shf.r.wrap", "bar.sync"};
     for (int k = 0; k < 4; k++)
       cr_assert_eq(occurrences(two, ops[k]), occurrences(plain, ops[k]) + occurrences(one, ops[k]), "%s: %d, %d + %d",
                    ops[k], occurrences(two, ops[k]), occurrences(plain, ops[k]), occurrences(one, ops[k]));
@@ -576,7 +576,7 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
   char *plain = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "0");
   cr_assert_str_eq(source_ptx(a, "layernorm_backward.tile", text, defs, ARCH_SM90A), plain);
   char *two = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "1");
-  cr_assert_gt(occurrences(two, "ld.volatile.shared"), 0, "the shifted version");
+  cr_assert_gt(occurrences(two, "shf.r.wrap"), 0, "the shifted version");
   cr_assert_gt(occurrences(two, "cp.async.cg.shared.global"), occurrences(plain, "cp.async.cg.shared.global"));
   arena_free(a);
 }
@@ -585,8 +585,8 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
  * ring's copies of a misaligned chunk start at the aligned address before it (one cp.async, and
  * one more for the granule after the row's last chunk), where they used to be a scalar load per
  * element; only a granule with an element out of bounds goes element by element (the LOAD's
- * fill). The reads add each row's shift back (scalar ld.volatile.shared: not merged with the
- * aligned path's), and keep the vector reads where every row is aligned (one test of the tensor's
+ * fill). The reads add each row's shift back (two 16-byte reads a chunk and a funnel shift per
+ * word: shifted_chunk), and keep the vector reads where every row is aligned (one test of the tensor's
  * address, its row strides and the tile's first column). The store of dX: a misaligned row goes
  * through a staging buffer and leaves in aligned 16-byte granules (shifted stores). These are the
  * shifted loops alone (TILEC_SHIFTED=1 TILEC_LOOP_VERSIONS=0); TILEC_SHIFTED=0: none of this. */
@@ -602,7 +602,8 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
     /* two loops, each issuing in its prologue and its body: the in-bounds copy, the shifted one
      * and the granule after the row's last chunk */
     cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
-    cr_assert_geq(occurrences(ptx, "ld.volatile.shared.b16"), 2, "the shifted reads");
+    cr_assert_geq(occurrences(ptx, "shf.r.wrap.b32"), 2 * 4, "the shifted reads: a funnel shift per word");
+    cr_assert_eq(occurrences(ptx, "ld.volatile.shared"), 0, "no element-wise reads");
     cr_assert_geq(occurrences(ptx, "ld.shared.v4.b32"), 2, "the aligned rows' reads");
     /* dX's store: the aligned rows' vector store; a misaligned row through the staging buffer,
      * between two barriers, one vector store per granule (and the one after the row) */
@@ -612,7 +613,7 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
     /* per issue site: the in-bounds copy; with fill 0 (the second loop) also the zero-fill of a
      * chunk past the end */
     cr_assert_eq(occurrences(plain, "cp.async.cg.shared.global"), 2 * (1 + 2));
-    cr_assert_eq(occurrences(plain, "ld.volatile.shared"), 0);
+    cr_assert_eq(occurrences(plain, "shf.r.wrap"), 0);
     cr_assert_eq(occurrences(plain, "st.global.v4"), 1);
     cr_assert_eq(occurrences(ptx, "bar.sync"), occurrences(plain, "bar.sync") + 2);
     /* the staging buffer is the current stage of the ring tile xb, which dX's STORE follows:
