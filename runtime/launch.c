@@ -332,11 +332,12 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
          * needs no dynamic balance: at 15.5 waves it was up to 23% faster than a block per tile on
          * the H200 (attention, run t3; docs/performance.md). TILERT_PERSISTENT_WAVES = n walks
          * grids of at most n waves only (the A/B). A walk of whole rows (tiles that cost what
-         * their x says) only where the rows share out among the walkers within 5%: else the
-         * hardware's block scheduler balances the tiles (longest first) better. */
+         * their x says) only where there are 3+ rows per walker, shared out within 5%: with
+         * fewer, longer rows it lost up to 11% to a block per tile (run t4: the rows the walkers
+         * run at once no longer share K and V in L2). */
         int64_t walkers = k->ws_blocks / cluster, rows = grid[1] * grid[2], per = walkers ? (rows + walkers - 1) / walkers : 0;
         bool walk = walkers && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers) &&
-                    (!k->info.ws_walk_rows || rows * 20 >= per * walkers * 19);
+                    (!k->info.ws_walk_rows || (rows >= 3 * walkers && rows * 20 >= per * walkers * 19));
         launch[0] = cluster * (walk && total > walkers ? walkers : total);
         launch[1] = launch[2] = 1;
       }

@@ -123,13 +123,14 @@ static const Case cases[] = {
     {"attn_early_gqa_d64", "attention_gqa", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8",
      "B=1,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
     /* Walks of whole rows (causal: tiles cost what their x says): enough rows (y) to share out
-     * among the resident blocks (over 1.9 per block: libtilert walks them), ragged last tiles */
-    {"attn_rows_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=2,H=128,N=130",
+     * among the H200's 132 resident blocks (512: 3.9 per block, libtilert walks them), ragged
+     * last tiles */
+    {"attn_rows_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=4,H=128,N=130",
      SUITE_GPU, 0, NULL, 0},
-    {"attn_rows_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=264,N=200",
+    {"attn_rows_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=2,H=256,N=200",
      SUITE_GPU, 0, NULL, 0},
     {"attn_rows_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8",
-     "B=1,H=256,HKV=64,N=160,window=100", SUITE_GPU, 0, NULL, 0},
+     "B=2,H=256,HKV=64,N=160,window=100", SUITE_GPU, 0, NULL, 0},
     /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
     {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},
     {"gqa_window", "attention_gqa", "", "B=2,H=4,HKV=1,N=150,window=37", SUITE_ALL, 0, NULL, 0},
