@@ -2365,11 +2365,12 @@ static LLVMValueRef walk_index(Cg *g, const char *sreg) {
   return g->cluster ? LLVMBuildLShr(g->b, v, ci32(g, 1), "") : v;
 }
 
-/* Opens the loop; the builder is left in its body with pblock set. A consumer group of a
- * ping-pong block takes every groups-th tile of the block's walk, from its group's. */
 static LLVMValueRef walked_tiles(Cg *g) {
   return LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
 }
+
+/* Opens the loop; the builder is left in its body with pblock set. A consumer group of a
+ * ping-pong block takes every groups-th tile of the block's walk, from its group's. */
 
 static TileLoop tile_loop_begin(Cg *g, bool consumer) {
   TileLoop l = {entry_alloca(g, g->i32, 1), NULL, NULL, new_bb(g, "tile"), NULL};

@@ -229,6 +229,20 @@ static void swap_insts(TirFunc *f, int i, int j) {
   f->insts[j] = t;
 }
 
+/* A row walk decodes tiles x first, one group of consumers, no cluster: a raster group of 8
+ * (rows of y interleaved) would hand a block tiles of several rows. */
+Test(schedule, verifier_rejects_a_row_walk_with_a_raster_group) {
+  const char *causal[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "CAUSAL=1", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "attention", causal, ARCH_SM90A, &d);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  f->sched->tile_group = 8;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "a walk of whole rows"), "%s", msg);
+  arena_free(a);
+}
+
 Test(schedule, verifier_rejects_a_read_before_the_wait) {
   Arena *a = arena_new();
   Diag d;
