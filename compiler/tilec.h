@@ -506,8 +506,9 @@ typedef struct TirSchedule {
    * in a fixed cyclic order, each between a WG_TURN and a WG_PASS (FlashAttention-3's ping-pong):
    * one warpgroup's softmax runs while the tensor cores work on the other's products. */
   int turns;               /* the warpgroups taking turns, or 0 */
-  /* Block order (not persistent): the loops' trip counts grow with block.x, so the entry points
-   * read block.x reversed (nctaid.x - 1 - ctaid.x) and the longest blocks start first. */
+  /* Block order (not persistent, or a row walk): the loops' trip counts grow with block.x, so
+   * the entry points read block.x reversed (nctaid.x - 1 - ctaid.x; a row walk's tile decode
+   * reverses x) and the longest blocks start first. */
   bool reverse_x;
   /* Persistent walk: rows of y per raster group (the runtime's default; TILERT_TILE_GROUP
    * overrides). 1 (x first) when no ring load's coordinates depend on block.x, so the blocks
