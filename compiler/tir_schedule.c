@@ -711,9 +711,11 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   for (int l = 0; l < p->nloads; l++)
     s->tx_bytes += s->tmaps[l].rows * s->tmaps[l].row_bytes * s->tmaps[l].chunks;
   s->ws = true;
-  s->persistent = !env_off("TILEC_PERSISTENT") && uniform_trips(f, p, 0);
-  if (!s->persistent && !env_off("TILEC_PERSISTENT") && !env_off("TILEC_WALK_ROWS") && uniform_trips(f, p, 1))
-    s->persistent = s->walk_rows = true; /* trips follow block.x only: whole rows cost the same */
+  bool walk = !env_off("TILEC_PERSISTENT");
+  s->persistent = walk && uniform_trips(f, p, 0);
+  /* trips that follow block.x only: whole rows cost the same */
+  s->walk_rows = walk && !s->persistent && !env_off("TILEC_WALK_ROWS") && uniform_trips(f, p, 1);
+  s->persistent |= s->walk_rows;
   s->tile_group = s->walk_rows ? 1 : s->persistent ? plan_tile_group(f, s) : 0; /* the ring's loads only */
   s->consumer_threads = f->threads;
   s->producer_threads = WARPGROUP;

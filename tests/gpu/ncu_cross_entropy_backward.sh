@@ -46,24 +46,9 @@ echo "ncu exit $?"
 python3 - "$OUT" $variants <<'PY' | tee "$OUT/ncu_xentb.txt"
 import sys
 sys.path.insert(0, "tests/gpu")
-from ncu_csv import read
-out = sys.argv[1]
-k, names = read(f"{out}/ncu_xentb.csv")
+from ncu_csv import print_memory_kernels
 labels = [f"{v} {s}" for s in ("4096x32000", "4096x50257") for v in sys.argv[2:]]
-for n, i in enumerate(sorted(k, key=int)):
-    m = k[i]
-    t = m.get("gpu__time_duration.sum", 0) * 1e-3
-    label = labels[n] if n < len(labels) else "?"
-    rd, wr = m.get("dram__bytes_read.sum", 0) / 1e6, m.get("dram__bytes_write.sum", 0) / 1e6
-    print(f"== {label} ({names[i]}): {t:.1f} us, DRAM {rd:.1f} MB read {wr:.1f} MB written, "
-          f"{(rd + wr) / t * 1e3 if t else 0:.0f} GB/s")
-    for name, val in sorted(m.items()):
-        if name.startswith("smsp__average_warps_issue_stalled") and val >= 0.05:
-            print(f"   {name[34:-23]:60s} {val:12.2f}")
-        elif name.startswith("lts__") or name.startswith("l1tex__") or name == "smsp__inst_executed.sum" \
-           or "Warp Cycles" in name or "Throughput" in name or "Occupancy" in name or "Registers" in name \
-           or "Eligible" in name or "Waves" in name:
-            print(f"   {name:60s} {val:12.2f}")
+print_memory_kernels(f"{sys.argv[1]}/ncu_xentb.csv", labels, "?")
 PY
 if [ "${NCU_XENTB_SASS:-1}" = 1 ]; then
   timeout 200 "$ncu" --profile-from-start off --clock-control none --kernel-name regex:'cross_entropy_backward' \

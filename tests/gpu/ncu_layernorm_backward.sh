@@ -51,22 +51,6 @@ echo "ncu exit $?"
 python3 - "$OUT" $variants <<'PY' | tee "$OUT/ncu_layernorm_backward.txt"
 import sys
 sys.path.insert(0, "tests/gpu")
-from ncu_csv import read
-out = sys.argv[1]
-k, names = read(f"{out}/ncu_layernorm_backward.csv")
-labels = sys.argv[2:]
-for n, i in enumerate(sorted(k, key=int)):
-    m = k[i]
-    t = m.get("gpu__time_duration.sum", 0) * 1e-3
-    label = labels[n] if n < len(labels) else "torch"
-    rd, wr = m.get("dram__bytes_read.sum", 0) / 1e6, m.get("dram__bytes_write.sum", 0) / 1e6
-    print(f"== {label} ({names[i]}): {t:.1f} us, DRAM {rd:.1f} MB read {wr:.1f} MB written, "
-          f"{(rd + wr) / t * 1e3 if t else 0:.0f} GB/s")
-    for name, val in sorted(m.items()):
-        if name.startswith("smsp__average_warps_issue_stalled") and val >= 0.05:
-            print(f"   {name[34:-23]:60s} {val:12.2f}")
-        elif name.startswith("lts__") or name == "smsp__inst_executed.sum" or "Warp Cycles" in name \
-           or "Throughput" in name or "Occupancy" in name or "Registers" in name or "Eligible" in name \
-           or "Waves" in name:
-            print(f"   {name:60s} {val:12.2f}")
+from ncu_csv import print_memory_kernels
+print_memory_kernels(f"{sys.argv[1]}/ncu_layernorm_backward.csv", sys.argv[2:], "torch")
 PY
