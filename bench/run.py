@@ -1368,8 +1368,14 @@ def device_info(torch):
     return info
 
 
-def worker_main(a):
+def plan_of(a):
+    """The plan for the command line: make_plan, then --cases."""
     plan = make_plan(a.quick, a.kernels, a.dtypes, a.smoke_cpu)
+    return [c for c in plan if re.search(a.cases, case_key(c))] if a.cases else plan
+
+
+def worker_main(a):
+    plan = plan_of(a)
     skip = set()
     if a.skip_file and os.path.exists(a.skip_file):
         skip = set(x.strip() for x in open(a.skip_file) if x.strip())
@@ -1479,6 +1485,8 @@ def main():
     ap.add_argument("--dtypes", type=lambda s: s.split(","), help="only these dtypes (f32,f16,bf16)")
     ap.add_argument("--variants", help="only our variants whose name matches this regular expression (the peers run "
                     "as always), e.g. 'rotpk|_rot$|bn128$'")
+    ap.add_argument("--cases", help="only the cases whose key (kernel|B=..,H=..|dtype|causal, as in the JSON) matches "
+                    "this regular expression, e.g. '\\|1$' for the causal attention rows")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (default 420)")
     ap.add_argument("--row-budget", type=float, default=0.25, help="timing seconds per row at most")
     ap.add_argument("--row-timeout", type=float, default=90.0, help="seconds a row may run before it is killed")
@@ -1500,7 +1508,7 @@ def main():
     if a.worker:
         return worker_main(a)
     configs = read_configs(only=a.variants)
-    plan = make_plan(a.quick, a.kernels, a.dtypes, a.smoke_cpu)
+    plan = plan_of(a)
     if a.dry_run:
         return dry_run(plan, configs)
     return parent_main(a, plan, configs)
@@ -1584,6 +1592,8 @@ def parent_main(a, plan, configs):
             cmd += ["--dtypes", ",".join(a.dtypes)]
         if a.variants:
             cmd += ["--variants", a.variants]
+        if a.cases:
+            cmd += ["--cases", a.cases]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(cmd, env=env)  # same session: whoever kills us reaches it too
         try:

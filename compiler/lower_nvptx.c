@@ -2314,13 +2314,19 @@ static int tma_store_map(Cg *g, const TirInst *in) {
  * each decoded to the block index the body sees (pblock): z outermost, then groups of G rows
  * of y (G, the fourth grid parameter, >= 1, chosen by the runtime), x along a group's rows
  * (neighbouring blocks share the rows of the operands they read: L2 reuse, the grouped order of
- * Triton's matmul tutorial; G = 1 is the hardware's own order). */
+ * Triton's matmul tutorial; G = 1 is the hardware's own order).
+ *
+ * A row walk (TirSchedule.walk_rows: a tile's cost follows its x) reads the fourth parameter as
+ * a chunk C >= 1 instead: the walker takes C consecutive tiles of the order, then skips the
+ * chunks of the other walkers. With C >= 2 the order along a row is folded, x = gx - 1, 0,
+ * gx - 2, 1, ...: a chunk of 2 is a long tile and its short mirror, which together cost what any
+ * other pair costs; a chunk of gx is a whole row. With C = 1 x is plain (reversed where the
+ * trips grow with x: the longest blocks first). */
 
 typedef struct TileLoop {
   LLVMValueRef t;               /* i32 alloca: the tile */
   LLVMValueRef stride;          /* tiles between two of this walker's */
-  LLVMValueRef rows;            /* a walk of whole rows (TirSchedule.walk_rows): i1, the grid has
-                                   more tiles than walkers (else a tile per block); or NULL */
+  LLVMValueRef chunk;           /* a row walk (TirSchedule.walk_rows): tiles per step, or NULL */
   LLVMBasicBlockRef cond, exit;
 } TileLoop;
 
@@ -2340,14 +2346,20 @@ static void tile_decode(Cg *g, LLVMValueRef t) {
   LLVMValueRef gx = walked_dim(g, 0), gy = walked_dim(g, 1), b = NULL;
   LLVMValueRef per_z = LLVMBuildMul(g->b, gx, gy, "");
   LLVMValueRef r = LLVMBuildURem(g->b, t, per_z, "");
-  LLVMValueRef group = g->grid_tiles[3];
+  bool rows = g->sched->walk_rows;
+  LLVMValueRef group = rows ? ci32(g, 1) : g->grid_tiles[3];
   LLVMValueRef width = LLVMBuildMul(g->b, gx, group, "");
   LLVMValueRef first_y = LLVMBuildMul(g->b, LLVMBuildUDiv(g->b, r, width, ""), group, "");
   LLVMValueRef gsize = umin(g, LLVMBuildSub(g->b, gy, first_y, ""), group);
   LLVMValueRef q = LLVMBuildURem(g->b, r, width, "");
   b = LLVMBuildUDiv(g->b, q, gsize, "");
-  if (g->sched->reverse_x) /* a row walk's entry launched a block per tile: longest first */
-    b = LLVMBuildSub(g->b, LLVMBuildSub(g->b, gx, ci32(g, 1), ""), b, "");
+  if (rows) {
+    LLVMValueRef last = LLVMBuildSub(g->b, gx, ci32(g, 1), ""), half = LLVMBuildLShr(g->b, b, ci32(g, 1), "");
+    LLVMValueRef odd = LLVMBuildTrunc(g->b, b, LLVMInt1TypeInContext(g->ctx), "");
+    LLVMValueRef folded = LLVMBuildSelect(g->b, odd, half, LLVMBuildSub(g->b, last, half, ""), "");
+    LLVMValueRef plain = g->sched->reverse_x ? LLVMBuildSub(g->b, last, b, "") : b;
+    b = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->grid_tiles[3], ci32(g, 2), ""), folded, plain, "");
+  }
   LLVMBuildStore(g->b, b, g->pblock[0]);
   LLVMBuildStore(g->b, LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), ""), g->pblock[1]);
   LLVMBuildStore(g->b, LLVMBuildUDiv(g->b, t, per_z, ""), g->pblock[2]);
@@ -2380,9 +2392,9 @@ static TileLoop tile_loop_begin(Cg *g, bool consumer) {
     first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, g->group, l.stride, ""), "");
     l.stride = LLVMBuildShl(g->b, l.stride, ci32(g, 1), "");
   }
-  if (g->sched->walk_rows) { /* row `first`'s tile x = 0 (x fastest: tile_group 1) */
-    l.rows = LLVMBuildICmp(g->b, LLVMIntULT, l.stride, walked_tiles(g), "");
-    first = LLVMBuildSelect(g->b, l.rows, LLVMBuildMul(g->b, first, walked_dim(g, 0), ""), first, "");
+  if (g->sched->walk_rows) { /* chunk `first`'s first tile */
+    l.chunk = g->grid_tiles[3];
+    first = LLVMBuildMul(g->b, first, l.chunk, "");
   }
   LLVMBuildStore(g->b, first, l.t);
   LLVMBuildBr(g->b, l.cond);
@@ -2398,14 +2410,15 @@ static TileLoop tile_loop_begin(Cg *g, bool consumer) {
 }
 
 /* The latch (the builder's block falls through to the next tile); the builder ends at the exit.
- * A row walk goes on along its row, then to the first tile of its row + stride. */
+ * A row walk goes on along its chunk, then to the first tile of its chunk + stride (C = 1: the
+ * plain walk's t + stride). */
 static void tile_loop_end(Cg *g, const TileLoop *l) {
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l->t, ""), next = LLVMBuildAdd(g->b, t, l->stride, "");
-  if (l->rows) {
-    LLVMValueRef gx = walked_dim(g, 0), t1 = LLVMBuildAdd(g->b, t, ci32(g, 1), "");
-    LLVMValueRef row_end = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildURem(g->b, t1, gx, ""), ci32(g, 0), "");
-    LLVMValueRef jump = LLVMBuildAdd(g->b, t1, LLVMBuildMul(g->b, LLVMBuildSub(g->b, l->stride, ci32(g, 1), ""), gx, ""), "");
-    next = LLVMBuildSelect(g->b, l->rows, LLVMBuildSelect(g->b, row_end, jump, t1, ""), next, "");
+  if (l->chunk) {
+    LLVMValueRef t1 = LLVMBuildAdd(g->b, t, ci32(g, 1), "");
+    LLVMValueRef chunk_end = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildURem(g->b, t1, l->chunk, ""), ci32(g, 0), "");
+    LLVMValueRef jump = LLVMBuildAdd(g->b, t1, LLVMBuildMul(g->b, LLVMBuildSub(g->b, l->stride, ci32(g, 1), ""), l->chunk, ""), "");
+    next = LLVMBuildSelect(g->b, chunk_end, jump, t1, "");
   }
   LLVMBuildStore(g->b, next, l->t);
   LLVMBuildBr(g->b, l->cond);

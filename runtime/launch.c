@@ -161,6 +161,8 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     k->tile_group = ge && atoi(ge) >= 1 ? atoi(ge) : k->info.ws_tile_group;
     const char *we = getenv("TILERT_PERSISTENT_WAVES");
     k->walk_waves = we && atoi(we) >= 1 ? atoi(we) : 0;
+    const char *ce = getenv("TILERT_WALK_CHUNK");
+    k->walk_chunk = ce && *ce ? (atoi(ce) > 0 ? atoi(ce) : 0) : -1;
   }
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -295,6 +297,26 @@ static void marshal(const tilert_kernel_info *info, const tilert_arg *args,
     }
 }
 
+/* Whether UNITS of work of one cost share out over WALKERS within 5% (and are more than them). */
+static bool shares_out(int64_t units, int64_t walkers) {
+  int64_t per = (units + walkers - 1) / walkers;
+  return units > walkers && units * 20 >= per * walkers * 19;
+}
+
+/* The kernel's fourth grid parameter. Whole rows where there are 3+ per walker, shared out
+ * within 5% (with fewer, longer rows the walk lost up to 11% to a block per tile in run t4: the
+ * rows the walkers run at once no longer share K and V in L2). Else pairs of a row's folded
+ * order (its longest tile with its shortest, ...: every pair costs the same, and the walkers at
+ * once run neighbouring pairs of few rows) where the row has an even number of tiles and the
+ * pairs share out. */
+int64_t tilert__walk_chunk(int64_t gx, int64_t rows, int64_t walkers, int force) {
+  if (force >= 0 || !walkers)
+    return force >= 0 ? force : 0;
+  if (rows >= 3 * walkers && shares_out(rows, walkers))
+    return gx;
+  return gx % 2 == 0 && shares_out(rows * (gx / 2), walkers) ? 2 : 0;
+}
+
 static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const int64_t *dims,
                                 const int64_t grid[3], tilert_stream *stream) {
   for (int ax = 0; ax < 3; ax++)
@@ -318,9 +340,6 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     if (locked && tilert__tmaps_bind(d, k, args)) {
       fn = k->ws_fn, threads = k->info.ws_threads, smem = k->info.ws_smem_bytes;
       if (k->info.ws_persistent) {
-        for (int ax = 0; ax < 3; ax++)
-          push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
-        push(p, &(int32_t){k->tile_group}, sizeof(int32_t));
         cluster = k->info.ws_cluster;
         if (cluster == 2) { /* the kernel walks pairs: the grid halved along the pair's axis */
           int ax = k->info.ws_cluster_axis;
@@ -331,14 +350,15 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
          * prologue. A persistent entry's tiles all cost the same (uniform_trips), so the walk
          * needs no dynamic balance: at 15.5 waves it was up to 23% faster than a block per tile on
          * the H200 (attention, run t3; docs/performance.md). TILERT_PERSISTENT_WAVES = n walks
-         * grids of at most n waves only (the A/B). A walk of whole rows (tiles that cost what
-         * their x says) only where there are 3+ rows per walker, shared out within 5%: with
-         * fewer, longer rows it lost up to 11% to a block per tile (run t4: the rows the walkers
-         * run at once no longer share K and V in L2). */
-        int64_t walkers = k->ws_blocks / cluster, rows = grid[1] * grid[2], per = walkers ? (rows + walkers - 1) / walkers : 0;
-        bool walk = walkers && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers) &&
-                    (!k->info.ws_walk_rows || (rows >= 3 * walkers && rows * 20 >= per * walkers * 19));
-        launch[0] = cluster * (walk && total > walkers ? walkers : total);
+         * grids of at most n waves only (the A/B). A row walk's tiles cost what their x says: it
+         * walks in chunks (tilert__walk_chunk), or a block per tile. */
+        int64_t walkers = k->ws_blocks / cluster;
+        int64_t chunk = k->info.ws_walk_rows ? tilert__walk_chunk(grid[0], grid[1] * grid[2], walkers, k->walk_chunk) : 1;
+        bool walk = walkers && total > walkers && chunk && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers);
+        for (int ax = 0; ax < 3; ax++)
+          push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
+        push(p, &(int32_t){k->info.ws_walk_rows ? (int32_t)(walk ? chunk : 1) : k->tile_group}, sizeof(int32_t));
+        launch[0] = cluster * (walk ? walkers : total);
         launch[1] = launch[2] = 1;
       }
       for (int i = 0; i < k->info.ntmaps; i++)

@@ -114,6 +114,8 @@ struct tilert_kernel {
   int tile_group;              /* persistent ws_fn: rows of y per raster group (TILERT_TILE_GROUP) */
   int walk_waves;              /* persistent ws_fn: walks grids of at most this many waves of
                                   ws_blocks (TILERT_PERSISTENT_WAVES), or 0: any grid */
+  int walk_chunk;              /* persistent row walk: the chunk TILERT_WALK_CHUNK forces (0: a
+                                  block per tile), or -1: chosen per launch */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */
@@ -159,6 +161,10 @@ tilert_status tilert__bind_kernel(const tilert_kernel *k, const tilert_arg *args
 tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int nargs,
                                    const int64_t *dims, const int64_t grid[3],
                                    tilert_stream *stream);
+
+/* A row walk's chunk (launch.c): the tiles of a row of GX a walker takes per step, for ROWS rows
+ * and WALKERS resident blocks, or 0: a block per tile. FORCE >= 0 (TILERT_WALK_CHUNK) wins. */
+int64_t tilert__walk_chunk(int64_t gx, int64_t rows, int64_t walkers, int force);
 
 /* ---------------------------------------------------------------- metadata */
 

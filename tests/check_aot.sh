@@ -134,7 +134,9 @@ TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/bundle_test"
 # The warp-specialized entry from generated C (tensor maps per launch, persistent grid), on the
 # fake driver: gemm for sm_90a.
 "$B/tilec" dsl/examples/gemm.tile --emit=c --arch=sm_90a -o "$M/gw"
-gcc -std=c99 -Wall -Wextra -Werror -I"$M" -Itests/aot tests/aot/ws_test.c "$M/gw.c" -ldl -o "$M/ws_test"
+"$B/tilec" dsl/examples/attention.tile -D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1 \
+  --emit=c --arch=sm_90a -o "$M/aw"
+gcc -std=c99 -Wall -Wextra -Werror -I"$M" -Itests/aot tests/aot/ws_test.c "$M/gw.c" "$M/aw.c" -ldl -o "$M/ws_test"
 TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/ws_test"
 # Its GPU run on the bench's GEMM tiles (make gpu-prep builds it, make gpu-test runs it): compiled here.
 mkdir -p "$M/big"

@@ -131,6 +131,14 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_rows_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8",
      "B=2,H=256,HKV=64,N=160,window=100", SUITE_GPU, 0, NULL, 0},
+    /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256
+     * pairs for 132 walkers (libtilert walks them), ragged last tiles; grouped heads with a window */
+    {"attn_pairs_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=64,N=1000",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_pairs_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=2,H=32,N=1000",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_pairs_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8",
+     "B=2,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
     /* Grouped-query heads (4 query heads over 2 K/V heads) and sliding windows (window in the shape) */
     {"gqa_causal", "attention_gqa", "", "B=1,H=4,HKV=2,N=100,window=0", SUITE_ALL, 0, NULL, 0},
     {"gqa_window", "attention_gqa", "", "B=2,H=4,HKV=1,N=150,window=37", SUITE_ALL, 0, NULL, 0},

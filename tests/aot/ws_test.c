@@ -5,9 +5,13 @@
  * TMA operand (A: box 64 x 32, swizzle 64; B: 32 x 64, 128), the producer warpgroup's threads and
  * the persistent 1-D grid (a block per tile up to 132 tiles, 132 walkers beyond; with
  * TILERT_PERSISTENT_WAVES=8 a block per tile past 8 waves); a view TMA cannot take (a base off
- * 16 bytes) and TILERT_WS=0 take `gemm`.
+ * 16 bytes) and TILERT_WS=0 take `gemm`. Causal attention (dsl/examples/attention.tile, CAUSAL=1,
+ * 128 x 128 tiles, as aw.{h,c}) walks in chunks of its rows: whole rows with 3+ rows per walker,
+ * folded pairs where a row has an even number of tiles, else a block per tile;
+ * TILERT_WALK_CHUNK forces a chunk.
  * Exit status 0 = all checks passed. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
+#include "aw.h"
 #include "gw.h"
 
 #include <dlfcn.h>
@@ -46,6 +50,20 @@ static const char *since(size_t *mark) {
 /* Launches p (which must succeed) and returns what the driver was asked since *mark. */
 static const char *launched(Problem p, size_t *mark) {
   EXPECT(LAUNCH(p), TILEC_OK, gw_error, "");
+  return since(mark);
+}
+
+/* Causal attention of B x H heads of N x 128 at fake device addresses, launched (which must
+ * succeed); returns what the driver was asked since *mark, with the walk's four grid
+ * parameters (after Q, K, V, O: 16 values, scale, B, H, N). */
+static const char *attention(int64_t b, int64_t h, int64_t n, size_t *mark) {
+  int64_t shape[4] = {b, h, n, 128};
+  tilec_tensor t[4];
+  for (int i = 0; i < 4; i++)
+    t[i] = tilec_tensor_contiguous(0x10000000ULL * (uint64_t)(i + 1), TILEC_F16, 4, shape);
+  setenv("FAKE_LIBCUDA_PARAMS", "20", 1);
+  EXPECT(aw_launch(NULL, &t[0], &t[1], &t[2], &t[3], 0.125f), TILEC_OK, aw_error, "");
+  unsetenv("FAKE_LIBCUDA_PARAMS");
   return since(mark);
 }
 
@@ -97,6 +115,27 @@ int main(void) {
   p = problem(64, 60, 64);
   s = launched(p, &mark);
   CHECK(strstr(s, "launch gemm 1x1x1 128; ") && !strstr(s, "__ws"), "odd stride: %s", s);
+
+  /* Causal attention, 132 walkers. 512 rows of 4 tiles: whole rows (chunk 4). 64 rows of 8
+   * tiles: 256 pairs, 2 per walker (chunk 2). 64 rows of 7: no pairs, a block per tile (chunk 1,
+   * the decode's plain reversed x). TILERT_WALK_CHUNK forces a chunk, 0 a block per tile. */
+  EXPECT(aw_load(), TILEC_OK, aw_error, "");
+  since(&mark);
+  s = attention(4, 128, 512, &mark);
+  CHECK(strstr(s, "params 4 512 1 4 map0; launch attention__ws 132x1x1 384; "), "rows: %s", s);
+  s = attention(1, 64, 1024, &mark);
+  CHECK(strstr(s, "params 8 64 1 2 map0; launch attention__ws 132x1x1 384; "), "pairs: %s", s);
+  s = attention(1, 64, 896, &mark);
+  CHECK(strstr(s, "params 7 64 1 1 map0; launch attention__ws 448x1x1 384; "), "odd rows: %s", s);
+  setenv("TILERT_WALK_CHUNK", "3", 1);
+  s = attention(1, 64, 1024, &mark);
+  CHECK(strstr(s, "params 8 64 1 3 map0; launch attention__ws 132x1x1 384; "), "chunk 3: %s", s);
+  setenv("TILERT_WALK_CHUNK", "0", 1);
+  s = attention(1, 64, 1024, &mark);
+  unsetenv("TILERT_WALK_CHUNK");
+  CHECK(strstr(s, "params 8 64 1 1 map0; launch attention__ws 512x1x1 384; "), "no walk: %s", s);
+  aw_unload();
+  since(&mark);
 
   /* TILERT_WS=0 at load: the warp-specialized entry is not even looked up */
   gw_unload();
