@@ -303,18 +303,19 @@ static bool shares_out(int64_t units, int64_t walkers) {
   return units > walkers && units * 20 >= per * walkers * 19;
 }
 
-/* The kernel's fourth grid parameter. Whole rows where there are 3+ per walker, shared out
- * within 5% (with fewer, longer rows the walk lost up to 11% to a block per tile in run t4: the
- * rows the walkers run at once no longer share K and V in L2). Else pairs of a row's folded
- * order (its longest tile with its shortest, ...: every pair costs the same, and the walkers at
- * once run neighbouring pairs of few rows) where the row has an even number of tiles and the
- * pairs share out. */
+/* The kernel's fourth grid parameter. Pairs of a row's folded order (its longest tile with its
+ * shortest, ...: every pair costs the same, and the walkers at once run neighbouring pairs of
+ * few rows, which share K and V in L2) where the rows have an even number of tiles and the pairs
+ * share out; else whole rows where there are 3+ per walker, shared out (with fewer, longer rows
+ * the blocks running at once work on different heads: the walk lost up to 11% to a block per
+ * tile in run t4). Run u1 (docs/performance.md): pairs 3-21% faster than a block per tile at
+ * N >= 1k, and 0-7% faster than whole rows at N = 512-1k. */
 int64_t tilert__walk_chunk(int64_t gx, int64_t rows, int64_t walkers, int force) {
   if (force >= 0 || !walkers)
     return force >= 0 ? force : 0;
-  if (rows >= 3 * walkers && shares_out(rows, walkers))
-    return gx;
-  return gx % 2 == 0 && shares_out(rows * (gx / 2), walkers) ? 2 : 0;
+  if (gx % 2 == 0 && shares_out(rows * (gx / 2), walkers))
+    return 2;
+  return rows >= 3 * walkers && shares_out(rows, walkers) ? gx : 0;
 }
 
 static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const int64_t *dims,

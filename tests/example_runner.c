@@ -122,15 +122,15 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_early_gqa_d64", "attention_gqa", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8",
      "B=1,H=32,HKV=8,N=1000,window=300", SUITE_GPU, 0, NULL, 0},
-    /* Walks of whole rows (causal: tiles cost what their x says): enough rows (y) to share out
-     * among the H200's 132 resident blocks (512: 3.9 per block, libtilert walks them), ragged
-     * last tiles */
+    /* Walks of whole rows (causal: tiles cost what their x says): rows of an odd number of tiles
+     * (no pairs), enough rows (y) to share out among the H200's 132 resident blocks (512: 3.9
+     * per block, libtilert walks them), ragged last tiles; 2 tiles a row: a pair, the whole row */
     {"attn_rows_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=4,H=128,N=130",
      SUITE_GPU, 0, NULL, 0},
-    {"attn_rows_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=2,H=256,N=200",
+    {"attn_rows_d64_causal", "attention", "-D D=64 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=2,H=256,N=300",
      SUITE_GPU, 0, NULL, 0},
     {"attn_rows_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8",
-     "B=2,H=256,HKV=64,N=160,window=100", SUITE_GPU, 0, NULL, 0},
+     "B=2,H=256,HKV=64,N=330,window=100", SUITE_GPU, 0, NULL, 0},
     /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256
      * pairs for 132 walkers (libtilert walks them), ragged last tiles; grouped heads with a window */
     {"attn_pairs_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=64,N=1000",

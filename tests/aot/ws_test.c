@@ -6,8 +6,8 @@
  * the persistent 1-D grid (a block per tile up to 132 tiles, 132 walkers beyond; with
  * TILERT_PERSISTENT_WAVES=8 a block per tile past 8 waves); a view TMA cannot take (a base off
  * 16 bytes) and TILERT_WS=0 take `gemm`. Causal attention (dsl/examples/attention.tile, CAUSAL=1,
- * 128 x 128 tiles, as aw.{h,c}) walks in chunks of its rows: whole rows with 3+ rows per walker,
- * folded pairs where a row has an even number of tiles, else a block per tile;
+ * 128 x 128 tiles, as aw.{h,c}) walks in chunks of its rows: folded pairs where a row has an even
+ * number of tiles, else whole rows with 3+ rows per walker, else a block per tile;
  * TILERT_WALK_CHUNK forces a chunk.
  * Exit status 0 = all checks passed. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -116,13 +116,13 @@ int main(void) {
   s = launched(p, &mark);
   CHECK(strstr(s, "launch gemm 1x1x1 128; ") && !strstr(s, "__ws"), "odd stride: %s", s);
 
-  /* Causal attention, 132 walkers. 512 rows of 4 tiles: whole rows (chunk 4). 64 rows of 8
-   * tiles: 256 pairs, 2 per walker (chunk 2). 64 rows of 7: no pairs, a block per tile (chunk 1,
+  /* Causal attention, 132 walkers. 64 rows of 8 tiles: 256 pairs, 2 per walker (chunk 2). 512
+   * rows of 3: no pairs, whole rows (chunk 3). 64 rows of 7: neither, a block per tile (chunk 1,
    * the decode's plain reversed x). TILERT_WALK_CHUNK forces a chunk, 0 a block per tile. */
   EXPECT(aw_load(), TILEC_OK, aw_error, "");
   since(&mark);
-  s = attention(4, 128, 512, &mark);
-  CHECK(strstr(s, "params 4 512 1 4 map0; launch attention__ws 132x1x1 384; "), "rows: %s", s);
+  s = attention(4, 128, 384, &mark);
+  CHECK(strstr(s, "params 3 512 1 3 map0; launch attention__ws 132x1x1 384; "), "rows: %s", s);
   s = attention(1, 64, 1024, &mark);
   CHECK(strstr(s, "params 8 64 1 2 map0; launch attention__ws 132x1x1 384; "), "pairs: %s", s);
   s = attention(1, 64, 896, &mark);

@@ -29,7 +29,7 @@ for c in ${SAN_CASES:-}; do
     log=$W/san_${c}_${tool}.log
     timeout -k 5 300 "$san" --tool $tool --error-exitcode 99 build/example_runner --backend=gpu --ptx-dir build/ptx --case "$c" > $log 2>&1
     rc=$?
-    errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+' $log | tail -1 | grep -Eo '[0-9]+$')
+    errs=$(grep -Eo '(ERROR SUMMARY: |RACECHECK SUMMARY: [0-9]+ hazards displayed \()[0-9]+' $log | tail -1 | grep -Eo '[0-9]+$')
     printf '%-28s %-10s rc=%-3s errors=%s\n' "$c" $tool $rc "${errs:-?}" | tee -a $W/cases.txt
     [ $rc = 0 ] || status=1
   done

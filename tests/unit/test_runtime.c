@@ -934,12 +934,14 @@ Test(runtime_plan, borrowed_streams) {
 }
 
 /* A row walk's chunk (the same cases as tests/aot/ws_test.c, whose generated launcher repeats the
- * rule), 132 walkers: 512 rows of 4 tiles walk whole rows; 64 rows of 8 tiles, 256 pairs (2 per
- * walker, shared out within 5%), walk pairs; 7 tiles a row have no pairs; 100 rows of 8 tiles
- * are 400 pairs, 3.03 per walker: 4 for some, not within 5%; a forced chunk wins. */
+ * rule), 132 walkers: 512 rows of 4 tiles, 1024 pairs, and 64 rows of 8 tiles, 256 pairs (2 per
+ * walker, shared out within 5%), walk pairs; 512 rows of 3 tiles have no pairs: whole rows;
+ * 64 rows of 7 tiles neither; 100 rows of 8 tiles are 400 pairs, 3.03 per walker: 4 for some,
+ * not within 5%; a forced chunk wins. */
 Test(runtime_walk, chunks) {
-  cr_expect_eq(tilert__walk_chunk(4, 512, 132, -1), 4);
+  cr_expect_eq(tilert__walk_chunk(4, 512, 132, -1), 2);
   cr_expect_eq(tilert__walk_chunk(8, 64, 132, -1), 2);
+  cr_expect_eq(tilert__walk_chunk(3, 512, 132, -1), 3);
   cr_expect_eq(tilert__walk_chunk(7, 64, 132, -1), 0);
   cr_expect_eq(tilert__walk_chunk(8, 100, 132, -1), 0);
   cr_expect_eq(tilert__walk_chunk(8, 64, 0, -1), 0);
