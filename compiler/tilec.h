@@ -491,8 +491,9 @@ typedef struct TirSchedule {
   bool persistent;
   /* Row walk (with persistent): the loop's trip count depends on block.x (causal attention), so
    * tiles differ in cost along x but every row (all of x for one y, z) costs the same: a block
-   * walks whole rows, x = 0 .. gx - 1 of row b, then of row b + blocks, ... (launched with a block
-   * per tile, a block takes its one tile as any persistent entry does). */
+   * walks chunks of a row's tiles (the fourth grid parameter: 2, a long tile and its short
+   * mirror; gx, a whole row), then the chunk `blocks` chunks on (launched with a block per tile,
+   * a block takes its one tile as any persistent entry does). */
   bool walk_rows;
   /* Cluster (with persistent): pairs of blocks adjacent along grid axis cluster_axis run as one
    * cluster of 2; the ring loads whose coordinates do not depend on that axis are multicast. */

@@ -713,7 +713,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   s->ws = true;
   bool walk = !env_off("TILEC_PERSISTENT");
   s->persistent = walk && uniform_trips(f, p, 0);
-  /* trips that follow block.x only: whole rows cost the same */
+  /* trips that follow block.x only: every row costs the same (a row walk) */
   s->walk_rows = walk && !s->persistent && !env_off("TILEC_WALK_ROWS") && uniform_trips(f, p, 1);
   s->persistent |= s->walk_rows;
   s->tile_group = s->walk_rows ? 1 : s->persistent ? plan_tile_group(f, s) : 0; /* the ring's loads only */
@@ -1795,7 +1795,7 @@ static bool verify_ws(const SchedVerifier *v) {
   if (s->groups != 1 && (s->groups != 2 || !s->persistent || s->cluster != 1 || s->consumer_threads != 128))
     return sfail(v, -1, "%d consumer groups (1, or 2 warpgroups taking turns in a persistent walk)", s->groups);
   if (s->walk_rows && (!s->persistent || s->groups != 1 || s->cluster != 1 || s->tile_group != 1))
-    return sfail(v, -1, "a walk of whole rows is a persistent walk of one group, no cluster, x first");
+    return sfail(v, -1, "a row walk is a persistent walk of one group, no cluster, x first");
   int threads = s->producer_threads + s->consumer_threads * s->groups;
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
       s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups >
@@ -1915,7 +1915,7 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
   fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)",
           s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
   if (s->walk_rows)
-    fprintf(out, "; persistent grid, whole rows of x (the trips follow block.x)");
+    fprintf(out, "; persistent grid, a row walk (the trips follow block.x: chunks of a row's tiles)");
   else if (s->persistent)
     fprintf(out, "; persistent grid, raster group %d%s", s->tile_group,
             s->tile_group == 1 ? " (no ring load follows block.x: x first)" : "");

@@ -154,9 +154,10 @@ typedef struct tilert_kernel_info {
   int ws_groups;                 /* 1, or 2: two copies of `threads` take turns on tiles */
   int ws_tile_group;             /* persistent: the raster group the walk takes by default (rows of
                                     y per group; 1: x first), TILERT_TILE_GROUP overrides */
-  int ws_walk_rows;              /* persistent: a block walks whole rows of x (tiles cost what
-                                    their x says: causal attention), walked only where the rows
-                                    share out evenly, else launched a block per tile */
+  int ws_walk_rows;              /* persistent: a row walk (tiles cost what their x says: causal
+                                    attention): walked in chunks of a row's tiles (pairs, or
+                                    whole rows) where they share out evenly, else launched a
+                                    block per tile */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -131,6 +131,12 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_rows_gqa_window", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8",
      "B=2,H=256,HKV=64,N=330,window=100", SUITE_GPU, 0, NULL, 0},
+    /* d64 with 256-row query tiles: four consumer warpgroups taking turns, 64 keys an iteration;
+     * several tiles per block (walked), ragged; causal: pairs (264 of them) */
+    {"attn_bm256_d64", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=3", "B=1,H=40,N=1000",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_bm256_d64_causal", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D CAUSAL=1", "B=1,H=132,N=1000",
+     SUITE_GPU, 0, NULL, 0},
     /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256
      * pairs for 132 walkers (libtilert walks them), ragged last tiles; grouped heads with a window */
     {"attn_pairs_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=64,N=1000",

@@ -239,7 +239,7 @@ Test(schedule, verifier_rejects_a_row_walk_with_a_raster_group) {
   cr_assert_str_eq(verify_msg(a, f), "");
   f->sched->tile_group = 8;
   char *msg = verify_msg(a, f);
-  cr_assert(strstr(msg, "a walk of whole rows"), "%s", msg);
+  cr_assert(strstr(msg, "a row walk is a persistent walk"), "%s", msg);
   arena_free(a);
 }
 
