@@ -308,8 +308,8 @@ static bool shares_out(int64_t units, int64_t walkers) {
  * few rows, which share K and V in L2) where the rows have an even number of tiles and the pairs
  * share out; else whole rows where there are 3+ per walker, shared out (with fewer, longer rows
  * the blocks running at once work on different heads: the walk lost up to 11% to a block per
- * tile in run t4). Run u1 (docs/performance.md): pairs 3-21% faster than a block per tile at
- * N >= 1k, and 0-7% faster than whole rows at N = 512-1k. */
+ * tile in run t4). Run u1 (docs/performance.md): pairs 7-20% faster than a block per tile at
+ * N = 1k-4k (1-4% at 8k-16k), and 0-7% faster than whole rows at N = 512-1k. */
 int64_t tilert__walk_chunk(int64_t gx, int64_t rows, int64_t walkers, int force) {
   if (force >= 0 || !walkers)
     return force >= 0 ? force : 0;
