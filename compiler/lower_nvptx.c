@@ -2860,6 +2860,40 @@ static void store_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValue
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
 }
 
+/* The pair of 2-byte elements a, b as one 32-bit word (a in the low half). */
+static LLVMValueRef pack_pair(Cg *g, ElemType e, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef vt = LLVMVectorType(mem_type(g, e), 2);
+  LLVMValueRef v = LLVMBuildInsertElement(g->b, LLVMGetUndef(vt), to_mem(g, e, a), ci32(g, 0), "");
+  v = LLVMBuildInsertElement(g->b, v, to_mem(g, e, b), ci32(g, 1), "");
+  return LLVMBuildBitCast(g->b, v, g->i32, "");
+}
+
+static void smem_store(Cg *g, LLVMValueRef base, LLVMValueRef byte, LLVMValueRef v, unsigned align) {
+  LLVMSetAlignment(LLVMBuildStore(g->b, v, smem_at(g, base, byte)), align);
+}
+
+/* One chunk (8 elements of 2 bytes) of a shifted STORE's row into its staging buffer at element
+ * idx + shift: 32-bit stores of element pairs, four where the shift is even, else one 2-byte
+ * store at each end and three words between (the words at the ends are shared with the
+ * neighbouring chunks, written by other threads). Element by element, the warp's 2-byte stores
+ * 16 bytes apart took four-way bank conflicts each, eight a chunk. */
+static void shifted_chunk_store(Cg *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef shift, ElemType e,
+                                LLVMValueRef *v) {
+  LLVMValueRef byte = LLVMBuildShl(g->b, LLVMBuildAdd(g->b, idx, shift, ""), ci32(g, 1), "");
+  LLVMBasicBlockRef bb[3];
+  split3(g, LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, shift, ci32(g, 1), ""), ci32(g, 0), ""), bb);
+  for (int j = 0; j < 4; j++)
+    smem_store(g, base, LLVMBuildAdd(g->b, byte, ci32(g, 4 * j), ""), pack_pair(g, e, v[2 * j], v[2 * j + 1]), 4);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  smem_store(g, base, byte, to_mem(g, e, v[0]), 2);
+  for (int j = 0; j < 3; j++)
+    smem_store(g, base, LLVMBuildAdd(g->b, byte, ci32(g, 2 + 4 * j), ""), pack_pair(g, e, v[2 * j + 1], v[2 * j + 2]), 4);
+  smem_store(g, base, LLVMBuildAdd(g->b, byte, ci32(g, 14), ""), to_mem(g, e, v[7]), 2);
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+}
+
 /* A STORE whose rows may be misaligned, through its staging buffer (plan_shifted_store): each
  * writer puts its elements in the buffer, row i shifted by its misalignment shift_i, a barrier,
  * then each stores the 16-byte aligned granules that start in its chunks (the row's last chunk
@@ -2882,7 +2916,9 @@ static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueR
   }
   barrier(g);
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  for (int r = 0; r < n; r++) {
+  for (int r = 0; eb == 2 && r < n; r += ch)
+    shifted_chunk_store(g, base, buf_index(g, L, lw, r, st->pitch), shift[r / ch], e, v + r);
+  for (int r = 0; eb != 2 && r < n; r++) {
     LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, st->pitch), shift[r / ch], "");
     LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r]), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""))),
                      (unsigned)eb);

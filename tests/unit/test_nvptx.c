@@ -478,7 +478,7 @@ Test(nvptx, shifted_store_staging_stays_off_live_stages) {
       "}\n";
   for (int arch = 0; arch < 2; arch++) {
     GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
-    char *plain = source_ptx(a, "nested.tile", nested, NULL, ga);
+    char *plain = source_ptx_with(a, "nested.tile", nested, NULL, ga, "TILEC_SHIFTED", "0");
     char *shifted = source_ptx_with(a, "nested.tile", nested, NULL, ga, "TILEC_SHIFTED", "1");
     char *iff = source_ptx_with(a, "in_if.tile", in_if, NULL, ga, "TILEC_SHIFTED", "1");
     /* Y's buffer is its own (Z's may still be ws's stage, which nothing reads after Z) */
@@ -516,7 +516,8 @@ Test(nvptx, multiply_add_contracts_to_fma) {
 
 /* Loop versions (the default): each pipelined loop with shifted tiles or stores is emitted twice
  * behind one alignment test before it; the aligned version is the plain loop (its copies, vector
- * reads and dX's vector store, no per-tile tests), the other the shifted loop. The code is held
+ * reads and dX's vector store, no per-tile tests), the other the shifted loop (16-byte reads and
+ * funnel shifts; 32-bit staging stores). The code is held
  * to the plain kernel's registers (.minnctapersm: ptxas gave the two versions up to 82 registers
  * where the plain kernel takes 32). */
 Test(nvptx, shifted_loops_get_an_aligned_version) {
@@ -537,6 +538,10 @@ Test(nvptx, shifted_loops_get_an_aligned_version) {
                    ops[k], occurrences(two, ops[k]), occurrences(plain, ops[k]), occurrences(one, ops[k]));
     cr_assert_geq(occurrences(two, "ld.shared.v4"), occurrences(plain, "ld.shared.v4") + occurrences(one, "ld.shared.v4") - 1,
                   "the aligned version's vector reads (LLVM may share one with the shifted version)");
+    /* dX's shifted chunk (one a thread) goes to its staging buffer as element pairs: four words
+     * at an even shift, else three words between two 2-byte stores */
+    cr_assert_eq(occurrences(one, "st.shared.b32") - occurrences(plain, "st.shared.b32"), 7, "%d",
+                 occurrences(one, "st.shared.b32"));
     cr_assert_eq(occurrences(plain, ".minnctapersm"), 0);
     cr_assert_eq(occurrences(two, arch ? ".minnctapersm 8" : ".minnctapersm"), 1,
                  "sm_90a: the plain kernel's 8 blocks of 256 threads at 32 registers");
