@@ -311,11 +311,15 @@ static bool shares_out(int64_t units, int64_t walkers) {
  * tile in run t4). Run u1 (docs/performance.md): pairs 7-20% faster than a block per tile at
  * N = 1k-4k (1-4% at 8k-16k), and 0-7% faster than whole rows at N = 512-1k. */
 int64_t tilert__walk_chunk(int64_t gx, int64_t rows, int64_t walkers, int force) {
-  if (force >= 0 || !walkers)
-    return force >= 0 ? force : 0;
-  if (gx % 2 == 0 && shares_out(rows * (gx / 2), walkers))
-    return 2;
-  return rows >= 3 * walkers && shares_out(rows, walkers) ? gx : 0;
+  int64_t c = 0;
+  if (force >= 0)
+    c = force < gx ? force : gx; /* a chunk past a row's end is a whole row */
+  else if (walkers && gx % 2 == 0 && shares_out(rows * (gx / 2), walkers))
+    c = 2;
+  else if (walkers && rows >= 3 * walkers && shares_out(rows, walkers))
+    c = gx;
+  /* the kernel's 32-bit tile index runs to a chunk per walker past the last tile */
+  return c && gx * rows + walkers * c > INT32_MAX ? 0 : c;
 }
 
 static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const int64_t *dims,

@@ -937,7 +937,7 @@ Test(runtime_plan, borrowed_streams) {
  * rule), 132 walkers: 512 rows of 4 tiles, 1024 pairs, and 64 rows of 8 tiles, 256 pairs (2 per
  * walker, shared out within 5%), walk pairs; 512 rows of 3 tiles have no pairs: whole rows;
  * 64 rows of 7 tiles neither; 100 rows of 8 tiles are 400 pairs, 3.03 per walker: 4 for some,
- * not within 5%; a forced chunk wins. */
+ * not within 5%; a forced chunk wins, cut to a row. */
 Test(runtime_walk, chunks) {
   cr_expect_eq(tilert__walk_chunk(4, 512, 132, -1), 2);
   cr_expect_eq(tilert__walk_chunk(8, 64, 132, -1), 2);
@@ -946,5 +946,8 @@ Test(runtime_walk, chunks) {
   cr_expect_eq(tilert__walk_chunk(8, 100, 132, -1), 0);
   cr_expect_eq(tilert__walk_chunk(8, 64, 0, -1), 0);
   cr_expect_eq(tilert__walk_chunk(8, 64, 132, 3), 3);
+  cr_expect_eq(tilert__walk_chunk(8, 64, 132, 100), 8);
   cr_expect_eq(tilert__walk_chunk(4, 512, 132, 0), 0);
+  /* the 32-bit tile index must reach a chunk per walker past the last tile */
+  cr_expect_eq(tilert__walk_chunk(1 << 20, 2047, 132, 1 << 20), 0);
 }
