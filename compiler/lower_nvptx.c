@@ -2392,8 +2392,9 @@ static TileLoop tile_loop_begin(Cg *g, bool consumer) {
     first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, g->group, l.stride, ""), "");
     l.stride = LLVMBuildShl(g->b, l.stride, ci32(g, 1), "");
   }
-  if (g->sched->walk_rows) { /* chunk `first`'s first tile */
-    l.chunk = g->grid_tiles[3];
+  if (g->sched->walk_rows) { /* chunk `first`'s first tile (a chunk of 0 from a foreign launcher: 1) */
+    LLVMValueRef c = g->grid_tiles[3];
+    l.chunk = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntEQ, c, ci32(g, 0), ""), ci32(g, 1), c, "");
     first = LLVMBuildMul(g->b, first, l.chunk, "");
   }
   LLVMBuildStore(g->b, first, l.t);
@@ -2916,7 +2917,7 @@ static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueR
   }
   barrier(g);
   LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  for (int r = 0; eb == 2 && r < n; r += ch)
+  for (int r = 0; eb == 2 && r < n; r += ch) /* 2-byte elements: chunks of 8 (moves_16_byte_chunks) */
     shifted_chunk_store(g, base, buf_index(g, L, lw, r, st->pitch), shift[r / ch], e, v + r);
   for (int r = 0; eb != 2 && r < n; r++) {
     LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, st->pitch), shift[r / ch], "");
