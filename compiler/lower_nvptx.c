@@ -2377,10 +2377,6 @@ static LLVMValueRef walk_index(Cg *g, const char *sreg) {
   return g->cluster ? LLVMBuildLShr(g->b, v, ci32(g, 1), "") : v;
 }
 
-static LLVMValueRef walked_tiles(Cg *g) {
-  return LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
-}
-
 /* Opens the loop; the builder is left in its body with pblock set. A consumer group of a
  * ping-pong block takes every groups-th tile of the block's walk, from its group's. */
 
@@ -2401,7 +2397,7 @@ static TileLoop tile_loop_begin(Cg *g, bool consumer) {
   LLVMBuildBr(g->b, l.cond);
   LLVMPositionBuilderAtEnd(g->b, l.cond);
   LLVMValueRef t = LLVMBuildLoad2(g->b, g->i32, l.t, "");
-  LLVMValueRef total = walked_tiles(g);
+  LLVMValueRef total = LLVMBuildMul(g->b, LLVMBuildMul(g->b, walked_dim(g, 0), walked_dim(g, 1), ""), walked_dim(g, 2), "");
   LLVMBasicBlockRef body = new_bb(g, "tile.body");
   l.exit = new_bb(g, "tile.end");
   LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntULT, t, total, ""), body, l.exit);
@@ -2921,8 +2917,7 @@ static void store_shifted(Cg *g, const TirInst *in, const Access *ac, LLVMValueR
     shifted_chunk_store(g, base, buf_index(g, L, lw, r, st->pitch), shift[r / ch], e, v + r);
   for (int r = 0; eb != 2 && r < n; r++) {
     LLVMValueRef idx = LLVMBuildAdd(g->b, buf_index(g, L, lw, r, st->pitch), shift[r / ch], "");
-    LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, e, v[r]), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""))),
-                     (unsigned)eb);
+    smem_store(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""), to_mem(g, e, v[r]), (unsigned)eb);
   }
   end_if(g, wj);
   barrier(g);
