@@ -137,6 +137,13 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_bm256_d64_causal", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D CAUSAL=1", "B=1,H=132,N=1000",
      SUITE_GPU, 0, NULL, 0},
+    /* the same at 3 and 4 stages, bf16: each warpgroup skips the products of the diagonal's
+     * iterations that mask all its 64 rows out (tir_skip.c); short rows (N = 200: one tile, its
+     * last band empty) and ragged ones */
+    {"attn_bm256_d64_causal_s3", "attention", "-D T=bf16 -D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=3 -D CAUSAL=1",
+     "B=2,H=33,N=777", SUITE_GPU, 0, NULL, 0},
+    {"attn_bm256_d64_causal_short", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=4 -D CAUSAL=1",
+     "B=3,H=20,N=200", SUITE_GPU, 0, NULL, 0},
     /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256
      * pairs for 132 walkers (libtilert walks them), ragged last tiles; grouped heads with a window */
     {"attn_pairs_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=64,N=1000",

@@ -1211,3 +1211,100 @@ Test(schedule, a_spilling_split_store_goes_whole) {
   cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 64 64"), "a store per warpgroup");
   arena_free(a);
 }
+
+/* ------------------------------------------- masked rows skipped by their warpgroup (tir_skip.c) */
+
+static const char *ATTN_BM256_CAUSAL[] = {"D=64", "BM=256", "BN=64", "WARPS=16", "STAGES=3", "CAUSAL=1", NULL};
+static const char *ATTN_BM256[] = {"D=64", "BM=256", "BN=64", "WARPS=16", "STAGES=3", "CAUSAL=0", NULL};
+
+/* The warp-specialized entry's schedule without rotation (what the compiler falls back to when
+ * the rotated loop spills, as at 256-row tiles). */
+static TirFunc *scheduled_plain_ws(Arena *a, const char **defs, Diag *d) {
+  TirFunc *f = source_tir(a, "attention", example_text(a, "attention"), defs, ARCH_SM90A, d);
+  cr_assert(layout_assign_wgmma(f, d, true));
+  SchedOptions o = {.arch = ARCH_SM90A, .wgmma = true, .stage_cap = 8, .ws_entry = true};
+  TirFunc *g = tir_schedule(f, &o, d);
+  cr_assert(g);
+  return g;
+}
+
+static int count_op(const TirFunc *f, TirOp op) {
+  int n = 0;
+  for (int j = 0; j < f->ninsts; j++)
+    n += f->insts[j].op == op;
+  return n;
+}
+
+/* The DOTs right under an IF: the products a warpgroup leaves out. */
+static int guarded_dots(const TirFunc *f) {
+  int n = 0;
+  for (int j = 1; j + 1 < f->ninsts; j++)
+    n += f->insts[j].op == TIR_DOT && f->insts[j - 1].op == TIR_IF &&
+         (f->insts[j + 1].op == TIR_ENDIF || f->insts[j + 1].op == TIR_ELSE);
+  return n;
+}
+
+/* Causal, four 64-row bands: S (zeros on the other path) and P V go under the band's condition,
+ * nothing else does; without a causal mask, with TILEC_SKIP_MASKED=0 or in a rotated loop
+ * nothing changes. */
+Test(schedule, masked_rows_skip_their_products) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_plain_ws(a, ATTN_BM256_CAUSAL, &d);
+  cr_assert_eq(count_op(f, TIR_WG_ROW0), 1);
+  cr_assert_eq(guarded_dots(f), 2);
+  int row0 = find_op(f, 0, TIR_WG_ROW0);
+  cr_assert_eq(f->insts[row0].imm, 64, "a band of 64 rows");
+  cr_assert_eq(f->insts[row0].axis, 4, "four bands");
+  cr_assert_lt(row0, f->sched->pipes[0].first);
+  int s = find_op(f, f->sched->pipes[0].first, TIR_DOT);
+  cr_assert_eq(f->insts[s + 1].op, TIR_ELSE);
+  cr_assert_eq(f->insts[s + 2].op, TIR_CONST);
+  cr_assert_eq(f->insts[s + 2].dst, f->insts[s].dst, "S is zeros where the band skips it");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  f = scheduled_plain_ws(a, ATTN_BM256, &d);
+  cr_assert_eq(count_op(f, TIR_WG_ROW0), 0, "no mask bounded by the band");
+  setenv("TILEC_SKIP_MASKED", "0", 1);
+  f = scheduled_plain_ws(a, ATTN_BM256_CAUSAL, &d);
+  unsetenv("TILEC_SKIP_MASKED");
+  cr_assert_eq(count_op(f, TIR_WG_ROW0), 0);
+  f = scheduled_as(a, "attention", ATTN_BM256_CAUSAL, ARCH_SM90A, true, &d);
+  cr_assert(f->sched->pipes[0].rotated);
+  cr_assert_eq(count_op(f, TIR_WG_ROW0), 0, "rotated: products in flight across iterations");
+  arena_free(a);
+}
+
+/* A warpgroup's condition around anything but one dot (a stage's release, here) is rejected: a
+ * warpgroup skipping a synchronization would hang the others. */
+Test(schedule, verifier_rejects_a_wait_under_a_warpgroups_condition) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_plain_ws(a, ATTN_BM256_CAUSAL, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  cr_assert_eq(f->insts[p->release].op, TIR_PIPE_RELEASE);
+  cr_assert_eq(f->insts[p->release - 1].op, TIR_ENDIF, "P V's condition ends right before the release");
+  swap_insts(f, p->release - 1, p->release); /* the release under P V's condition */
+  p->release--;
+  char *msg = verify_msg(a, f);
+  cr_assert(strstr(msg, "warpgroup's own condition"), "%s", msg);
+  arena_free(a);
+}
+
+/* In the PTX: the skipped products sit behind a branch on a condition ptxas knows is uniform
+ * over the warp (lane 0's shuffle; a divergent one serializes the wgmmas: C7520), and ptxas
+ * keeps every wgmma unserialized and unspilled. */
+Test(schedule, masked_rows_in_the_ptx) {
+  Arena *a = arena_new();
+  char *ptx = module_ptx(a, "attention", ATTN_BM256_CAUSAL, ARCH_SM90A);
+  char *ws = ptx_entry(a, ptx, "attention__ws");
+  cr_assert(ws);
+  cr_assert(strstr(ws, "shfl.sync.idx"), "the warpgroup's rows through a uniform shuffle");
+  cr_assert_eq(count(ws, "@q wgmma"), 0, "branches, not predicates");
+  ptxas_assert_unserialized(ptx, ARCH_SM90A); /* "are serialized": C7520 too */
+  setenv("TILEC_SKIP_MASKED", "0", 1);
+  char *plain = module_ptx(a, "attention", ATTN_BM256_CAUSAL, ARCH_SM90A);
+  unsetenv("TILEC_SKIP_MASKED");
+  cr_assert(strcmp(ptx, plain), "the skip changed the module");
+  cr_assert(!strstr(plain, "shfl.sync.idx"));
+  arena_free(a);
+}
