@@ -434,8 +434,6 @@ static bool leaf_exec(Machine *m, const TirInst *in) {
   case TIR_BLOCK_ID:
     *(int32_t *)d = (int32_t)m->block[in->axis];
     return true;
-  case TIR_WG_ROW0: /* a schedule's op: the interpreter runs the unscheduled IR */
-    return fault(m, in, "wg_row0 exists only in a GPU schedule");
   default: { /* IOTA */
     int64_t dims[4];
     pad4(dt, dims);

@@ -928,16 +928,6 @@ static void lower_leaf(Cg *g, const TirInst *in) {
     }
     break;
   }
-  case TIR_WG_ROW0: { /* consumer threads are 0 .. consumer_threads - 1, a warpgroup per 128 */
-    /* through lane 0's shuffle, which ptxas knows to be uniform over the warp: the conditions
-     * computed from it predicate wgmmas, and a condition ptxas takes for divergent serializes
-     * them (C7520) */
-    LLVMValueRef a[4] = {ci32(g, -1), LLVMBuildLShr(g->b, g->tid, ci32(g, 7), ""), ci32(g, 0), ci32(g, 31)};
-    LLVMValueRef wg = call_intrin(g, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, a, 4);
-    wg = LLVMBuildURem(g->b, wg, ci32(g, in->axis), "");
-    out[0] = LLVMBuildMul(g->b, wg, ci32(g, (int32_t)in->imm), "");
-    break;
-  }
   default: { /* IOTA */
     LLVMValueRef lw = layout_lw(g, L);
     for (int k = 0; k < n; k++)
@@ -3220,7 +3210,6 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_PARAM:
     case TIR_DIM:
     case TIR_BLOCK_ID:
-    case TIR_WG_ROW0:
     case TIR_IOTA: lower_leaf(g, in); break;
     case TIR_BCAST:
     case TIR_TRANS:

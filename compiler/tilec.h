@@ -238,7 +238,6 @@ enum {
   /* structured control flow */                                                        \
   X(TIR_FOR, "for", 3, OPF_MARKER | OPF_SIDEFX)                                        \
   X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
-  /* imm 1: a mask's guard (tir_guard.c), taken whenever its select changes an element */ \
   X(TIR_IF, "if", 1, OPF_MARKER | OPF_SIDEFX)                                          \
   X(TIR_ELSE, "else", 0, OPF_MARKER | OPF_SIDEFX)                                      \
   X(TIR_ENDIF, "endif", 0, OPF_MARKER | OPF_SIDEFX)                                   \
@@ -252,9 +251,6 @@ enum {
      issue its dots; hand the turn to the next warpgroup (named barriers, role-scoped) */ \
   X(TIR_WG_TURN, "wg_turn", 0, OPF_SIDEFX)                                             \
   X(TIR_WG_PASS, "wg_pass", 0, OPF_SIDEFX)                                             \
-  /* dst:i32 = the first row of the band of imm rows that this thread's consumer warpgroup \
-     holds, of axis bands (tir_skip.c; a wgmma accumulator's rows split by warpgroup) */ \
-  X(TIR_WG_ROW0, "wg_row0", 0, OPF_INT_OK)                                             \
   /* head loads (warp-specialized entry): the shared tiles loaded once before the loop  \
      (attention's Q) landed / may be overwritten by the next tile's */                 \
   X(TIR_HEAD_WAIT, "head_wait", 0, OPF_SIDEFX)                                         \
@@ -576,12 +572,6 @@ typedef struct SchedOptions {
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
 } SchedOptions;
 
-/* Renumbers a schedule's instruction references after a pass rebuilt g's table (map: old index
- * -> new, with map[old ninsts] the new end). */
-void tir_schedule_remap(TirFunc *g, const int *map);
-/* A rotated loop with turns: each warpgroup skips the iterations whose mask hides all its rows
- * (tir_skip.c); false (g untouched) where it does not apply. */
-bool tir_skip_masked_rows(TirFunc *g, TirPipe *p);
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */
 TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d);
 /* The schedule's rules: every read of a ring is after its pipe's wait and before its release,

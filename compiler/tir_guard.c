@@ -257,7 +257,7 @@ static bool guard_select(Guard *g) {
     free(in_tree);
     return false;
   }
-  out_inst(&o, TIR_IF, -1, cond, -1)->imm = 1; /* a guard (tilec.h, TIR_IF) */
+  out_inst(&o, TIR_IF, -1, cond, -1);
   for (int i = 0; i < g->sel; i++)
     if (in_tree[i])
       o.insts[o.n++] = f->insts[i];

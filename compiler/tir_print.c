@@ -108,9 +108,6 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
   case TIR_IOTA:
     fprintf(out, " axis %d", in->axis);
     break;
-  case TIR_WG_ROW0:
-    fprintf(out, " band %d of %d", (int)in->imm, in->axis);
-    break;
   case TIR_EXTRACT:
     print_args(out, f, in, 1);
     for (int d = 0; d < f->regs[in->dst].type.rank; d++)

@@ -1148,17 +1148,6 @@ static bool rotate(TirFunc *g, TirPipe *p) {
   return true;
 }
 
-void tir_schedule_remap(TirFunc *g, const int *map) {
-  TirSchedule *sc = g->sched;
-  for (int k = 0; k < sc->npipes; k++)
-    remap_pipe(&sc->pipes[k], map);
-  remap_roles(sc, map);
-  if (sc->nheads) {
-    sc->head_wait = map[sc->head_wait];
-    sc->head_release = map[sc->head_release];
-  }
-}
-
 /* ---------------------------------------------- early head release (warp-specialized entry)
  *
  * The head tiles (attention's Q) are freed after the loop unless this pass moves the release
@@ -1471,8 +1460,6 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
-  if (o->ws_entry && s->ws)
-    tir_skip_masked_rows(g, &pipes[0]);
   if (s->npipes == 1 && pipes[0].early && !pipes[0].rotated) {
     /* the early set pays in a rotated loop only: in the plain loops of attention d128 and GQA it
      * cost 1-3.5%, at N = 512 causal 9% (H200, run s1); schedule again with one set */
@@ -1512,15 +1499,6 @@ __attribute__((format(printf, 3, 4))) static bool sfail(const SchedVerifier *v, 
 }
 
 
-/* A DOT alone under an IF (tir_skip.c: issued under its warpgroup's condition) stands where its
- * IF and ENDIF do. */
-static bool guarded_dot(const TirFunc *f, int j) {
-  return j > 0 && j + 1 < f->ninsts && f->insts[j].op == TIR_DOT && f->insts[j - 1].op == TIR_IF &&
-         f->insts[j + 1].op == TIR_ENDIF;
-}
-static int dot_start(const TirFunc *f, int j) { return guarded_dot(f, j) ? j - 1 : j; }
-static int dot_end(const TirFunc *f, int j) { return guarded_dot(f, j) ? j + 1 : j; }
-
 /* A rotated loop: the previous stage is released right after the accumulator's dot_wait 0,
  * which precedes every other touch of the accumulator in the body; a next-stage dot sits in an
  * IF right after a next-stage wait, is async, and its result is read only after a dot_wait 1
@@ -1532,8 +1510,7 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
       f->insts[p->acc_wait].args[0] != acc || p->release != p->acc_wait + 1 || !top_level(f, p->first, p->acc_wait))
     return sfail(v, p->acc_wait, "rotated pipe: no dot_wait 0 of the accumulator before the release");
   const TirInst *ov = &f->insts[p->overlap_dot];
-  int ov_end = dot_end(f, p->overlap_dot);
-  int wait1 = ov_end + 1 + (p->pass == ov_end + 1); /* past the turn's wg_pass */
+  int wait1 = p->overlap_dot + 1 + (p->pass == p->overlap_dot + 1); /* past the turn's wg_pass */
   if (ov->imm != 1 || wait1 >= p->last || f->insts[wait1].op != TIR_DOT_WAIT || f->insts[wait1].imm != 1)
     return sfail(v, p->overlap_dot, "rotated pipe: the overlapped dot is not async and followed by dot_wait 1");
   for (int j = p->first + 1; j < p->acc_wait; j++)
@@ -1543,18 +1520,17 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
     const TirInst *in = &f->insts[j];
     if (in->op != TIR_DOT || in->stage == 0)
       continue;
-    int a = dot_start(f, j), e = dot_end(f, j);
-    const TirInst *w = &f->insts[a - 1];
-    if (in->imm != 1 || w->op != TIR_PIPE_WAIT || w->stage != 1 || f->insts[a - 2].op != TIR_IF ||
-        (p->early && (!w->early_set || !early_operands(f, p, in))) || f->insts[e + 1].op != TIR_ELSE ||
-        f->insts[e + 3].op != TIR_ENDIF || e + 4 != dot_start(f, p->overlap_dot))
+    const TirInst *w = &f->insts[j - 1];
+    if (in->imm != 1 || w->op != TIR_PIPE_WAIT || w->stage != 1 || f->insts[j - 2].op != TIR_IF ||
+        (p->early && (!w->early_set || !early_operands(f, p, in))) ||
+        f->insts[j + 1].op != TIR_ELSE || f->insts[j + 3].op != TIR_ENDIF || j + 4 != p->overlap_dot)
       return sfail(v, j, "rotated pipe: a next-stage dot without its wait, or not right before the overlapped dot");
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
-    const TirInst *last = &f->insts[e + 2]; /* the last iteration's s: zeros, or this stage's dot */
+    const TirInst *last = &f->insts[j + 2]; /* the last iteration's s: zeros, or this stage's dot */
     /* A may be B's ring tile instead, of A's type (release_heads_early): nothing reads the result */
-    int la = last->args[0];
-    bool a_ok = la == in->args[0] || (la == operand_tile(f, in->args[1]) && same_tile_type(f, in->args[0], la));
+    int a = last->args[0];
+    bool a_ok = a == in->args[0] || (a == operand_tile(f, in->args[1]) && same_tile_type(f, in->args[0], a));
     bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && a_ok &&
                     last->args[1] == in->args[1] && last->args[2] == in->args[2];
     if (last->dst != in->dst || (!same_dot && !(last->op == TIR_CONST && last->imm == 0)))
@@ -1880,39 +1856,6 @@ static bool verify_ws(const SchedVerifier *v) {
   return verify_heads(v);
 }
 
-/* A warpgroup's own condition (computed from wg_row0: tir_skip.c) guards one DOT and nothing
- * else: every wait, release, turn and barrier stays common to all the warpgroups, or one that
- * skipped it would hang the others. */
-static bool verify_wg_conditions(const SchedVerifier *v) {
-  const TirFunc *f = v->f;
-  bool *wg = calloc((size_t)f->nregs + 1, 1), ok = true;
-  if (!wg)
-    return sfail(v, -1, "out of memory");
-  for (int round = 0; round < 2; round++) /* twice: values that come round a loop */
-    for (int j = 0; j < f->ninsts; j++) {
-      const TirInst *in = &f->insts[j];
-      bool from = in->op == TIR_WG_ROW0;
-      for (int a = 0; a < 3 && !from; a++)
-        from = in->args[a] >= 0 && wg[in->args[a]];
-      if (from && in->dst >= 0)
-        wg[in->dst] = true;
-    }
-  for (int j = 0; j < f->ninsts && ok; j++) {
-    const TirInst *in = &f->insts[j];
-    if (in->op != TIR_IF || !wg[in->args[0]])
-      continue;
-    /* a synchronous dot's result may be set to zeros on the other path */
-    const TirInst *e = j + 2 < f->ninsts ? &f->insts[j + 2] : NULL;
-    bool zeros = e && e->op == TIR_ELSE && j + 4 < f->ninsts && f->insts[j + 3].op == TIR_CONST &&
-                 f->insts[j + 3].dst == f->insts[j + 1].dst && f->insts[j + 4].op == TIR_ENDIF &&
-                 f->insts[j + 1].imm != 1;
-    if (!e || f->insts[j + 1].op != TIR_DOT || (e->op != TIR_ENDIF && !zeros))
-      ok = sfail(v, j, "a warpgroup's own condition guards more than one dot");
-  }
-  free(wg);
-  return ok;
-}
-
 bool tir_verify_schedule(const TirFunc *f, Diag *d) {
   SchedVerifier v = {f, d};
   if (!f->sched)
@@ -1927,7 +1870,7 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
         (f->insts[j].axis < 0 || f->insts[j].axis >= f->sched->npipes))
       return sfail(&v, j, "%s of no pipe", tir_op_info[op].name);
   }
-  if (!verify_wg_conditions(&v) || !verify_turns(&v))
+  if (!verify_turns(&v))
     return false;
   for (int k = 0; k < f->sched->npipes; k++)
     if (!verify_pipe(&v, k))

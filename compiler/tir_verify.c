@@ -295,10 +295,6 @@ static bool check_leaf(Verifier *v) {
     if (!is_i32_scalar(d))
       return fail(v, "dim result must be an i32 scalar");
     return true;
-  case TIR_WG_ROW0:
-    if (in->imm < 1 || in->axis < 2 || !is_i32_scalar(d))
-      return fail(v, "wg_row0: an i32 scalar of bands of 1+ rows, 2+ of them");
-    return true;
   case TIR_BLOCK_ID:
     if (in->axis < 0 || in->axis > 2)
       return fail(v, "block_id axis %d", in->axis);

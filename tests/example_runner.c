@@ -137,9 +137,8 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_bm256_d64_causal", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D CAUSAL=1", "B=1,H=132,N=1000",
      SUITE_GPU, 0, NULL, 0},
-    /* the same at 3 and 4 stages, bf16: each warpgroup skips the products of the diagonal's
-     * iterations that mask all its 64 rows out (tir_skip.c); short rows (N = 200: one tile, its
-     * last band empty) and ragged ones */
+    /* the same at 3 stages in bf16 and at 4 stages; short rows (N = 200: one tile, its last
+     * band of 64 rows empty) and ragged ones */
     {"attn_bm256_d64_causal_s3", "attention", "-D T=bf16 -D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=3 -D CAUSAL=1",
      "B=2,H=33,N=777", SUITE_GPU, 0, NULL, 0},
     {"attn_bm256_d64_causal_short", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=4 -D CAUSAL=1",
