@@ -1906,35 +1906,7 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
     cp_async16(g, sp[k], c.p[k], NULL, l1);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[1]);
-    if (zero_fill && l1) {
-      /* A one-shot copy (async_shared_load: a row's weights): an aligned chunk at the ragged edge
-       * is a prefix of valid elements (indices grow along it), one cp.async of that many bytes,
-       * the rest zero-filled (wholly out: zero bytes); else (unaligned, or a window starting
-       * left of the row) element by element. The element path's indices, computed up front,
-       * held 25 registers through a layernorm's reductions (89 against 64). A pipelined ring's
-       * chunks keep the path below: its loop has the registers live anyway, and the prefix's
-       * arithmetic made an attention backward spill on sm_80. */
-      LLVMValueRef off0, row_ok, col0;
-      access_at(g, in, &ac, tt, L, lw, k * ch, 1, &off0, &row_ok, &col0);
-      int last = tt->rank - 1;
-      LLVMValueRef tcol0 = elem_dim(g, L, lw, k * ch, last);
-      LLVMValueRef n = ovl2(g, "llvm.smin", LLVMBuildSub(g->b, arg_dim(g, ac.arg, ac.arg->rank - 1), col0, ""),
-                            LLVMBuildSub(g->b, ci32(g, tt->dims[last]), tcol0, ""));
-      n = ovl2(g, "llvm.smin", n, ci32(g, ch));
-      n = LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, row_ok, LLVMBuildICmp(g->b, LLVMIntSGT, n, ci32(g, 0), ""), ""), n,
-                          ci32(g, 0), "");
-      LLVMValueRef prefix = LLVMBuildAnd(g->b, aligned(g, c.p[k], 16), LLVMBuildICmp(g->b, LLVMIntSGE, col0, ci32(g, 0), ""), "");
-      LLVMBasicBlockRef db[3];
-      split3(g, prefix, db);
-      LLVMValueRef src = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, n, ci32(g, 0), ""), c.p[k],
-                                         g->tensor_ptr[in->arg_index], "");
-      cp_async16(g, sp[k], src, LLVMBuildMul(g->b, n, ci32(g, eb), ""), l1);
-      LLVMBuildBr(g->b, db[2]);
-      LLVMPositionBuilderAtEnd(g->b, db[1]);
-      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
-      LLVMBuildBr(g->b, db[2]);
-      LLVMPositionBuilderAtEnd(g->b, db[2]);
-    } else if (zero_fill) {
+    if (zero_fill) {
       /* The first element out of bounds: so is the whole chunk (indices grow along it). */
       LLVMValueRef off0, ok0;
       access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off0, &ok0);
