@@ -43,6 +43,98 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
   return f;
 }
 
+/* ------------------------------------------------------------ the full-size entry */
+
+/* Requirement e bounds a run-time dim of f by a constant ("N 1024 <=" or "1024 N >="): its dim
+ * and the bound. Derived dims (X$1) are bound through another requirement and left alone. */
+static bool full_bound(const TirFunc *f, const TirExpr *e, int *dim, int64_t *bound) {
+  char x[64], y[64], op[4], tail;
+  if (!e->rpn || sscanf(e->rpn, "%63s %63s %3s %c", x, y, op, &tail) != 3)
+    return false;
+  bool le = !strcmp(op, "<="), ge = !strcmp(op, ">=");
+  const char *name = le ? x : y, *num = le ? y : x;
+  char *end;
+  long long v = strtoll(num, &end, 10);
+  if (!(le || ge) || *end || end == num || v < 1)
+    return false;
+  for (int i = 0; i < f->ndims; i++)
+    if (!f->dims[i].pinned && !f->dims[i].derive && !strcmp(f->dims[i].name, name)) {
+      *dim = i, *bound = v;
+      return true;
+    }
+  return false;
+}
+
+/* The kernel's -D values (a file's other kernels may take other names), then its bounded dims
+ * pinned to their bounds; *nfull counts the latter. */
+static Define *full_defines(Arena *a, const AstKernel *k, const TirFunc *f, const Define *defs,
+                            int ndefs, int *n, int *nfull) {
+  Define *out = arena_alloc(a, sizeof *out * (size_t)(ndefs + f->nrequires + 1));
+  *n = *nfull = 0;
+  for (int i = 0; i < ndefs; i++) {
+    bool mine = false;
+    for (int j = 0; j < k->nparams && !mine; j++)
+      mine = !strcmp(k->params[j].name, defs[i].name);
+    for (int j = 0; j < k->ndims && !mine; j++)
+      mine = !strcmp(k->dims[j].name, defs[i].name);
+    if (mine)
+      out[(*n)++] = defs[i];
+  }
+  for (int i = 0; i < f->nrequires; i++) {
+    int dim;
+    int64_t bound;
+    bool seen = false;
+    if (!full_bound(f, &f->requires[i], &dim, &bound))
+      continue;
+    for (int j = *n - *nfull; j < *n && !seen; j++)
+      seen = !strcmp(out[j].name, f->dims[dim].name);
+    if (seen) /* two bounds on one dim: the tighter is what a full launch has */
+      continue;
+    out[(*n)++] = (Define){f->dims[dim].name, arena_printf(a, "%lld", (long long)bound), f->loc};
+    (*nfull)++;
+  }
+  return out;
+}
+
+TirFunc *driver_full_entry(Arena *a, const AstKernel *k, TirFunc *f, const Define *defs,
+                           int ndefs, GpuArch arch, const Diag *d) {
+  const char *env = getenv("TILEC_FULL_ENTRY");
+  const char *name = arena_printf(a, "%s__full", f->name);
+  int n, nfull;
+  if ((env && !strcmp(env, "0")) || !d->file || strlen(name) >= TILERT_MAX_KERNEL_NAME)
+    return NULL;
+  Define *all = full_defines(a, k, f, defs, ndefs, &n, &nfull);
+  if (!nfull)
+    return NULL;
+  /* The source again, this kernel alone, checked with the bounds pinned. Its diagnostics were
+   * the first compile's (warnings) or say that the pinned dims contradict another requirement,
+   * which no launch can then meet: either way nothing to show, and no entry. */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  if (!mem)
+    return NULL;
+  Diag quiet;
+  diag_init(&quiet, d->file, mem);
+  TirFunc *g = NULL;
+  AstProgram *prog = parse_program(a, d->file, &quiet);
+  AstKernel *k2 = prog ? prog->kernels : NULL;
+  while (k2 && strcmp(k2->name, k->name))
+    k2 = k2->next;
+  if (k2) {
+    k2->next = NULL;
+    k2->name = name;
+    prog->kernels = k2, prog->nkernels = 1;
+    if (sema_check(a, prog, all, n, arch, &quiet) && !quiet.nerrors)
+      g = driver_lower(a, k2, &quiet);
+  }
+  fclose(mem);
+  free(buf);
+  if (g && !quiet.nerrors)
+    f->full_entry = g->name;
+  return f->full_entry ? g : NULL;
+}
+
 /* ------------------------------------------------------------ output files */
 
 /* "dir/softmax.tile" -> "softmax" + ext (in the current directory, like cc -c). */
@@ -57,6 +149,14 @@ static const char *default_output(Arena *a, const char *input, const char *ext) 
 /* ------------------------------------------------------------ emit kinds */
 
 static GpuArch driver_arch(const TilecOptions *o) { return o->narchs ? o->archs[0] : ARCH_SM90A; }
+
+GpuArch driver_sema_arch(const TilecOptions *o) {
+  GpuArch best = driver_arch(o);
+  for (int i = 1; i < o->narchs; i++)
+    if (arch_smem_limit(o->archs[i]) < arch_smem_limit(best))
+      best = o->archs[i];
+  return best;
+}
 
 /* The PTX (or LLVM IR) of the kernels: one module with every one of them. */
 static char *driver_compile(TirFunc **funcs, int n, const NvptxOptions *no, Diag *d) {
@@ -504,9 +604,11 @@ static bool run_names_known(TirFunc **funcs, int n, const char *spec, Diag *d) {
 /* ------------------------------------------------------------ entry */
 
 int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
-  TirFunc **funcs = arena_alloc(a, sizeof *funcs * (size_t)(prog->nkernels + 1));
+  TirFunc **funcs = arena_alloc(a, sizeof *funcs * (size_t)(2 * prog->nkernels + 1));
   int n = 0;
   const char *names = "";
+  /* full-size entries go into every module (PTX, LLVM, the AOT C's images) */
+  bool full = !o->run && (o->emit == EMIT_PTX || o->emit == EMIT_LLVM || o->emit == EMIT_C);
   for (AstKernel *k = prog->kernels; k; k = k->next) {
     names = arena_printf(a, "%s%s%s", names, *names ? ", " : "", k->name);
     if (o->kernel && strcmp(k->name, o->kernel))
@@ -515,6 +617,9 @@ int driver_backend(Arena *a, AstProgram *prog, const TilecOptions *o, Diag *d) {
     if (!f)
       return 1;
     funcs[n++] = f;
+    TirFunc *g = full ? driver_full_entry(a, k, f, o->defines, o->ndefines, driver_sema_arch(o), d) : NULL;
+    if (g)
+      funcs[n++] = g;
   }
   if (n == 0) {
     diag_plain(d, DIAG_ERROR, "--kernel: '%s' has no kernel '%s' (it has: %s)", o->input,

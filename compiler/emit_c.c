@@ -309,6 +309,7 @@ static const char tk_runtime_src[] =
     "  int nreqs;\n"
     "  const int *smem;                    /* dynamic shared bytes per block, per module image */\n"
     "  const struct tk_ws *ws;             /* the warp-specialized entry, per module image */\n"
+    "  int full;                           /* its full-size entry's index in the module, or -1 */\n"
     "} tk_kernel;\n"
     "\n"
     "/* The file's one module: an image per arch (PTX, and cubin), each with every kernel. */\n"
@@ -745,6 +746,18 @@ static const char tk_runtime_src[] =
     "                                     TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == 0;\n"
     "}\n"
     "\n"
+    "/* As libtilert: a kernel's full-size entry f runs a launch whose dims d (the kernel's, in the\n"
+    " * same order as f's) have every value f pins, unless TILERT_FULL is 0. */\n"
+    "static int tk_full_fits(const tk_kernel *f, const int64_t *d) {\n"
+    "  const char *env = getenv(\"TILERT_FULL\");\n"
+    "  if (env && !strcmp(env, \"0\"))\n"
+    "    return 0;\n"
+    "  for (int i = 0; i < f->ndims; i++)\n"
+    "    if (f->dims[i].pinned && d[i] != f->dims[i].value)\n"
+    "      return 0;\n"
+    "  return 1;\n"
+    "}\n"
+    "\n"
     "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
     " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer; the\n"
     " * warp-specialized entry takes, after those, the logical grid and the raster group (persistent\n"
@@ -754,6 +767,8 @@ static const char tk_runtime_src[] =
     "                              const tilec_tensor *const *t, const double *sc, const int64_t *d,\n"
     "                              const int64_t grid[3]) {\n"
     "  const tk_kernel *k = m->kernels[ki];\n"
+    "  if (k->full >= 0 && tk_full_fits(m->kernels[k->full], d))\n"
+    "    k = m->kernels[ki = k->full];\n"
     "  if (!grid[0] || !grid[1] || !grid[2])\n"
     "    return TILEC_OK; /* an empty problem: no block has anything to do */\n"
     "  tilec_result res = tk_load(s, m);\n"
@@ -1333,6 +1348,9 @@ typedef struct Kernel {
   tilert_kernel_info info;         /* the contract, from the first arch's PTX */
   int smem[ARCH_COUNT];            /* dynamic shared bytes per block, per arch */
   tilert_kernel_info *ws[ARCH_COUNT]; /* per arch: its warp-specialized entry (ws_name "" if none) */
+  const char *full_name;           /* its full-size entry's name, "" if none */
+  int full;                        /* that entry's index in the module, or -1 */
+  bool internal;                   /* a full-size entry: launched through its kernel, no functions */
   const char *prefix, *sfx;
 } Kernel;
 
@@ -1465,8 +1483,8 @@ static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n)
           k->nargs, sfx, k->ndims);
   fprintf(fp, "    {tk_grid0%s, tk_grid1%s, tk_grid2%s},\n    {\"%s\", \"%s\", \"%s\"},\n", sfx,
           sfx, sfx, k->grid[0], k->grid[1], k->grid[2]);
-  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s};\n", sfx, sfx, sfx,
-          k->nrequires, sfx, sfx);
+  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s, %d};\n", sfx, sfx,
+          sfx, k->nrequires, sfx, sfx, kn->full);
 }
 
 /* The module: its images, its kernels, and the load state they share. */
@@ -1535,12 +1553,15 @@ static void put_kernel_entries(Arena *a, FILE *fp, const Kernel *kn, int ki) {
           pk, k->nargs ? ", " : "", params, gather, ki);
 }
 
-static void put_header(Arena *a, FILE *fp, const char *base, const Kernel *ks, int nk,
+static void put_header(Arena *a, FILE *fp, const char *base, const Kernel *all, int nall,
                        const Image *im, int n) {
-  const char **names = arena_alloc(a, sizeof *names * (size_t)nk);
-  const tilert_kernel_info **infos = arena_alloc(a, sizeof *infos * (size_t)nk);
-  for (int i = 0; i < nk; i++)
-    names[i] = ks[i].info.name, infos[i] = &ks[i].info;
+  const char **names = arena_alloc(a, sizeof *names * (size_t)nall);
+  const tilert_kernel_info **infos = arena_alloc(a, sizeof *infos * (size_t)nall);
+  const Kernel **ks = arena_alloc(a, sizeof *ks * (size_t)nall);
+  int nk = 0;
+  for (int i = 0; i < nall; i++) /* the public kernels: full-size entries stay inside */
+    if (!all[i].internal)
+      ks[nk] = &all[i], names[nk] = all[i].info.name, infos[nk++] = &all[i].info;
   char *arches = arena_strdup(a, "");
   for (int i = 0; i < n; i++)
     arches = arena_printf(a, "%s%s%s%s", arches, i ? ", " : "", arch_name(im[i].arch),
@@ -1549,7 +1570,7 @@ static void put_header(Arena *a, FILE *fp, const char *base, const Kernel *ks, i
                    nk == 1 ? arena_printf(a, "kernel %s, %s", names[0], arches)
                            : arena_printf(a, "%d kernels, %s", nk, arches));
   for (int i = 0; i < nk; i++)
-    put_signature(a, fp, &ks[i].info);
+    put_signature(a, fp, &ks[i]->info);
   fputs(" */\n", fp);
   for (int i = 0; i < nk; i++)
     put_meta_comment(fp, im[0].ptx, names[i]);
@@ -1582,7 +1603,8 @@ static bool write_pair(Arena *a, const char *base, const Kernel *ks, int nk, con
   put_module(a, c.fp, ks, nk, im, n);
   put_module_entries(c.fp, c_prefix(a, base));
   for (int i = 0; i < nk; i++)
-    put_kernel_entries(a, c.fp, &ks[i], i);
+    if (!ks[i].internal)
+      put_kernel_entries(a, c.fp, &ks[i], i);
   return buf_commit_pair(a, &h, &c, base, d);
 }
 
@@ -1622,6 +1644,8 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
     if (ws->ws_cluster > 1)
       ws->ws_name[0] = 0;
     ks[j].ws[i] = ws;
+    if (i == 0)
+      ks[j].full_name = arena_strdup(a, ki->full_name);
     memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
     ks[j].smem[i] = ki->smem_bytes;
     other->smem_bytes = ks[j].info.smem_bytes;
@@ -1632,6 +1656,28 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
     }
   }
   return true;
+}
+
+/* Each kernel's full-size entry, where the module has it with the kernel's dims in the same
+ * order (tk_full_fits compares them by index): found, and marked internal. The public kernels
+ * are the rest; returns their number. */
+static int link_full_entries(Kernel *ks, int nk) {
+  for (int j = 0; j < nk; j++)
+    ks[j].full = -1;
+  for (int j = 0; j < nk; j++)
+    for (int f = 0; f < nk && ks[j].full_name && ks[j].full_name[0]; f++) {
+      const tilert_kernel_info *x = &ks[j].info, *y = &ks[f].info;
+      bool same = f != j && !strcmp(y->name, ks[j].full_name) && x->ndims == y->ndims &&
+                  x->nargs == y->nargs;
+      for (int i = 0; same && i < x->ndims; i++)
+        same = !strcmp(x->dims[i].name, y->dims[i].name);
+      if (same)
+        ks[j].full = f, ks[f].internal = true;
+    }
+  int npub = 0;
+  for (int j = 0; j < nk; j++)
+    npub += !ks[j].internal;
+  return npub;
 }
 
 bool emit_c_files(Arena *a, const char *base, const char *const *ptx_per_arch,
@@ -1666,10 +1712,12 @@ bool emit_c_files(Arena *a, const char *base, const char *const *ptx_per_arch,
       return false;
   }
   const char *p = c_prefix(a, base);
+  int npub = link_full_entries(ks, nk);
   for (int j = 0; j < nk; j++) {
     if (!meta_is_c_safe(&ks[j].info, d))
       return false;
-    ks[j].prefix = kernel_prefix(a, p, nk, ks[j].info.name);
+    ks[j].prefix = ks[j].internal ? arena_printf(a, "%s_%s", p, ks[j].info.name)
+                                  : kernel_prefix(a, p, npub, ks[j].info.name);
     ks[j].sfx = ks[j].prefix + strlen(p);
   }
   return write_pair(a, base, ks, nk, im, narchs, d);

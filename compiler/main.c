@@ -354,15 +354,6 @@ static int emit_ast(Arena *a, Diag *d, const AstProgram *prog, const char *out) 
   return out_commit(&f, 1, true, d) ? 0 : 1;
 }
 
-/* The arch whose shared-memory budget is the tightest: sema checks against it. */
-static GpuArch tightest_arch(const TilecOptions *o) {
-  GpuArch best = o->archs[0];
-  for (int i = 1; i < o->narchs; i++)
-    if (arch_smem_limit(o->archs[i]) < arch_smem_limit(best))
-      best = o->archs[i];
-  return best;
-}
-
 /* tilec --link A.h B.h ... -o NAME (docs/aot.md): the headers come from --emit=c runs. */
 static int link_main(Arena *a, Diag *d, int argc, char **argv) {
   const char **headers = arena_alloc(a, sizeof *headers * (size_t)argc);
@@ -418,7 +409,7 @@ int main(int argc, char **argv) {
   }
   d.file = &src;
   AstProgram *prog = parse_program(a, &src, &d);
-  if (prog && !sema_check(a, prog, c.o.defines, c.o.ndefines, tightest_arch(&c.o), &d))
+  if (prog && !sema_check(a, prog, c.o.defines, c.o.ndefines, driver_sema_arch(&c.o), &d))
     prog = NULL;
   if (!prog || d.nerrors > 0) {
     arena_free(a);

@@ -65,6 +65,8 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes) {
   }
   for (int i = 0; i < f->nparams; i++)
     put_param(m, &f->params[i]);
+  if (f->full_entry)
+    fprintf(m, "// tilec: full %s\n", f->full_entry);
   fclose(m);
   char *s = arena_strdup(a, buf ? buf : "");
   free(buf);

@@ -357,6 +357,7 @@ typedef struct TirFunc {
   TirExpr *requires; int nrequires; /* launch-time conditions ("N <= BLOCK") */
   TirParamValue *params; int nparams; /* the compile-time parameters it was specialized with */
   struct TirSchedule *sched; /* set by tir_schedule on its copy; NULL before */
+  const char *full_entry;  /* the name of its full-size entry (driver_full_entry), or NULL */
   SrcLoc loc;
 } TirFunc;
 
@@ -713,8 +714,20 @@ typedef struct TilecOptions {
   int64_t run_max_bytes;     /* --max-memory: all tensors together (default TILEC_RUN_MAX_BYTES) */
 } TilecOptions;
 
+/* driver.c: the arch whose shared-memory budget is the tightest of o's: sema checks against it. */
+GpuArch driver_sema_arch(const TilecOptions *o);
+
 /* driver.c: lower_tir, then every pass with the verifier after each. NULL after errors. */
 TirFunc *driver_lower(Arena *a, const struct AstKernel *k, Diag *d);
+
+/* driver.c: the full-size entry of kernel k (lowered as f from a program checked with defs):
+ * where a run-time dim has a constant bound (`require N <= BLOCK`), the same kernel compiled
+ * again with every such dim pinned to its bound, named NAME__full; the runtime launches it when
+ * the launch's dims equal those bounds (docs/architecture.md, "Full-size entries"). NULL when
+ * there is none (no bound, TILEC_FULL_ENTRY=0, or the pinned kernel does not compile). Sets
+ * f->full_entry. */
+TirFunc *driver_full_entry(Arena *a, const struct AstKernel *k, TirFunc *f, const Define *defs,
+                           int ndefs, GpuArch arch, const Diag *d);
 
 /* `tilec run` allocates at most this many bytes of tensors unless --max-memory says otherwise:
  * the interpreter is for small problems, and a typo in --shape should not exhaust the machine. */

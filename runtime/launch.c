@@ -171,6 +171,40 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
   return tilert__ok();
 }
 
+/* The full-size entry, when the module has one and TILERT_FULL is not 0: what it pins, by the
+ * names of k's run-time dims. */
+static tilert_status prepare_full(tilert_module *m, tilert_kernel *k) {
+  const char *env = getenv("TILERT_FULL");
+  if (!k->info.full_name[0] || (env && !strcmp(env, "0")))
+    return tilert__ok();
+  tilert_kernel *f;
+  tilert_status st = tilert_module_get_kernel(m, k->info.full_name, &f);
+  if (st.code)
+    return st;
+  bool pins = false;
+  for (int i = 0; i < k->info.ndims; i++) {
+    const tilert_dim_info *di = &k->info.dims[i];
+    k->full_dims[i] = -1;
+    for (int j = 0; j < f->info.ndims && !di->pinned; j++)
+      if (f->info.dims[j].pinned && !strcmp(f->info.dims[j].name, di->name))
+        k->full_dims[i] = f->info.dims[j].value, pins = true;
+  }
+  if (!pins || f->info.nargs != k->info.nargs)
+    return tilert__err(TILERT_ERROR_BAD_METADATA, "kernel '%s': its full-size entry '%s' pins none "
+                       "of its dims or takes other arguments", k->info.name, f->info.name);
+  k->full = f;
+  return tilert__ok();
+}
+
+tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims) {
+  if (!k->full)
+    return k;
+  for (int i = 0; i < k->info.ndims; i++)
+    if (k->full_dims[i] >= 0 && dims[i] != k->full_dims[i])
+      return k;
+  return k->full;
+}
+
 tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tilert_kernel **out) {
   if (!m || !name || !out)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_module_get_kernel: NULL argument");
@@ -194,6 +228,8 @@ tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tiler
     st = gpu_prepare(d, m->dev, k->fn, k->info.name, k->info.threads, k->info.smem_bytes);
   if (!st.code)
     st = prepare_ws(d, m, k);
+  if (!st.code)
+    st = prepare_full(m, k);
   if (st.code) {
     free(k->tmaps);
     free(k);
@@ -436,7 +472,10 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
   int64_t dims[TILERT_MAX_DIMS], grid[3];
   tilert_status st = tilert__bind_kernel(k, args, nargs, dims, grid);
+  tilert_kernel *e = st.code ? k : tilert__entry_for(k, dims);
+  if (e != k) /* its dims and grid as that entry has them (the pinned dims are not passed) */
+    st = tilert__bind_kernel(e, args, nargs, dims, grid);
   if (st.code)
     return st;
-  return tilert__launch_bound(k, args, nargs, dims, grid, stream);
+  return tilert__launch_bound(e, args, nargs, dims, grid, stream);
 }

@@ -530,12 +530,18 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
   }
   if (!strcmp(t[0], "ws"))
     return parse_ws(p, t, n);
+  if (!strcmp(t[0], "full")) {
+    if (n != 2 || p->info->full_name[0] || !strcmp(t[1], p->info->name) ||
+        !copy_name(p->info->full_name, sizeof p->info->full_name, t[1]))
+      return PERR(p, "expected one 'full NAME' (another kernel of the module)");
+    return tilert__ok();
+  }
   if (!strcmp(t[0], "tmap"))
     return parse_tmap(p, t, n);
   if (!strcmp(t[0], "kernel"))
     return PERR(p, "expected 'kernel NAME'");
   return PERR(p, "unknown metadata item '%s' (kernel, threads, smem, dim, arg, grid, require, "
-                 "param, ws, tmap)", t[0]);
+                 "param, ws, tmap, full)", t[0]);
 }
 
 /* Every run-time dim must be the size of some tensor dimension, or it could never be bound. */

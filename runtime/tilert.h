@@ -158,6 +158,10 @@ typedef struct tilert_kernel_info {
                                     attention): walked in chunks of a row's tiles (pairs, or
                                     whole rows) where they share out evenly, else launched a
                                     block per tile */
+  /* The full-size entry ("" if none): the same kernel compiled with each run-time dim that has a
+   * constant bound (`require N <= BLOCK`) pinned to it. tilert_launch takes it when the launch's
+   * dims equal the dims that entry pins (TILERT_FULL=0: never). */
+  char full_name[TILERT_MAX_KERNEL_NAME];
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -116,6 +116,8 @@ struct tilert_kernel {
                                   ws_blocks (TILERT_PERSISTENT_WAVES), or 0: any grid */
   int walk_chunk;              /* persistent row walk: the chunk TILERT_WALK_CHUNK forces (0: a
                                   block per tile), or -1: chosen per launch */
+  struct tilert_kernel *full;  /* GPU: the full-size entry (info.full_name), or NULL */
+  int64_t full_dims[TILERT_MAX_DIMS]; /* with full: per dim of info, the value it pins, or -1 */
   tilert_cpu_fn cpu_fn;        /* CPU */
   void *cpu_ctx;
   struct tilert_kernel *next;  /* the module's list */
@@ -161,6 +163,10 @@ tilert_status tilert__bind_kernel(const tilert_kernel *k, const tilert_arg *args
 tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int nargs,
                                    const int64_t *dims, const int64_t grid[3],
                                    tilert_stream *stream);
+
+/* The entry a launch with these dims runs (launch.c): k's full-size entry where every dim it
+ * pins has its value here, else k. */
+tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims);
 
 /* A row walk's chunk (launch.c): the tiles of a row of GX a walker takes per step, for ROWS rows
  * and WALKERS resident blocks, or 0: a block per tile. FORCE >= 0 (TILERT_WALK_CHUNK) wins. */

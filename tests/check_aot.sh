@@ -112,9 +112,12 @@ mkdir -p "$M"
 "$B/tilec" dsl/examples/layernorm_backward.tile --kernel layernorm_train --emit=c -o "$M/train"
 [ "$(ls "$M")" = "$(printf '%s\n' ln.c ln.h ln_4k.c ln_4k.h ln_any.c ln_any.h train.c train.h)" ] ||
   { echo "check_aot: a file of several kernels wrote: $(ls "$M")"; exit 1; }
-[ "$(grep -c '^// tilec: kernel ' "$M/ln.h")" = 2 ] && [ "$(grep -c '\.entry layernorm_' "$M/ln.c")" = 4 ] &&
+# each kernel with its full-size entry (require N <= BLOCK) in every image, the entry without
+# functions of its own
+[ "$(grep -c '^// tilec: kernel ' "$M/ln.h")" = 2 ] && [ "$(grep -c '\.entry layernorm_' "$M/ln.c")" = 8 ] &&
+  [ "$(grep -c '\.entry layernorm_[a-z]*__full' "$M/ln.c")" = 4 ] && ! grep -q '__full_launch' "$M/ln.h" &&
   grep -q "tilec_result train_launch(" "$M/train.h" && ! grep -q layernorm_backward "$M/train.h" ||
-  { echo "check_aot: the bundle does not hold both kernels once per arch, or --kernel did not pick"; exit 1; }
+  { echo "check_aot: the bundle does not hold both kernels (and their full-size entries) once per arch, or --kernel did not pick"; exit 1; }
 for bad in "$M/ln.h $L/softmax.h" "$L/attention_d64.h $M/ln.h"; do
   if "$B/tilec" --link $bad -o "$M/bad" 2>"$W/bad.err"; then
     echo "check_aot: --link $bad was accepted"; exit 1

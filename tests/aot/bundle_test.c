@@ -4,9 +4,11 @@
  * linked kernel by kernel as ln_any. Checks each kernel's contract without a GPU; then, by the
  * environment:
  *   FAKE_LIBCUDA_JIT=ok (TILERT_LIBCUDA=fake_libcuda.so): one module load serves both kernels,
- *     each found by name in it and launched with its own grid; unload and a later launch reload;
+ *     each found by name in it and launched with its own grid (the full-size entry where N ==
+ *     BLOCK, unless TILERT_FULL=0); unload and a later launch reload;
  *   otherwise (TILERT_LIBCUDA=/nonexistent): launches report the missing driver.
  * Exit status 0 = all checks passed. */
+#define _POSIX_C_SOURCE 200809L /* setenv under -std=c99 */
 #include "ln.h"
 #include "ln_any.h"
 
@@ -95,27 +97,38 @@ static void fake_driver(void) {
   EXPECT(ln_load(), TILEC_OK, ln_error, "");
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, p), TILEC_OK, ln_error, "");
   EXPECT(LAUNCH_BACKWARD(ln_layernorm_backward_launch, p), TILEC_OK, ln_error, "");
-  /* one module with both kernels, each found by name; grids cdiv(M, ROWS) and cdiv(M, 16) */
-  CHECK(!strcmp(calls(), "load; get layernorm_backward; get layernorm_train; "
-                         "launch layernorm_train 40x1x1 128; launch layernorm_backward 3x1x1 128; "),
+  /* one module with both kernels and their full-size entries, each found by name; grids
+   * cdiv(M, ROWS) and cdiv(M, 16) */
+  CHECK(!strcmp(calls(), "load; get layernorm_backward; get layernorm_backward__full; get layernorm_train; "
+                         "get layernorm_train__full; launch layernorm_train 40x1x1 128; launch "
+                         "layernorm_backward 3x1x1 128; "),
         "driver calls: %s", calls());
+  /* N == BLOCK: the full-size entries (N pinned); TILERT_FULL=0: the kernels as written */
+  Problem full = problem(40, 1024);
+  EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, full), TILEC_OK, ln_error, "");
+  EXPECT(LAUNCH_BACKWARD(ln_layernorm_backward_launch, full), TILEC_OK, ln_error, "");
+  CHECK(ends_with(calls(), "launch layernorm_train__full 40x1x1 128; launch layernorm_backward__full 3x1x1 128; "),
+        "full-size launches: %s", calls());
+  setenv("TILERT_FULL", "0", 1);
+  EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, full), TILEC_OK, ln_error, "");
+  unsetenv("TILERT_FULL");
+  CHECK(ends_with(calls(), "launch layernorm_train 40x1x1 128; "), "TILERT_FULL=0: %s", calls());
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, wide), TILEC_ERROR_REQUIREMENT, ln_error,
          "N = 3000");
   ln_unload();
   EXPECT(LAUNCH_BACKWARD(ln_layernorm_backward_launch, p), TILEC_OK, ln_error, "");
   CHECK(count(calls(), "load; ") == 2 && count(calls(), "unload; ") == 1 &&
-            ends_with(calls(), "unload; load; get layernorm_backward; get layernorm_train; launch "
-                               "layernorm_backward 3x1x1 128; "),
+            ends_with(calls(), "unload; load; get layernorm_backward; get layernorm_backward__full; get "
+                               "layernorm_train; get layernorm_train__full; launch layernorm_backward 3x1x1 128; "),
         "after unload: %s", calls());
   /* the linked entry point launches the build that fits, loading only its module; there
-   * layernorm_backward (BLOCK = 4096, STAGES = 4) needs more than 48 KB of shared memory, and only it gets
-   * the opt-in */
+   * layernorm_backward (BLOCK = 4096, STAGES = 4) and its full-size entry need more than 48 KB of
+   * shared memory, and only they get the opt-in */
   EXPECT(LAUNCH_TRAIN(ln_any_layernorm_train_launch, wide), TILEC_OK, ln_any_error, "");
-  CHECK(count(calls(), "load; ") == 3 && count(calls(), "attr ") == 1 &&
-            strstr(calls(), "unload; load; get layernorm_backward; get layernorm_train; launch "
-                            "layernorm_backward 3x1x1 128; load; get layernorm_backward; attr "
-                            "layernorm_backward 8 ") &&
-            ends_with(calls(), "; get layernorm_train; launch layernorm_train 40x1x1 128; "),
+  CHECK(count(calls(), "load; ") == 3 && count(calls(), "attr ") == 2 &&
+            strstr(calls(), "get layernorm_train__full; launch layernorm_backward 3x1x1 128; load; get "
+                            "layernorm_backward; attr layernorm_backward 8 ") &&
+            ends_with(calls(), "; get layernorm_train__full; launch layernorm_train 40x1x1 128; "),
         "linked launch: %s", calls());
   ln_unload();
   ln_any_unload();

@@ -207,6 +207,10 @@ static const struct {
     {"// tilec: require N foo < | N < foo", "'foo' is not a number"},
     {"// tilec: require N < | N < ?", "needs 2 operand"},
     {"// tilec: param BLOCK 1024", "param NAME = VALUE"},
+    {"// tilec: full", "one 'full NAME'"},
+    {"// tilec: full k", "one 'full NAME'"},
+    {"// tilec: full k__full extra", "one 'full NAME'"},
+    {"// tilec: full 9lives", "one 'full NAME'"},
     {"// tilec: frobnicate 3", "unknown metadata item 'frobnicate'"},
     {"// tilec:", "empty metadata line"},
 };
@@ -950,4 +954,39 @@ Test(runtime_walk, chunks) {
   cr_expect_eq(tilert__walk_chunk(4, 512, 132, 0), 0);
   /* the 32-bit tile index must reach a chunk per walker past the last tile */
   cr_expect_eq(tilert__walk_chunk(1 << 20, 2047, 132, 1 << 20), 0);
+}
+
+/* ---------------------------------------------------------------- full-size entries */
+
+static const char *const META_FULL_ENTRY =
+    "// tilec: kernel ln\n// tilec: threads 128\n// tilec: dim M\n// tilec: dim N\n"
+    "// tilec: arg X tensor f16 in M N\n// tilec: grid M\n// tilec: require N 1024 <= | N <= BLOCK\n"
+    "// tilec: full ln__full\n"
+    "// tilec: kernel ln__full\n// tilec: threads 128\n// tilec: dim M\n// tilec: dim N = 1024\n"
+    "// tilec: arg X tensor f16 in M N\n// tilec: grid M\n// tilec: require 1 | N <= BLOCK\n";
+
+Test(runtime_full, parsed_with_its_kernel) {
+  tilert_kernel_info k = parse_ok(META_FULL_ENTRY);
+  cr_expect_str_eq(k.full_name, "ln__full");
+  tilert_status st = tilert_parse_kernel_info_named(META_FULL_ENTRY, "ln__full", &k);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_expect_str_eq(k.full_name, "");
+  cr_expect(k.dims[1].pinned);
+  st = parse_with("// tilec: full k__full\n// tilec: full k__other");
+  EXPECT_CODE(st, TILERT_ERROR_BAD_METADATA);
+  EXPECT_MSG(st, "one 'full NAME'");
+}
+
+/* The entry a launch takes: the full-size one exactly when every dim it pins has its value. */
+Test(runtime_full, taken_when_the_pinned_dims_match) {
+  tilert_kernel k = {0}, full = {0};
+  k.info.ndims = 3;
+  k.full = &full;
+  k.full_dims[0] = -1, k.full_dims[1] = 1024, k.full_dims[2] = 64;
+  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 64}), &full);
+  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){1 << 20, 1024, 64}), &full);
+  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1000, 64}), &k);
+  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 32}), &k);
+  k.full = NULL;
+  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 64}), &k);
 }
