@@ -80,19 +80,21 @@ static Define *full_defines(Arena *a, const AstKernel *k, const TirFunc *f, cons
     if (mine)
       out[(*n)++] = defs[i];
   }
+  int64_t *bounds = arena_alloc(a, sizeof *bounds * (size_t)(f->nrequires + 1));
   for (int i = 0; i < f->nrequires; i++) {
-    int dim;
+    int dim, j = *n - *nfull;
     int64_t bound;
-    bool seen = false;
     if (!full_bound(f, &f->requires[i], &dim, &bound))
       continue;
-    for (int j = *n - *nfull; j < *n && !seen; j++)
-      seen = !strcmp(out[j].name, f->dims[dim].name);
-    if (seen) /* two bounds on one dim: the tighter is what a full launch has */
-      continue;
-    out[(*n)++] = (Define){f->dims[dim].name, arena_printf(a, "%lld", (long long)bound), f->loc};
-    (*nfull)++;
+    while (j < *n && strcmp(out[j].name, f->dims[dim].name))
+      j++;
+    if (j == *n) /* a new dim */
+      out[(*n)++].name = f->dims[dim].name, bounds[(*nfull)++] = bound;
+    else if (bound < bounds[j - (*n - *nfull)]) /* two bounds on one dim: the tighter one */
+      bounds[j - (*n - *nfull)] = bound;
   }
+  for (int j = 0; j < *nfull; j++)
+    out[*n - *nfull + j].value = arena_printf(a, "%lld", (long long)bounds[j]);
   return out;
 }
 

@@ -11,8 +11,8 @@ $(B)/tests/%.o: tests/%.c compiler/*.h runtime/*.h tests/ref/ref.h $(B)/compiler
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_OWN) -Itests/ref -c $< -o $@
 
-$(B)/tests/unit_tests: $(UNIT_OBJ) $(NVPTX_OBJ) $(B)/libtilec.a $(B)/libtilert.a
-	$(CC) -o $@ $(UNIT_OBJ) $(NVPTX_OBJ) $(LINK_TILEC) $(B)/libtilert.a -lcriterion $(LLVM_LIBS) -ldl -lm
+$(B)/tests/unit_tests: $(UNIT_OBJ) $(NVPTX_OBJ) $(B)/compiler/driver.o $(B)/libtilec.a $(B)/libtilert.a
+	$(CC) -o $@ $(UNIT_OBJ) $(NVPTX_OBJ) $(B)/compiler/driver.o $(LINK_TILEC) $(B)/libtilert.a -lcriterion $(LLVM_LIBS) -ldl -lm
 
 .PHONY: test test-run unit
 test:

@@ -1,0 +1,128 @@
+/* test_full.c — full-size entries (driver_full_entry): which requirements bound a run-time dim,
+ * the dims the entry pins (the tighter of two bounds), the kernel's own -D values kept, no entry
+ * where the pinned kernel cannot launch or TILEC_FULL_ENTRY=0, and the metadata line that names
+ * the entry. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "tilec.h"
+#include "tilert.h"
+
+/* The full-size entry of the first kernel of text (NULL: none) and, through *f, that kernel. */
+static TirFunc *full_of(Arena *a, const char *text, const char *def, TirFunc **f) {
+  SourceFile *src = arena_alloc(a, sizeof *src);
+  *src = (SourceFile){"full.tile", arena_strdup(a, text), strlen(text)};
+  Diag *d = arena_alloc(a, sizeof *d);
+  diag_init(d, src, stderr);
+  Define dv[1];
+  int nd = 0;
+  if (def) {
+    const char *eq = strchr(def, '=');
+    dv[nd++] = (Define){arena_strndup(a, def, (size_t)(eq - def)), eq + 1, {0}};
+  }
+  AstProgram *prog = parse_program(a, src, d);
+  cr_assert(prog && sema_check(a, prog, dv, nd, ARCH_SM90A, d));
+  *f = driver_lower(a, prog->kernels, d);
+  cr_assert(*f);
+  return driver_full_entry(a, prog->kernels, *f, dv, nd, ARCH_SM90A, d);
+}
+
+static const char *row =
+    "kernel row<BLOCK = 64>(X: f32[M, N], Y: out f32[M, N]) grid (M) threads (32) {\n"
+    "  require N <= BLOCK;\n"
+    "  Y[block.x, 0 : +BLOCK] = X[block.x, 0 : +BLOCK] * 2.0;\n"
+    "}\n";
+
+static int64_t pinned(const TirFunc *g, const char *dim) {
+  for (int i = 0; i < g->ndims; i++)
+    if (!strcmp(g->dims[i].name, dim))
+      return g->dims[i].pinned ? g->dims[i].value : -1;
+  return -2;
+}
+
+Test(full, pins_the_bounded_dim) {
+  Arena *a = arena_new();
+  TirFunc *f, *g = full_of(a, row, NULL, &f);
+  cr_assert(g);
+  cr_expect_str_eq(g->name, "row__full");
+  cr_expect_str_eq(f->full_entry, "row__full");
+  cr_expect_eq(pinned(g, "N"), 64);
+  cr_expect_eq(pinned(g, "M"), -1);
+  cr_expect_null(g->full_entry);
+  cr_expect(strstr(meta_emit(a, f, 0), "// tilec: full row__full\n"));
+  arena_free(a);
+}
+
+Test(full, keeps_the_kernels_defines) {
+  Arena *a = arena_new();
+  TirFunc *f, *g = full_of(a, row, "BLOCK=128", &f);
+  cr_assert(g);
+  cr_expect_eq(pinned(g, "N"), 128);
+  arena_free(a);
+}
+
+Test(full, the_tighter_of_two_bounds) {
+  Arena *a = arena_new();
+  TirFunc *f, *g = full_of(a,
+                           "kernel row<BLOCK = 64>(X: f32[N], Y: out f32[N]) grid (1) threads (32) {\n"
+                           "  require N <= BLOCK;\n  require 48 >= N;\n"
+                           "  Y[0 : +BLOCK] = X[0 : +BLOCK];\n}\n",
+                           NULL, &f);
+  cr_assert(g);
+  cr_expect_eq(pinned(g, "N"), 48);
+  arena_free(a);
+}
+
+Test(full, none_without_a_constant_bound) {
+  const char *texts[] = {
+      /* no requirement */
+      "kernel k(X: f32[N], Y: out f32[N]) grid (1) threads (32) {\n  Y[0 : +32] = X[0 : +32];\n}\n",
+      /* a bound by another dim, and a compound condition */
+      "kernel k(X: f32[N], Y: out f32[M]) grid (1) threads (32) {\n  require N <= M;\n"
+      "  require N <= 32 && N > 0;\n  Y[0 : +32] = X[0 : +32];\n}\n",
+      /* pinned at N = 64, the second requirement is false: no launch could take the entry */
+      "kernel k(X: f32[N], Y: out f32[N]) grid (1) threads (32) {\n  require N <= 64;\n"
+      "  require N % 3 == 0;\n  Y[0 : +64] = X[0 : +64];\n}\n",
+  };
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+    Arena *a = arena_new();
+    TirFunc *f, *g = full_of(a, texts[i], NULL, &f);
+    cr_expect_null(g, "text %zu has a full-size entry", i);
+    cr_expect_null(f->full_entry);
+    cr_expect_null(strstr(meta_emit(a, f, 0), "tilec: full"));
+    arena_free(a);
+  }
+}
+
+Test(full, turned_off) {
+  Arena *a = arena_new();
+  setenv("TILEC_FULL_ENTRY", "0", 1);
+  TirFunc *f, *g = full_of(a, row, NULL, &f);
+  unsetenv("TILEC_FULL_ENTRY");
+  cr_expect_null(g);
+  arena_free(a);
+}
+
+/* The module holds both entries, and the runtime's parser links them by name. */
+Test(full, in_the_module) {
+  Arena *a = arena_new();
+  TirFunc *f, *g = full_of(a, row, NULL, &f);
+  cr_assert(g);
+  TirFunc *fs[2] = {f, g};
+  Diag d;
+  diag_init(&d, NULL, stderr);
+  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
+  char *ptx = nvptx_compile_module(fs, 2, &o, &d);
+  cr_assert(ptx);
+  cr_expect(strstr(ptx, ".entry row(") && strstr(ptx, ".entry row__full("));
+  tilert_kernel_info info;
+  tilert_status st = tilert_parse_kernel_info_named(ptx, "row", &info);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_expect_str_eq(info.full_name, "row__full");
+  st = tilert_parse_kernel_info_named(ptx, "row__full", &info);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_expect(info.dims[1].pinned && info.dims[1].value == 64);
+  arena_free(a);
+}
