@@ -20,6 +20,7 @@ Line format: NAME EXAMPLE -D P=V ... (NAME is the specialization's file name and
 import argparse
 import json
 import os
+import concurrent.futures
 import subprocess
 import sys
 
@@ -80,18 +81,21 @@ def render(lines, src, commit):
 def build(tuned, outdir, tilec):
     """Compiles every line of tuned.txt, then links each example's specializations."""
     os.makedirs(outdir, exist_ok=True)
-    order = {}
+    order, cmds = {}, []
     for ln in open(tuned):
         f = ln.split()
         if not f or f[0].startswith("#"):
             continue
         name, example, flags = f[0], f[1], f[2:]
         src = os.path.join(os.path.dirname(HERE), "dsl", "examples", example + ".tile")
-        cmd = [tilec, src, "--emit=c", "--arch=sm_90a", *flags, "-o", os.path.join(outdir, name)]
-        if subprocess.run(cmd).returncode != 0:
-            print(f"tuned: {' '.join(cmd)} failed", file=sys.stderr)
-            return 1
+        cmds.append([tilec, src, "--emit=c", "--arch=sm_90a", *flags, "-o", os.path.join(outdir, name)])
         order.setdefault(example, []).append(name)
+    # one compile per core: each is a separate process writing its own pair of files
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for cmd, rc in zip(cmds, pool.map(lambda c: subprocess.run(c).returncode, cmds)):
+            if rc != 0:
+                print(f"tuned: {' '.join(cmd)} failed", file=sys.stderr)
+                return 1
     for example, names in order.items():
         cmd = [tilec, "--link", *[os.path.join(outdir, n + ".h") for n in names], "-o", os.path.join(outdir, example)]
         if subprocess.run(cmd).returncode != 0:

@@ -44,36 +44,53 @@ variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D RO
 # dimension expressions), as in their golden TIR.
 variants+=("shape_ops|tests/golden/src/shape_ops.tile|")
 
+# One kernel for one arch: compile, assemble, look at ptxas's report; its line (or FAIL lines)
+# go to OUT/NAME.ARCH.log. Two at a time (the machines have two cores), printed in order below.
+check_one() {
+  local name src flags arch log rc regs smem ptx
+  IFS='|' read -r name src flags arch <<<"$1"
+  ptx="$OUT/$name.$arch.ptx"
+  exec >"$OUT/$name.$arch.log"
+  # shellcheck disable=SC2086
+  if ! "$TILEC" "$src" --emit=ptx --arch=$arch $flags -o "$ptx" 2>"$ptx.err"; then
+    echo "FAIL $name $arch: tilec --emit=ptx failed:"; sed 's/^/  /' "$ptx.err" | head -20
+    return
+  fi
+  rm -f "$ptx.err"
+  smem=$(sed -n 's|^// tilec: smem \([0-9]*\)$|\1|p' "$ptx" | paste -sd, -)   # one per kernel
+  [ "$have_ptxas" = 1 ] || return 0
+  log=$("$PTXAS" -arch=$arch -v "$ptx" -o /dev/null 2>&1)
+  rc=$?
+  regs=$(sed -n 's/.*Used \([0-9]*\) registers.*/\1/p' <<<"$log" | head -1)
+  if [ $rc -ne 0 ]; then
+    echo "FAIL $name $arch: ptxas failed:"; sed 's/^/  /' <<<"$log" | head -20; return
+  fi
+  # every entry of the module (multi-kernel files, full-size entries: one report per kernel)
+  if grep -qE "[1-9][0-9]* bytes spill (stores|loads)" <<<"$log"; then
+    echo "FAIL $name $arch: spills:"; grep -i spill <<<"$log" | sed 's/^/  /'; return
+  fi
+  # C7514/C7515: ptxas serialized the wgmmas (each waits for the one before): a schedule gone wrong
+  if grep -qE "C751[45]|are serialized" <<<"$log"; then
+    echo "FAIL $name $arch: wgmma serialized:"; grep -E "C751[45]|serialized" <<<"$log" | sed 's/^/  /'; return
+  fi
+  printf '%-24s %-7s %5s %7s  %s\n' "$name" "$arch" "$regs" "$smem" ok
+}
+export -f check_one
+export TILEC PTXAS OUT have_ptxas
+
+jobs=()
+for v in "${variants[@]}"; do
+  for arch in sm_80 sm_90a; do jobs+=("$v|$arch"); done
+done
+printf '%s\n' "${jobs[@]}" | xargs -P "$(nproc)" -d '\n' -n 1 bash -c 'check_one "$1"' _
 fail=0
 printf '%-24s %-7s %5s %7s  %s\n' kernel arch regs smem "ptxas"
-for v in "${variants[@]}"; do
-  IFS='|' read -r name src flags <<<"$v"
-  for arch in sm_80 sm_90a; do
-    ptx="$OUT/$name.$arch.ptx"
-    # shellcheck disable=SC2086
-    if ! "$TILEC" "$src" --emit=ptx --arch=$arch $flags -o "$ptx" 2>"$ptx.err"; then
-      echo "FAIL $name $arch: tilec --emit=ptx failed:"; sed 's/^/  /' "$ptx.err" | head -20
-      fail=1; continue
-    fi
-    rm -f "$ptx.err"
-    smem=$(sed -n 's|^// tilec: smem \([0-9]*\)$|\1|p' "$ptx" | paste -sd, -)   # one per kernel
-    [ "$have_ptxas" = 1 ] || continue
-    log=$("$PTXAS" -arch=$arch -v "$ptx" -o /dev/null 2>&1)
-    rc=$?
-    regs=$(sed -n 's/.*Used \([0-9]*\) registers.*/\1/p' <<<"$log" | head -1)
-    if [ $rc -ne 0 ]; then
-      echo "FAIL $name $arch: ptxas failed:"; sed 's/^/  /' <<<"$log" | head -20; fail=1; continue
-    fi
-    # every entry of the module (multi-kernel files: one report per kernel)
-    if grep -qE "[1-9][0-9]* bytes spill (stores|loads)" <<<"$log"; then
-      echo "FAIL $name $arch: spills:"; grep -i spill <<<"$log" | sed 's/^/  /'; fail=1; continue
-    fi
-    # C7514/C7515: ptxas serialized the wgmmas (each waits for the one before): a schedule gone wrong
-    if grep -qE "C751[45]|are serialized" <<<"$log"; then
-      echo "FAIL $name $arch: wgmma serialized:"; grep -E "C751[45]|serialized" <<<"$log" | sed 's/^/  /'; fail=1; continue
-    fi
-    printf '%-24s %-7s %5s %7s  %s\n' "$name" "$arch" "$regs" "$smem" ok
-  done
+for j in "${jobs[@]}"; do
+  IFS='|' read -r name _ _ arch <<<"$j"
+  log="$OUT/$name.$arch.log"
+  if [ ! -s "$log" ] && [ "$have_ptxas" = 1 ]; then echo "FAIL $name $arch: no result"; fail=1; continue; fi
+  cat "$log" 2>/dev/null
+  grep -q '^FAIL' "$log" 2>/dev/null && fail=1
 done
 
 # Golden feature checks on the sm_90a PTX.
