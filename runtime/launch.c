@@ -178,8 +178,14 @@ static tilert_status prepare_full(tilert_module *m, tilert_kernel *k) {
   const char *env = getenv("TILERT_FULL");
   if (!k->info.full_name[0] || (env && !strcmp(env, "0")))
     return tilert__ok();
+  /* a full-size entry has none of its own (metadata saying otherwise would recurse forever) */
+  tilert_kernel_info *fi = malloc(sizeof *fi);
+  if (!fi)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  bool nested = tilert_parse_kernel_info_named(m->meta, k->info.full_name, fi).code || fi->full_name[0];
+  free(fi);
   tilert_kernel *f;
-  if (tilert_module_get_kernel(m, k->info.full_name, &f).code)
+  if (nested || tilert_module_get_kernel(m, k->info.full_name, &f).code)
     return tilert__ok();
   bool pins = false;
   for (int i = 0; i < k->info.ndims; i++) {
