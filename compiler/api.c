@@ -83,17 +83,13 @@ static bool api_run(tilec_result *r, const SourceFile *src, const tilec_options 
   int smem = 0;
   if (targets & TILEC_TARGET_PTX) {
     NvptxOptions no = {.arch = arch, .opt_level = o->opt_level < 0 ? 3 : o->opt_level};
-    TirFunc *g = driver_full_entry(a, k, f, defs, o->ndefines, arch, d);
-    if (!g && !(r->ptx = nvptx_compile(f, &no, d, &smem)))
+    /* the kernel and its full-size entry, if any, in one module; the kernel's smem from its block */
+    TirFunc *fs[2] = {f, driver_full_entry(a, k, f, defs, o->ndefines, arch, d)};
+    tilert_kernel_info *info = arena_alloc(a, sizeof *info);
+    if (!(r->ptx = driver_compile(fs, fs[1] ? 2 : 1, &no, d)) ||
+        tilert_parse_kernel_info_named(r->ptx, f->name, info).code)
       return false;
-    if (g) { /* a module of the kernel and its full-size entry; the kernel's smem from its block */
-      TirFunc *fs[2] = {f, g};
-      tilert_kernel_info *info = arena_alloc(a, sizeof *info);
-      if (!(r->ptx = nvptx_compile_module(fs, 2, &no, d)) ||
-          tilert_parse_kernel_info_named(r->ptx, f->name, info).code)
-        return false;
-      smem = info->smem_bytes;
-    }
+    smem = info->smem_bytes;
   }
   r->f = targets & TILEC_TARGET_CPU ? f : NULL;
   r->meta = meta_emit(a, f, smem);

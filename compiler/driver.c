@@ -69,7 +69,7 @@ static bool full_bound(const TirFunc *f, const TirExpr *e, int *dim, int64_t *bo
  * pinned to their bounds; *nfull counts the latter. */
 static Define *full_defines(Arena *a, const AstKernel *k, const TirFunc *f, const Define *defs,
                             int ndefs, int *n, int *nfull) {
-  Define *out = arena_alloc(a, sizeof *out * (size_t)(ndefs + f->nrequires + 1));
+  Define *out = arena_alloc(a, sizeof *out * (size_t)(ndefs + f->ndims + 1));
   *n = *nfull = 0;
   for (int i = 0; i < ndefs; i++) {
     bool mine = false;
@@ -80,21 +80,18 @@ static Define *full_defines(Arena *a, const AstKernel *k, const TirFunc *f, cons
     if (mine)
       out[(*n)++] = defs[i];
   }
-  int64_t *bounds = arena_alloc(a, sizeof *bounds * (size_t)(f->nrequires + 1));
+  int64_t *bound = arena_alloc(a, sizeof *bound * (size_t)(f->ndims + 1)); /* per dim, 0: none */
   for (int i = 0; i < f->nrequires; i++) {
-    int dim, j = *n - *nfull;
-    int64_t bound;
-    if (!full_bound(f, &f->requires[i], &dim, &bound))
-      continue;
-    while (j < *n && strcmp(out[j].name, f->dims[dim].name))
-      j++;
-    if (j == *n) /* a new dim */
-      out[(*n)++].name = f->dims[dim].name, bounds[(*nfull)++] = bound;
-    else if (bound < bounds[j - (*n - *nfull)]) /* two bounds on one dim: the tighter one */
-      bounds[j - (*n - *nfull)] = bound;
+    int dim;
+    int64_t b;
+    if (full_bound(f, &f->requires[i], &dim, &b) && (!bound[dim] || b < bound[dim]))
+      bound[dim] = b; /* two bounds on one dim: the tighter one */
   }
-  for (int j = 0; j < *nfull; j++)
-    out[*n - *nfull + j].value = arena_printf(a, "%lld", (long long)bounds[j]);
+  for (int i = 0; i < f->ndims; i++)
+    if (bound[i]) {
+      out[(*n)++] = (Define){f->dims[i].name, arena_printf(a, "%lld", (long long)bound[i]), f->loc};
+      (*nfull)++;
+    }
   return out;
 }
 
@@ -160,8 +157,7 @@ GpuArch driver_sema_arch(const TilecOptions *o) {
   return best;
 }
 
-/* The PTX (or LLVM IR) of the kernels: one module with every one of them. */
-static char *driver_compile(TirFunc **funcs, int n, const NvptxOptions *no, Diag *d) {
+char *driver_compile(TirFunc **funcs, int n, const NvptxOptions *no, Diag *d) {
   int smem = 0;
   return n == 1 ? nvptx_compile(funcs[0], no, d, &smem) : nvptx_compile_module(funcs, n, no, d);
 }

@@ -714,6 +714,9 @@ typedef struct TilecOptions {
   int64_t run_max_bytes;     /* --max-memory: all tensors together (default TILEC_RUN_MAX_BYTES) */
 } TilecOptions;
 
+/* driver.c: the PTX (or LLVM IR) of the kernels: one module with every one of them. */
+char *driver_compile(TirFunc **funcs, int n, const NvptxOptions *no, Diag *d);
+
 /* driver.c: the arch whose shared-memory budget is the tightest of o's: sema checks against it. */
 GpuArch driver_sema_arch(const TilecOptions *o);
 

@@ -40,11 +40,7 @@ tilert_status tilert_plan_create(tilert_kernel *k, const tilert_arg *args, int n
   tilert_plan *p = calloc(1, sizeof *p + sizeof(tilert_arg) * (size_t)(nargs ? nargs : 1));
   if (!p)
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
-  tilert_status st = tilert__bind_kernel(k, args, nargs, p->dims, p->grid);
-  if (!st.code && tilert__entry_for(k, p->dims) != k) {
-    k = tilert__entry_for(k, p->dims);
-    st = tilert__bind_kernel(k, args, nargs, p->dims, p->grid);
-  }
+  tilert_status st = tilert__bind_entry(&k, args, nargs, p->dims, p->grid);
   if (st.code) {
     free(p);
     return st;

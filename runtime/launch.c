@@ -174,18 +174,16 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
 /* The full-size entry, when the module has one and TILERT_FULL is not 0: what it pins, by the
  * names of k's run-time dims. An entry the device refuses (its registers, say) is no error: k
  * runs every launch, which computes the same. */
+static tilert_status get_kernel(tilert_module *m, const char *name, bool with_full, tilert_kernel **out);
+
 static tilert_status prepare_full(tilert_module *m, tilert_kernel *k) {
   const char *env = getenv("TILERT_FULL");
   if (!k->info.full_name[0] || (env && !strcmp(env, "0")))
     return tilert__ok();
-  /* a full-size entry has none of its own (metadata saying otherwise would recurse forever) */
-  tilert_kernel_info *fi = malloc(sizeof *fi);
-  if (!fi)
-    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
-  bool nested = tilert_parse_kernel_info_named(m->meta, k->info.full_name, fi).code || fi->full_name[0];
-  free(fi);
+  /* one level: an entry's own `full` line (which would only come from metadata naming entries in
+   * a cycle) is not followed */
   tilert_kernel *f;
-  if (nested || tilert_module_get_kernel(m, k->info.full_name, &f).code)
+  if (get_kernel(m, k->info.full_name, false, &f).code)
     return tilert__ok();
   bool pins = false;
   for (int i = 0; i < k->info.ndims; i++) {
@@ -211,9 +209,24 @@ tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims) {
   return k->full;
 }
 
+tilert_status tilert__bind_entry(tilert_kernel **k, const tilert_arg *args, int nargs, int64_t *dims,
+                                 int64_t grid[3]) {
+  tilert_status st = tilert__bind_kernel(*k, args, nargs, dims, grid);
+  tilert_kernel *e = st.code ? *k : tilert__entry_for(*k, dims);
+  if (e == *k)
+    return st;
+  *k = e; /* its dims and grid as that entry has them (the pinned dims are not passed) */
+  return tilert__bind_kernel(e, args, nargs, dims, grid);
+}
+
 tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tilert_kernel **out) {
   if (!m || !name || !out)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_module_get_kernel: NULL argument");
+  return get_kernel(m, name, true, out);
+}
+
+/* tilert_module_get_kernel; with_full: also its full-size entry (prepare_full). */
+static tilert_status get_kernel(tilert_module *m, const char *name, bool with_full, tilert_kernel **out) {
   *out = NULL;
   for (tilert_kernel *k = m->kernels; k; k = k->next)
     if (strcmp(k->info.name, name) == 0) {
@@ -234,7 +247,7 @@ tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tiler
     st = gpu_prepare(d, m->dev, k->fn, k->info.name, k->info.threads, k->info.smem_bytes);
   if (!st.code)
     st = prepare_ws(d, m, k);
-  if (!st.code)
+  if (!st.code && with_full)
     st = prepare_full(m, k);
   if (st.code) {
     free(k->tmaps);
@@ -477,11 +490,8 @@ tilert_status tilert_launch(tilert_kernel *k, const tilert_arg *args, int nargs,
   if (!k)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_launch: kernel is NULL");
   int64_t dims[TILERT_MAX_DIMS], grid[3];
-  tilert_status st = tilert__bind_kernel(k, args, nargs, dims, grid);
-  tilert_kernel *e = st.code ? k : tilert__entry_for(k, dims);
-  if (e != k) /* its dims and grid as that entry has them (the pinned dims are not passed) */
-    st = tilert__bind_kernel(e, args, nargs, dims, grid);
+  tilert_status st = tilert__bind_entry(&k, args, nargs, dims, grid);
   if (st.code)
     return st;
-  return tilert__launch_bound(e, args, nargs, dims, grid, stream);
+  return tilert__launch_bound(k, args, nargs, dims, grid, stream);
 }

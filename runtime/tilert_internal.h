@@ -167,6 +167,10 @@ tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int
 /* The entry a launch with these dims runs (launch.c): k's full-size entry where every dim it
  * pins has its value here, else k. */
 tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims);
+/* tilert__bind_kernel, then with the entry the launch runs (tilert__entry_for), which *k becomes:
+ * tilert_launch and tilert_plan_create. */
+tilert_status tilert__bind_entry(tilert_kernel **k, const tilert_arg *args, int nargs, int64_t *dims,
+                                 int64_t grid[3]);
 
 /* A row walk's chunk (launch.c): the tiles of a row of GX a walker takes per step, for ROWS rows
  * and WALKERS resident blocks, or 0: a block per tile. FORCE >= 0 (TILERT_WALK_CHUNK) wins. */
