@@ -56,6 +56,7 @@ typedef struct Tile {
    * (i, j) sits shift_i elements past its place, shift_i the row's misalignment in elements;
    * get_tile adds it back (plan_shifted). */
   const TirInst *shifted; /* the LOAD filling it, or NULL */
+  bool ahead;             /* a lookahead load's register: pipe_top fills it, its LOAD emits nothing */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -75,6 +76,9 @@ typedef struct Pipe {
   LLVMValueRef rslot, wslot; /* i32 allocas: the stage the body reads; the stage the next prefetch fills */
   LLVMValueRef phase;        /* ws: i32 alloca, the parity of rslot's full barrier this round */
   LLVMValueRef iter;         /* ws: i32 alloca, iterations completed */
+  LLVMValueRef *next;        /* per lookahead load (TirPipe.lookahead) and iteration ahead (1 ..
+                                tp->ahead): alloca [n x T], that iteration's values, nearest first
+                                (next[l * ahead + k]: k + 1 iterations ahead) */
 } Pipe;
 
 typedef struct Nest {
@@ -1934,11 +1938,11 @@ static void lower_inst(Cg *g, const TirInst *in);
 /* Copies of every load of p for the iteration whose counter is ctr (i64) into stage `slot`, when
  * ctr < hi. The loop variable and the chain registers take that iteration's values meanwhile and
  * get their own back afterwards. */
-static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef slot) {
+/* The loop variable and the chain registers of p take the values of the iteration whose counter
+ * is ctr (i64); returns what they held, for chain_leave. */
+static LLVMValueRef *chain_enter(Cg *g, const TirPipe *p, LLVMValueRef ctr) {
   const TirFunc *f = g->f;
-  const TirPipe *p = pp->tp;
   int ind = f->insts[p->first].dst;
-  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, ctr, hi, ""));
   LLVMValueRef *saved = vals_new(g, p->nchain + 1);
   get_tile(g, ind, &saved[0]);
   for (int c = 0; c < p->nchain; c++)
@@ -1948,13 +1952,89 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
   SrcLoc loc = g->loc;
   for (int c = 0; c < p->nchain; c++)
     lower_inst(g, &f->insts[p->chain[c]]);
-  for (int l = 0; l < p->nloads; l++)
-    async_load(g, &f->insts[p->loads[l]], slot, false);
   g->loc = loc;
-  store_regs(g, ind, &saved[0]);
+  return saved;
+}
+
+static void chain_leave(Cg *g, const TirPipe *p, LLVMValueRef *saved) {
+  store_regs(g, g->f->insts[p->first].dst, &saved[0]);
   for (int c = 0; c < p->nchain; c++)
-    store_regs(g, f->insts[p->chain[c]].dst, &saved[1 + c]);
+    store_regs(g, g->f->insts[p->chain[c]].dst, &saved[1 + c]);
+}
+
+static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef slot) {
+  const TirPipe *p = pp->tp;
+  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, ctr, hi, ""));
+  LLVMValueRef *saved = chain_enter(g, p, ctr);
+  SrcLoc loc = g->loc;
+  for (int l = 0; l < p->nloads; l++)
+    async_load(g, &g->f->insts[p->loads[l]], slot, false);
+  g->loc = loc;
+  chain_leave(g, p, saved);
   end_if(g, join);
+}
+
+/* The lookahead loads of the iteration whose counter is ctr (i64) into Pipe.next slot k (k + 1
+ * iterations ahead of the one running once the loop is in it), when ctr < hi (the chain replayed
+ * for it as in pipe_issue); the registers of the running iteration keep their values. */
+static void lookahead_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi, int k) {
+  const TirFunc *f = g->f;
+  const TirPipe *p = pp->tp;
+  if (!p->nlookahead)
+    return;
+  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSLT, ctr, hi, ""));
+  LLVMValueRef *saved = chain_enter(g, p, ctr);
+  SrcLoc loc = g->loc;
+  for (int l = 0; l < p->nlookahead; l++) {
+    const TirInst *in = &f->insts[p->lookahead[l]];
+    Tile *t = &g->tiles[in->dst];
+    LLVMValueRef *cur = vals_new(g, t->n), *nxt = vals_new(g, t->n);
+    get_tile(g, in->dst, cur);
+    t->ahead = false;
+    lower_inst(g, in);
+    t->ahead = true;
+    get_tile(g, in->dst, nxt);
+    LLVMTypeRef rt = reg_type(g, rtype(g, in->dst)->elem);
+    for (int e = 0; e < t->n; e++) {
+      LLVMValueRef idx = ci32(g, e);
+      LLVMBuildStore(g->b, nxt[e], LLVMBuildInBoundsGEP2(g->b, rt, pp->next[l * p->ahead + k], &idx, 1, ""));
+    }
+    store_regs(g, in->dst, cur);
+  }
+  g->loc = loc;
+  chain_leave(g, p, saved);
+  end_if(g, join);
+}
+
+/* The values of lookahead slot `slot` (register tile r's elements). */
+static LLVMValueRef *lookahead_slot(Cg *g, LLVMValueRef slot, int r) {
+  LLVMTypeRef rt = reg_type(g, rtype(g, r)->elem);
+  LLVMValueRef *v = vals_new(g, g->tiles[r].n);
+  for (int e = 0; e < g->tiles[r].n; e++) {
+    LLVMValueRef idx = ci32(g, e);
+    v[e] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, slot, &idx, 1, ""), "");
+  }
+  return v;
+}
+
+/* At the top of the body: the lookahead loads' values for this iteration (issued p->ahead
+ * iterations earlier, as the ring's copies) into their registers; the later iterations' values
+ * move one slot nearer (registers: the moves cost nothing after SSA). */
+static void lookahead_take(Cg *g, const Pipe *pp) {
+  const TirPipe *p = pp->tp;
+  for (int l = 0; l < p->nlookahead; l++) {
+    int r = g->f->insts[p->lookahead[l]].dst;
+    LLVMValueRef *q = &pp->next[l * p->ahead];
+    store_regs(g, r, lookahead_slot(g, q[0], r));
+    LLVMTypeRef rt = reg_type(g, rtype(g, r)->elem);
+    for (int k = 0; k + 1 < p->ahead; k++) {
+      LLVMValueRef *v = lookahead_slot(g, q[k + 1], r);
+      for (int e = 0; e < g->tiles[r].n; e++) {
+        LLVMValueRef idx = ci32(g, e);
+        LLVMBuildStore(g->b, v[e], LLVMBuildInBoundsGEP2(g->b, rt, q[k], &idx, 1, ""));
+      }
+    }
+  }
 }
 
 /* At the FOR, before the loop: the first P - 1 iterations' copies. */
@@ -1993,6 +2073,13 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
     cp_async_commit(g);
   }
   LLVMBuildStore(g->b, ci32(g, p->tp->ahead), p->wslot);
+  for (int l = 0; l < p->tp->nlookahead; l++) {
+    int r = g->f->insts[p->tp->lookahead[l]].dst;
+    for (int k = 0; k < p->tp->ahead; k++)
+      p->next[l * p->tp->ahead + k] = entry_alloca(g, reg_type(g, rtype(g, r)->elem), g->tiles[r].n);
+  }
+  for (int k = 0; k < p->tp->ahead; k++)
+    lookahead_issue(g, p, LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, k), ""), ""), hi, k);
 }
 
 /* At the top of the body (counter ctr): wait for this iteration's stage, prefetch p->ahead
@@ -2000,9 +2087,11 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
  * prologue's `ahead` and one per earlier iteration), so waiting until at most ahead - 1 are
  * pending means iteration i's copies landed (this thread's; the barrier: everyone's). */
 static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef step) {
+  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
+  lookahead_take(g, p);
+  lookahead_issue(g, p, ahead, hi, p->tp->ahead - 1);
   cp_async_wait(g, p->tp->ahead - 1);
   barrier(g);
-  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
   pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
   cp_async_commit(g);
 }
@@ -2725,8 +2814,8 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
 
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
-  if (g->tiles[dst].pipe >= 0 || g->tiles[dst].head)
-    return; /* its copies were issued ahead (pipe_top), or by the producer (head loads) */
+  if (g->tiles[dst].pipe >= 0 || g->tiles[dst].head || g->tiles[dst].ahead)
+    return; /* issued ahead (pipe_top: copies or a lookahead load), or by the producer (head loads) */
   if (g->tiles[dst].shared && async_shared_load(g, in)) {
     if (g->dirty)
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
@@ -3419,6 +3508,9 @@ static void plan_pipes(Cg *g) {
     p->iter = entry_alloca(g, g->i32, 1);
     for (int l = 0; l < p->tp->nloads; l++)
       g->tiles[f->insts[p->tp->loads[l]].dst].pipe = k;
+    p->next = vals_new(g, p->tp->nlookahead * p->tp->ahead);
+    for (int l = 0; l < p->tp->nlookahead; l++)
+      g->tiles[f->insts[p->tp->lookahead[l]].dst].ahead = true;
     if (p->tp->stages > g->stages_used)
       g->stages_used = p->tp->stages;
   }

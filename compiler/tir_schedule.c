@@ -36,6 +36,9 @@ enum { PRODUCER_REGS = 24, PRODUCER_REGS_WIDE = 40, CONSUMER_REGS_MAX = 240, SM_
 /* Registers a thread may hold across the loop for prefetched epilogue loads (GEMM 128 x 256:
  * the bias, 64 halves; the consumers' budget keeps room for them beside the accumulator). */
 enum { PREFETCH_REGS = 64 };
+/* Registers a thread may hold for a pipe's lookahead loads (ahead + 1 copies each: this
+ * iteration's and the ones in flight): per-row scalars, not row tiles. */
+enum { LOOKAHEAD_REGS = 16 };
 
 /* The registers a thread of an n-thread block is launched with (ptxas: at most 255, whole
  * 8-register units, n of them on the SM). */
@@ -124,25 +127,47 @@ static bool replayable(const TirFunc *f, const TirPipe *p, int r, int before, in
   return false;
 }
 
-static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
+/* Whether j is a top-level LOAD of p's body whose tile it alone writes, read only after it inside
+ * the loop, with index starts the chain can replay (marking the chain). What ring loads and
+ * lookahead loads have in common. */
+static bool body_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
   const TirInst *in = &f->insts[j];
-  if (in->op != TIR_LOAD || !top_level(f, p->first, j))
-    return false;
-  const TileType *ty = &f->regs[in->dst].type;
-  const TirArg *a = &f->args[in->arg_index];
-  if (ty->place != PLACE_SHARED || count_writes(f, in->dst, 0, f->ninsts) != 1)
+  if (in->op != TIR_LOAD || !top_level(f, p->first, j) || count_writes(f, in->dst, 0, f->ninsts) != 1)
     return false;
   for (int k = 0; k < f->ninsts; k++)
     if (tir_inst_reads(&f->insts[k], in->dst) && (k <= j || k >= p->last))
       return false;
-  if (!tir_load_moves_16_bytes(f, in))
-    return false;
-  for (int d = 0; d < a->rank; d++)
+  for (int d = 0; d < f->args[in->arg_index].rank; d++)
     if (!replayable(f, p, in->index[d].start, j, 0, mark))
       return false;
   return true;
 }
 
+static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
+  const TirInst *in = &f->insts[j];
+  return in->op == TIR_LOAD && f->regs[in->dst].type.place == PLACE_SHARED && tir_load_moves_16_bytes(f, in) &&
+         body_load(f, p, j, mark);
+}
+
+/* Whether the kernel writes tensor argument arg anywhere (STORE, atomics). */
+static bool arg_written(const TirFunc *f, int arg) {
+  for (int j = 0; j < f->ninsts; j++) {
+    TirOp op = f->insts[j].op;
+    if ((op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX) && f->insts[j].arg_index == arg)
+      return true;
+  }
+  return false;
+}
+
+/* A lookahead load of p (TirPipe.lookahead): a top-level LOAD of a register tile, its only
+ * write, read only after it inside the loop (so its register is free at the top of the body),
+ * of a tensor the kernel never writes, with index starts the chain can replay. */
+static bool lookahead_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
+  const TirInst *in = &f->insts[j];
+  const TileType *ty = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
+  return ty && ty->place != PLACE_SHARED && ty->layout && !arg_written(f, in->arg_index) &&
+         body_load(f, p, j, mark);
+}
 
 bool tir_pipelining_enabled(void) { return !env_off("TILEC_PIPELINE"); }
 bool tir_rotation_enabled(void) { return !env_off("TILEC_ROTATE"); }
@@ -280,11 +305,20 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
         p->loads[p->nloads++] = j;
     if (!p->nloads)
       continue;
+    p->overlap_dot = plan_overlap(S, p);
+    p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
+    p->lookahead = arena_alloc(a, sizeof(int) * (size_t)(p->last - i));
+    for (int j = i + 1, regs = 0; j < p->last && !env_off("TILEC_LOOKAHEAD"); j++) {
+      const TileType *ty = f->insts[j].dst >= 0 ? &f->regs[f->insts[j].dst].type : NULL;
+      int n = ty && ty->layout ? layout_nregs(ty->layout) * (p->ahead + 1) : 0;
+      if (n && regs + n <= LOOKAHEAD_REGS && lookahead_load(f, p, j, mark)) {
+        p->lookahead[p->nlookahead++] = j;
+        regs += n;
+      }
+    }
     for (int j = i + 1; j < p->last; j++)
       if (mark[j])
         p->chain[p->nchain++] = j;
-    p->overlap_dot = plan_overlap(S, p);
-    p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
     p->release = p->overlap_dot >= 0 ? p->overlap_dot : last_reader(f, p);
     (*npipes)++;
   }
@@ -625,16 +659,6 @@ static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p)
     s->head_stages = 2;
 }
 
-/* Whether the kernel writes tensor argument arg anywhere (STORE, atomics). */
-static bool arg_written(const TirFunc *f, int arg) {
-  for (int j = 0; j < f->ninsts; j++) {
-    TirOp op = f->insts[j].op;
-    if ((op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX) && f->insts[j].arg_index == arg)
-      return true;
-  }
-  return false;
-}
-
 /* Prefetched loads (TirSchedule.prefetch): each index start defined once, at the top level,
  * before the loop; the tensor never written; registers within the budget. */
 static void plan_prefetch(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
@@ -875,6 +899,8 @@ static void insert_sync(TirFunc *g, const TirFunc *f, TirSchedule *s) {
       p->loads[l] = map[p->loads[l]];
     for (int c = 0; c < p->nchain; c++)
       p->chain[c] = map[p->chain[c]];
+    for (int l = 0; l < p->nlookahead; l++)
+      p->lookahead[l] = map[p->lookahead[l]];
   }
   remap_roles(s, map);
 }
@@ -1006,6 +1032,8 @@ static void remap_pipe(TirPipe *p, const int *map) {
     p->loads[l] = map[p->loads[l]];
   for (int c = 0; c < p->nchain; c++)
     p->chain[c] = map[p->chain[c]];
+  for (int l = 0; l < p->nlookahead; l++)
+    p->lookahead[l] = map[p->lookahead[l]];
 }
 
 typedef struct Emit {
@@ -1456,6 +1484,8 @@ TirFunc *tir_schedule(const TirFunc *f, const SchedOptions *o, Diag *d) {
   }
   if (!s->ws)
     s->head_wait = s->head_release = s->head_release_empty = -1;
+  for (int k = 0; s->ws && k < s->npipes; k++)
+    pipes[k].nlookahead = 0; /* the consumers wait on mbarriers: no pipe_top issues them */
   plan_block_order(f, s);
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
@@ -1683,6 +1713,19 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
     return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
   if (p->rotated && !verify_rotation(v, p))
     return false;
+  for (int l = 0; l < p->nlookahead; l++) {
+    int j = p->lookahead[l], t = f->insts[j].dst;
+    if (f->sched->ws)
+      return sfail(v, j, "pipe %d: a lookahead load in the warp-specialized entry", k);
+    if (j <= p->first || j >= p->last || f->insts[j].op != TIR_LOAD || !top_level(f, p->first, j) ||
+        f->regs[t].type.place == PLACE_SHARED || count_writes(f, t, 0, f->ninsts) != 1)
+      return sfail(v, j, "pipe %d: lookahead load is not the only top-level write of its register tile", k);
+    if (arg_written(f, f->insts[j].arg_index))
+      return sfail(v, j, "pipe %d: lookahead load of a tensor the kernel writes", k);
+    for (int r = 0; r < f->ninsts; r++)
+      if (tir_inst_reads(&f->insts[r], t) && (r <= j || r >= p->last))
+        return sfail(v, r, "reads lookahead register %%%d before its load or outside its loop", t);
+  }
   for (int l = 0; l < p->nloads; l++) {
     int j = p->loads[l], t = f->insts[j].dst;
     bool early = p->early && p->early[l];
@@ -1906,6 +1949,11 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
       fprintf(out, ", rotated (accumulator wait @%d)", p->acc_wait);
     if (p->turn >= 0)
       fprintf(out, ", turn @%d .. @%d", p->turn, p->pass);
+    if (p->nlookahead) {
+      fputs(", lookahead loads:", out);
+      for (int l = 0; l < p->nlookahead; l++)
+        fprintf(out, " @%d", p->lookahead[l]);
+    }
     fputc('\n', out);
   }
   if (s->reverse_x)

@@ -5,7 +5,9 @@
 # autograd's layernorm backward (its two kernels) in the same process; the zeroing of dW and dB is
 # left out: DRAM throughput, L2 reduction traffic, warp states (why issue
 # stalls). Clocks as the GPU has them (--clock-control none). Needs build/ from `make bench-prep`.
-# Writes $OUT/ncu_layernorm_backward.csv (raw) and $OUT/ncu_layernorm_backward.txt (a summary).
+# Writes $OUT/ncu_layernorm_backward.csv (raw) and $OUT/ncu_layernorm_backward.txt (a summary);
+# with NCU_LNB_SASS=1 also the per-SASS-instruction counts and stall samples of the first variant
+# ($OUT/ncu_lnb_sass.csv.gz: where the instructions per element go).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must be set}
@@ -54,3 +56,12 @@ sys.path.insert(0, "tests/gpu")
 from ncu_csv import print_memory_kernels
 print_memory_kernels(f"{sys.argv[1]}/ncu_layernorm_backward.csv", sys.argv[2:], "torch")
 PY
+if [ "${NCU_LNB_SASS:-0}" = 1 ]; then
+  timeout 200 "$ncu" --profile-from-start off --clock-control none --kernel-name regex:'layernorm_backward' \
+    --section SourceCounters --section WarpStateStats -o "$OUT/lnb_src" -f \
+    python3 "$OUT/ncu_lnb.py" $shape ${variants%% *} >> "$OUT/ncu_layernorm_backward.err" 2>&1
+  "$ncu" -i "$OUT/lnb_src.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/ncu_layernorm_backward.err" \
+    | gzip > "$OUT/ncu_lnb_sass.csv.gz"
+  rm -f "$OUT/lnb_src.ncu-rep"
+  echo "sass export: $(zcat "$OUT/ncu_lnb_sass.csv.gz" | wc -l) lines"
+fi

@@ -1211,3 +1211,60 @@ Test(schedule, a_spilling_split_store_goes_whole) {
   cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 64 64"), "a store per warpgroup");
   arena_free(a);
 }
+
+/* Layernorm backward reads a row's Mean and Rstd from global memory in its loop body: they are
+ * lookahead loads (TirPipe.lookahead), issued one iteration ahead at the top of the body, so the
+ * first reaches the PTX before the loop's first stage wait; TILEC_LOOKAHEAD=0 leaves them where
+ * the body reads them. The ring tiles X and dY stay ring loads. */
+static const char *LNB_R1[] = {"BLOCK=4096", "ROWS=1", "CHUNK=32", "WARPS=8", "STAGES=4", NULL};
+
+Test(schedule, row_statistics_load_one_iteration_ahead) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "layernorm_backward", LNB_R1, ARCH_SM90A, &d);
+  const TirPipe *p = &f->sched->pipes[0];
+  cr_assert_eq(p->nloads, 2);
+  cr_assert_eq(p->nlookahead, 2);
+  for (int l = 0; l < 2; l++) {
+    const TirInst *in = &f->insts[p->lookahead[l]];
+    cr_assert_eq(in->op, TIR_LOAD);
+    cr_assert_neq(f->regs[in->dst].type.place, PLACE_SHARED);
+  }
+  cr_assert_str_eq(f->args[f->insts[p->lookahead[0]].arg_index].name, "Rstd");
+  cr_assert_str_eq(f->args[f->insts[p->lookahead[1]].arg_index].name, "Mean");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  f = scheduled_with(a, "layernorm_backward", LNB_R1, ARCH_SM90A, "TILEC_LOOKAHEAD", "0", &d);
+  cr_assert_eq(f->sched->pipes[0].nlookahead, 0);
+
+  char *ptx = module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A), *e = ptx_entry(a, ptx, "layernorm_backward");
+  cr_assert(e && strstr(e, "ld.global.f32") && strstr(e, "ld.global.f32") < strstr(e, "cp.async.wait_group"),
+            "the first row's statistics load before the loop");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  setenv("TILEC_LOOKAHEAD", "0", 1);
+  e = ptx_entry(a, module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A), "layernorm_backward");
+  unsetenv("TILEC_LOOKAHEAD");
+  cr_assert(strstr(e, "ld.global.f32") > strstr(e, "cp.async.wait_group"), "TILEC_LOOKAHEAD=0: in the body");
+  arena_free(a);
+}
+
+/* The verifier's rules for lookahead loads: a register tile's only write, of a tensor the kernel
+ * never writes, read only after it inside its loop. */
+Test(schedule, verifier_rejects_broken_lookahead_loads) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled(a, "layernorm_backward", LNB_R1, ARCH_SM90A, &d);
+  TirPipe *p = &f->sched->pipes[0];
+  int mean = p->lookahead[1];
+  p->lookahead[1] = p->loads[0]; /* X's ring tile is shared */
+  cr_assert(strstr(verify_msg(a, f), "not the only top-level write of its register tile"));
+  p->lookahead[1] = mean;
+  int arg = f->insts[mean].arg_index;
+  for (int k = 0; k < f->nargs; k++)
+    if (!strcmp(f->args[k].name, "dX"))
+      f->insts[mean].arg_index = k;
+  cr_assert(strstr(verify_msg(a, f), "a tensor the kernel writes"));
+  f->insts[mean].arg_index = arg;
+  f->insts[p->lookahead[0]].dst = f->insts[mean].dst; /* a second write of Mean's register */
+  cr_assert(strstr(verify_msg(a, f), "not the only top-level write"));
+  arena_free(a);
+}
