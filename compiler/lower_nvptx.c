@@ -77,8 +77,8 @@ typedef struct Pipe {
   LLVMValueRef phase;        /* ws: i32 alloca, the parity of rslot's full barrier this round */
   LLVMValueRef iter;         /* ws: i32 alloca, iterations completed */
   LLVMValueRef *next;        /* per lookahead load (TirPipe.lookahead) and iteration ahead (1 ..
-                                tp->ahead): alloca [n x T], that iteration's values, nearest first
-                                (next[l * ahead + k]: k + 1 iterations ahead) */
+                                tp->lookahead_dist): alloca [n x T], that iteration's values,
+                                nearest first (next[l * lookahead_dist + k]: k + 1 ahead) */
 } Pipe;
 
 typedef struct Nest {
@@ -1997,7 +1997,7 @@ static void lookahead_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRe
     LLVMTypeRef rt = reg_type(g, rtype(g, in->dst)->elem);
     for (int e = 0; e < t->n; e++) {
       LLVMValueRef idx = ci32(g, e);
-      LLVMBuildStore(g->b, nxt[e], LLVMBuildInBoundsGEP2(g->b, rt, pp->next[l * p->ahead + k], &idx, 1, ""));
+      LLVMBuildStore(g->b, nxt[e], LLVMBuildInBoundsGEP2(g->b, rt, pp->next[l * p->lookahead_dist + k], &idx, 1, ""));
     }
     store_regs(g, in->dst, cur);
   }
@@ -2017,17 +2017,17 @@ static LLVMValueRef *lookahead_slot(Cg *g, LLVMValueRef slot, int r) {
   return v;
 }
 
-/* At the top of the body: the lookahead loads' values for this iteration (issued p->ahead
- * iterations earlier, as the ring's copies) into their registers; the later iterations' values
- * move one slot nearer (registers: the moves cost nothing after SSA). */
+/* At the top of the body: the lookahead loads' values for this iteration (issued
+ * p->lookahead_dist iterations earlier) into their registers; the later iterations' values move
+ * one slot nearer (registers: the moves cost nothing after SSA). */
 static void lookahead_take(Cg *g, const Pipe *pp) {
   const TirPipe *p = pp->tp;
   for (int l = 0; l < p->nlookahead; l++) {
     int r = g->f->insts[p->lookahead[l]].dst;
-    LLVMValueRef *q = &pp->next[l * p->ahead];
+    LLVMValueRef *q = &pp->next[l * p->lookahead_dist];
     store_regs(g, r, lookahead_slot(g, q[0], r));
     LLVMTypeRef rt = reg_type(g, rtype(g, r)->elem);
-    for (int k = 0; k + 1 < p->ahead; k++) {
+    for (int k = 0; k + 1 < p->lookahead_dist; k++) {
       LLVMValueRef *v = lookahead_slot(g, q[k + 1], r);
       for (int e = 0; e < g->tiles[r].n; e++) {
         LLVMValueRef idx = ci32(g, e);
@@ -2075,10 +2075,10 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
   LLVMBuildStore(g->b, ci32(g, p->tp->ahead), p->wslot);
   for (int l = 0; l < p->tp->nlookahead; l++) {
     int r = g->f->insts[p->tp->lookahead[l]].dst;
-    for (int k = 0; k < p->tp->ahead; k++)
-      p->next[l * p->tp->ahead + k] = entry_alloca(g, reg_type(g, rtype(g, r)->elem), g->tiles[r].n);
+    for (int k = 0; k < p->tp->lookahead_dist; k++)
+      p->next[l * p->tp->lookahead_dist + k] = entry_alloca(g, reg_type(g, rtype(g, r)->elem), g->tiles[r].n);
   }
-  for (int k = 0; k < p->tp->ahead; k++)
+  for (int k = 0; k < p->tp->lookahead_dist; k++)
     lookahead_issue(g, p, LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, k), ""), ""), hi, k);
 }
 
@@ -2087,9 +2087,10 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
  * prologue's `ahead` and one per earlier iteration), so waiting until at most ahead - 1 are
  * pending means iteration i's copies landed (this thread's; the barrier: everyone's). */
 static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LLVMValueRef step) {
-  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
+  int dist = p->tp->lookahead_dist;
   lookahead_take(g, p);
-  lookahead_issue(g, p, ahead, hi, p->tp->ahead - 1);
+  lookahead_issue(g, p, LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, dist), ""), ""), hi, dist - 1);
+  LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
   cp_async_wait(g, p->tp->ahead - 1);
   barrier(g);
   pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
@@ -3508,7 +3509,7 @@ static void plan_pipes(Cg *g) {
     p->iter = entry_alloca(g, g->i32, 1);
     for (int l = 0; l < p->tp->nloads; l++)
       g->tiles[f->insts[p->tp->loads[l]].dst].pipe = k;
-    p->next = vals_new(g, p->tp->nlookahead * p->tp->ahead);
+    p->next = vals_new(g, p->tp->nlookahead * p->tp->lookahead_dist);
     for (int l = 0; l < p->tp->nlookahead; l++)
       g->tiles[f->insts[p->tp->lookahead[l]].dst].ahead = true;
     if (p->tp->stages > g->stages_used)

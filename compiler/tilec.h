@@ -439,12 +439,14 @@ typedef struct TirPipe {
   int *chain, nchain;      /* pure scalar body instructions their index starts need, in order */
   /* Lookahead loads (cp.async entry): top-level LOADs of small register tiles in the body whose
    * index starts the chain can replay and whose tensor the kernel never writes (a row's Mean and
-   * Rstd). pipe_top issues them `ahead` iterations ahead, as the ring's copies, into registers of
-   * their own, and hands them over at the top of their iteration, so a row's statistics arrive
-   * during earlier rows instead of stalling this one (layernorm backward: 17% of the warps' stall
-   * samples, run y1; one iteration ahead left most of it, the loads queued behind the ring's).
-   * At most LOOKAHEAD_REGS registers a thread; TILEC_LOOKAHEAD=0 leaves them in place. */
+   * Rstd). pipe_top issues them lookahead_dist iterations ahead into registers of their own and
+   * hands them over at the top of their iteration, so a row's statistics arrive during earlier
+   * rows instead of stalling this one (layernorm backward: 17% of the warps' stall samples, run
+   * y1). At most LOOKAHEAD_REGS registers a thread for all copies in flight; TILEC_LOOKAHEAD=0
+   * leaves them in place, TILEC_LOOKAHEAD=K issues them K iterations ahead (at most `ahead`;
+   * default 1: runs y2, y3, docs/performance.md). */
   int *lookahead, nlookahead;
+  int lookahead_dist;
   int wait, release;       /* its PIPE_WAIT and PIPE_RELEASE instructions */
   /* Rotated (warp-specialized entry): the zero-accumulator DOT that starts the body (S = Q K^T)
    * is issued for iteration i+1 at the end of iteration i, before the overlapped DOT (O += P V)

@@ -169,6 +169,16 @@ static bool lookahead_load(const TirFunc *f, const TirPipe *p, int j, bool *mark
          body_load(f, p, j, mark);
 }
 
+/* Iterations ahead a pipe's lookahead loads are issued (TirPipe.lookahead_dist): TILEC_LOOKAHEAD,
+ * at most the ring's `ahead`; 0 none. One by default: on the H200 the ring's distance (3 at 4
+ * stages) was no faster at 8192 x 4096 and 10% slower at 16384 x 1024 (run y3; its extra
+ * registers left Mean out of the budget), one iteration 3-11% faster than none there (run y2). */
+static int lookahead_distance(int ahead) {
+  const char *v = getenv("TILEC_LOOKAHEAD");
+  int k = v && *v ? atoi(v) : 1;
+  return k < 0 ? 0 : k > ahead ? ahead : k;
+}
+
 bool tir_pipelining_enabled(void) { return !env_off("TILEC_PIPELINE"); }
 bool tir_rotation_enabled(void) { return !env_off("TILEC_ROTATE"); }
 
@@ -308,9 +318,10 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
     p->overlap_dot = plan_overlap(S, p);
     p->ahead = p->overlap_dot >= 0 ? stages - 2 : stages - 1;
     p->lookahead = arena_alloc(a, sizeof(int) * (size_t)(p->last - i));
-    for (int j = i + 1, regs = 0; j < p->last && !env_off("TILEC_LOOKAHEAD"); j++) {
+    p->lookahead_dist = lookahead_distance(p->ahead);
+    for (int j = i + 1, regs = 0; j < p->last && p->lookahead_dist > 0; j++) {
       const TileType *ty = f->insts[j].dst >= 0 ? &f->regs[f->insts[j].dst].type : NULL;
-      int n = ty && ty->layout ? layout_nregs(ty->layout) * (p->ahead + 1) : 0;
+      int n = ty && ty->layout ? layout_nregs(ty->layout) * (p->lookahead_dist + 1) : 0;
       if (n && regs + n <= LOOKAHEAD_REGS && lookahead_load(f, p, j, mark)) {
         p->lookahead[p->nlookahead++] = j;
         regs += n;
@@ -1713,6 +1724,8 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
     return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
   if (p->rotated && !verify_rotation(v, p))
     return false;
+  if (p->nlookahead && (p->lookahead_dist < 1 || p->lookahead_dist > p->ahead))
+    return sfail(v, p->first, "pipe %d: lookahead loads %d iterations ahead (1 .. %d)", k, p->lookahead_dist, p->ahead);
   for (int l = 0; l < p->nlookahead; l++) {
     int j = p->lookahead[l], t = f->insts[j].dst;
     if (f->sched->ws)
@@ -1953,6 +1966,7 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
       fputs(", lookahead loads:", out);
       for (int l = 0; l < p->nlookahead; l++)
         fprintf(out, " @%d", p->lookahead[l]);
+      fprintf(out, " (%d ahead)", p->lookahead_dist);
     }
     fputc('\n', out);
   }

@@ -1233,8 +1233,14 @@ Test(schedule, row_statistics_load_one_iteration_ahead) {
   cr_assert_str_eq(f->args[f->insts[p->lookahead[0]].arg_index].name, "Rstd");
   cr_assert_str_eq(f->args[f->insts[p->lookahead[1]].arg_index].name, "Mean");
   cr_assert_str_eq(verify_msg(a, f), "");
+  cr_assert_eq(p->lookahead_dist, 1, "one iteration ahead by default");
   f = scheduled_with(a, "layernorm_backward", LNB_R1, ARCH_SM90A, "TILEC_LOOKAHEAD", "0", &d);
   cr_assert_eq(f->sched->pipes[0].nlookahead, 0);
+  f = scheduled_with(a, "layernorm_backward", LNB_R1, ARCH_SM90A, "TILEC_LOOKAHEAD", "9", &d);
+  cr_assert_eq(f->sched->pipes[0].lookahead_dist, 3, "at most as far as the ring's copies (4 stages)");
+  cr_assert_eq(f->sched->pipes[0].nlookahead, 2);
+  f->sched->pipes[0].lookahead_dist = 4;
+  cr_assert(strstr(verify_msg(a, f), "lookahead loads 4 iterations ahead"));
 
   char *ptx = module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A), *e = ptx_entry(a, ptx, "layernorm_backward");
   cr_assert(e && strstr(e, "ld.global.f32") && strstr(e, "ld.global.f32") < strstr(e, "cp.async.wait_group"),
