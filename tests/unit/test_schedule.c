@@ -815,6 +815,16 @@ static char *module_ptx(Arena *a, const char *example, const char **defs, GpuArc
   return ptx;
 }
 
+/* Entry `entry` of the sm_90a module with one TILEC_* knob set (the A/B of a pass in the PTX). */
+static char *module_entry_with(Arena *a, const char *example, const char **defs, const char *entry,
+                               const char *knob, const char *value) {
+  setenv(knob, value, 1);
+  char *e = ptx_entry(a, module_ptx(a, example, defs, ARCH_SM90A), entry);
+  unsetenv(knob);
+  cr_assert(e, "%s: no entry %s", example, entry);
+  return e;
+}
+
 /* A producer that spills at 24 registers (attention d64 x 128 without its TMA-store epilogue,
  * one copy of Q: the ring's loads and the head loads after them) is compiled again at 40, its
  * consumers at 232 (the launch's 384 x 168 registers). */
@@ -1038,9 +1048,7 @@ Test(schedule, epilogue_loads_are_prefetched) {
   cr_assert(ws && cp);
   cr_assert(strstr(ws, "ld.global") && strstr(ws, "ld.global") < strstr(ws, "wgmma.mma_async"), "ws: bias first");
   ptxas_assert_clean(ptx, ARCH_SM90A);
-  setenv("TILEC_PREFETCH", "0", 1);
-  ws = ptx_entry(a, module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A), "gemm__ws");
-  unsetenv("TILEC_PREFETCH");
+  ws = module_entry_with(a, "gemm", GEMM_S3, "gemm__ws", "TILEC_PREFETCH", "0");
   cr_assert(strstr(ws, "ld.global") > strstr(ws, "wgmma.mma_async"), "TILEC_PREFETCH=0: in place");
   arena_free(a);
 }
@@ -1246,9 +1254,7 @@ Test(schedule, row_statistics_load_one_iteration_ahead) {
   cr_assert(e && strstr(e, "ld.global.f32") && strstr(e, "ld.global.f32") < strstr(e, "cp.async.wait_group"),
             "the first row's statistics load before the loop");
   ptxas_assert_clean(ptx, ARCH_SM90A);
-  setenv("TILEC_LOOKAHEAD", "0", 1);
-  e = ptx_entry(a, module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A), "layernorm_backward");
-  unsetenv("TILEC_LOOKAHEAD");
+  e = module_entry_with(a, "layernorm_backward", LNB_R1, "layernorm_backward", "TILEC_LOOKAHEAD", "0");
   cr_assert(strstr(e, "ld.global.f32") > strstr(e, "cp.async.wait_group"), "TILEC_LOOKAHEAD=0: in the body");
   arena_free(a);
 }
