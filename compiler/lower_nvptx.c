@@ -1974,11 +1974,18 @@ static void pipe_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi,
   end_if(g, join);
 }
 
+/* Register tile r with lookahead slot `slot` (an alloca of its registers' shape) standing in for
+ * its own registers: what get_tile reads and store_regs writes until the call returns `own`. */
+static LLVMValueRef regs_at(Cg *g, int r, LLVMValueRef slot) {
+  LLVMValueRef own = g->tiles[r].regs;
+  g->tiles[r].regs = slot;
+  return own;
+}
+
 /* The lookahead loads of the iteration whose counter is ctr (i64) into Pipe.next slot k (k + 1
  * iterations ahead of the one running once the loop is in it), when ctr < hi (the chain replayed
  * for it as in pipe_issue); the registers of the running iteration keep their values. */
 static void lookahead_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRef hi, int k) {
-  const TirFunc *f = g->f;
   const TirPipe *p = pp->tp;
   if (!p->nlookahead)
     return;
@@ -1986,35 +1993,17 @@ static void lookahead_issue(Cg *g, const Pipe *pp, LLVMValueRef ctr, LLVMValueRe
   LLVMValueRef *saved = chain_enter(g, p, ctr);
   SrcLoc loc = g->loc;
   for (int l = 0; l < p->nlookahead; l++) {
-    const TirInst *in = &f->insts[p->lookahead[l]];
+    const TirInst *in = &g->f->insts[p->lookahead[l]];
     Tile *t = &g->tiles[in->dst];
-    LLVMValueRef *cur = vals_new(g, t->n), *nxt = vals_new(g, t->n);
-    get_tile(g, in->dst, cur);
+    LLVMValueRef own = regs_at(g, in->dst, pp->next[l * p->lookahead_dist + k]);
     t->ahead = false;
     lower_inst(g, in);
     t->ahead = true;
-    get_tile(g, in->dst, nxt);
-    LLVMTypeRef rt = reg_type(g, rtype(g, in->dst)->elem);
-    for (int e = 0; e < t->n; e++) {
-      LLVMValueRef idx = ci32(g, e);
-      LLVMBuildStore(g->b, nxt[e], LLVMBuildInBoundsGEP2(g->b, rt, pp->next[l * p->lookahead_dist + k], &idx, 1, ""));
-    }
-    store_regs(g, in->dst, cur);
+    t->regs = own;
   }
   g->loc = loc;
   chain_leave(g, p, saved);
   end_if(g, join);
-}
-
-/* The values of lookahead slot `slot` (register tile r's elements). */
-static LLVMValueRef *lookahead_slot(Cg *g, LLVMValueRef slot, int r) {
-  LLVMTypeRef rt = reg_type(g, rtype(g, r)->elem);
-  LLVMValueRef *v = vals_new(g, g->tiles[r].n);
-  for (int e = 0; e < g->tiles[r].n; e++) {
-    LLVMValueRef idx = ci32(g, e);
-    v[e] = LLVMBuildLoad2(g->b, rt, LLVMBuildInBoundsGEP2(g->b, rt, slot, &idx, 1, ""), "");
-  }
-  return v;
 }
 
 /* At the top of the body: the lookahead loads' values for this iteration (issued
@@ -2024,15 +2013,13 @@ static void lookahead_take(Cg *g, const Pipe *pp) {
   const TirPipe *p = pp->tp;
   for (int l = 0; l < p->nlookahead; l++) {
     int r = g->f->insts[p->lookahead[l]].dst;
-    LLVMValueRef *q = &pp->next[l * p->lookahead_dist];
-    store_regs(g, r, lookahead_slot(g, q[0], r));
-    LLVMTypeRef rt = reg_type(g, rtype(g, r)->elem);
-    for (int k = 0; k + 1 < p->lookahead_dist; k++) {
-      LLVMValueRef *v = lookahead_slot(g, q[k + 1], r);
-      for (int e = 0; e < g->tiles[r].n; e++) {
-        LLVMValueRef idx = ci32(g, e);
-        LLVMBuildStore(g->b, v[e], LLVMBuildInBoundsGEP2(g->b, rt, q[k], &idx, 1, ""));
-      }
+    LLVMValueRef *q = &pp->next[l * p->lookahead_dist], *v = vals_new(g, g->tiles[r].n);
+    for (int k = 0; k < p->lookahead_dist; k++) { /* registers <- q[0] <- q[1] <- ... */
+      LLVMValueRef own = regs_at(g, r, q[k]);
+      get_tile(g, r, v);
+      g->tiles[r].regs = k ? q[k - 1] : own;
+      store_regs(g, r, v);
+      g->tiles[r].regs = own;
     }
   }
 }
