@@ -62,6 +62,27 @@ uint32_t layout_apply_kind(const Layout *l, int kind, uint32_t index) {
   return f;
 }
 
+bool layout_reg_is_padding(const Layout *l, const int32_t *dims, uint32_t r) {
+  int nlw = LAYOUT_LANE_BITS + l->nbits[LAY_WARP];
+  bool pad = false;
+  for (int d = 0; d < l->rank; d++)
+    pad |= dims[d] < l->shape[d];
+  if (!pad || nlw > 12)
+    return false;
+  uint32_t c = layout_apply_kind(l, LAY_REG, r);
+  for (uint32_t x = 0; x < 1u << nlw; x++) {
+    uint32_t flat = c ^ layout_apply_kind(l, LAY_LANE, x & 31) ^ layout_apply_kind(l, LAY_WARP, x >> LAYOUT_LANE_BITS);
+    int32_t coord[TILE_MAX_RANK];
+    layout_coord(l->rank, l->shape, flat, coord);
+    bool inside = true;
+    for (int d = 0; d < l->rank; d++)
+      inside &= coord[d] < dims[d];
+    if (inside)
+      return false;
+  }
+  return true;
+}
+
 uint32_t layout_apply(const Layout *l, uint32_t reg, uint32_t lane, uint32_t warp) {
   return layout_apply_kind(l, LAY_REG, reg) ^ layout_apply_kind(l, LAY_LANE, lane) ^
          layout_apply_kind(l, LAY_WARP, warp);
@@ -399,7 +420,7 @@ uint32_t layout_swizzle(uint32_t off, int swizzle) {
 
 bool layout_smem_wgmma(int32_t rows, int32_t cols, int elem_bytes, SmemLayout *out) {
   int32_t row_bytes = cols * elem_bytes;
-  if (row_bytes < 32 || rows < 8)
+  if (row_bytes < 32 || rows < 8 || (cols & (cols - 1)) || ((rows & (rows - 1)) && rows % 8))
     return false;
   memset(out, 0, sizeof *out);
   out->rows = rows;
@@ -411,19 +432,31 @@ bool layout_smem_wgmma(int32_t rows, int32_t cols, int elem_bytes, SmemLayout *o
   uint32_t W = (uint32_t)out->swizzle, T = W / (uint32_t)elem_bytes;
   for (int b = 0; b < out->nbits; b++) {
     uint32_t f = 1u << b, col = f & ((uint32_t)cols - 1), row = f >> lc;
-    /* Linear: the three terms occupy disjoint bits, and the swizzle is an XOR of bits. */
+    /* In a block the terms occupy disjoint bits, and the swizzle is an XOR of bits; a block
+     * starts at a multiple of 8 rows (1024 bytes at 128B), which the swizzle leaves alone. */
     uint32_t plain = col / T * (uint32_t)rows * W + row * W + col % T * (uint32_t)elem_bytes;
     out->basis[b] = layout_swizzle(plain, out->swizzle);
+    if (col >= T)
+      out->block_bits |= f;
   }
   return true;
 }
 
-uint32_t layout_smem_offset(const SmemLayout *s, uint32_t flat) {
+uint32_t layout_smem_bytes(const SmemLayout *s) { return (uint32_t)s->rows * (uint32_t)s->cols * (uint32_t)s->elem_bytes; }
+
+uint32_t layout_smem_split(const SmemLayout *s, uint32_t flat, uint32_t *block) {
   uint32_t off = 0;
   for (int b = 0; b < s->nbits; b++)
-    if (flat >> b & 1)
+    if ((flat >> b & 1) && !(s->block_bits >> b & 1))
       off ^= s->basis[b];
+  int tb = layout_log2((uint32_t)s->swizzle / (uint32_t)s->elem_bytes);
+  *block = (flat & s->block_bits) >> tb;
   return off;
+}
+
+uint32_t layout_smem_offset(const SmemLayout *s, uint32_t flat) {
+  uint32_t block, off = layout_smem_split(s, flat, &block);
+  return off + block * (uint32_t)s->rows * (uint32_t)s->swizzle;
 }
 
 WgmmaDesc layout_wgmma_desc(const SmemLayout *s, bool k_major, int32_t mn0, int32_t k0) {
@@ -482,6 +515,45 @@ static bool only_dot_b(const TirFunc *f, int t) {
     any = true;
   }
   return any;
+}
+
+int32_t layout_dot_wgmma_n(const TirFunc *f, const TirInst *in, int wgn) {
+  int32_t N = f->regs[in->dst].type.dims[1];
+  if (wgn == 1 && N % 8 == 0)
+    return N;
+  return layout_pow2_ceil(N) / wgn;
+}
+
+/* Whether every wgmma reading the TRANS result v (as B) computes exactly n columns. */
+static bool trans_rows_logical(const TirFunc *f, int v, int32_t n) {
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    int wgm, wgn;
+    if (!tir_inst_reads(in, v))
+      continue;
+    if (in->op != TIR_DOT || in->args[1] != v || !layout_dot_wgmma_tiling(f, in, &wgm, &wgn) ||
+        layout_dot_wgmma_n(f, in, wgn) != n)
+      return false;
+  }
+  return true;
+}
+
+int32_t layout_wgmma_tile_rows(const TirFunc *f, int r) {
+  const TileType *t = &f->regs[r].type;
+  int32_t padded = layout_pow2_ceil(t->dims[0]);
+  if (t->rank != 2 || t->dims[0] == padded || t->dims[0] % 8 || env_off("TILEC_TILE_ROWS"))
+    return padded;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (!tir_inst_reads(in, r))
+      continue;
+    if (in->op == TIR_DOT && in->args[1] == r && in->args[0] != r && in->args[2] != r)
+      continue; /* operand B [K, N]: the k16 steps stop at the logical K */
+    if (in->op == TIR_TRANS && trans_rows_logical(f, in->dst, t->dims[0]))
+      continue;
+    return padded;
+  }
+  return t->dims[0];
 }
 
 bool layout_is_wgmma_operand_tile(const TirFunc *f, int r) {

@@ -117,25 +117,35 @@ Layout layout_wgmma_acc(int32_t M, int32_t N, int wgm, int wgn);
  * accumulator of one dot is operand A of the next for free). */
 Layout layout_wgmma_operand_a(int32_t M, int32_t K, int wgm, int wgn);
 
-/* A shared-memory layout: the byte offset of each element of a tile of padded shape [rows, cols]
- * (cols contiguous) as a GF(2)-linear map of its flat coordinate: basis[b] = offset of the
- * element whose flat coordinate is 1 << b, the offset of any element the XOR over its set bits.
+/* A shared-memory layout: the byte offset of each element of a tile of shape [rows, cols]
+ * (cols contiguous, a power of two; rows a power of two or a multiple of 8) as a map of its flat
+ * coordinate (rows padded to a power of two): basis[b] = offset of the element whose flat
+ * coordinate is 1 << b, the offset of any element the XOR over its set bits -- except the bits
+ * that pick a block of columns (block_bits), which add: block j starts at j * rows * swizzle
+ * bytes, not a power of two when rows is not (a 176-row tile takes 176 rows, not 256).
  * The wgmma operand layout ("canonical" layouts of the PTX ISA, CuTe's GMMA Layout_*_SW*_Atom):
  * the columns cut in blocks of T = swizzle / elem_bytes elements; block j holds rows 0..rows-1
  * at a pitch of `swizzle` bytes from j * rows * swizzle; then the hardware's swizzle on the
  * offset (CuTe Swizzle<log2(swizzle/16), 4, 3>): bits [4, 4 + log2(swizzle/16)) ^= the same
  * number of bits from bit 7. The tile base must be aligned to 8 * swizzle bytes (the repeat). */
 typedef struct SmemLayout {
-  int32_t rows, cols;                 /* padded, powers of two */
+  int32_t rows, cols;                 /* cols a power of two; rows too, or a multiple of 8 */
   int elem_bytes;                     /* 2 */
   int swizzle;                        /* bytes: 32, 64 or 128 */
-  int nbits;                          /* log2(rows * cols) */
+  int nbits;                          /* log2(cols) + log2 of rows rounded up to a power of two */
+  uint32_t block_bits;                /* flat bits of the column block: added, not XORed */
   uint32_t basis[LAYOUT_MAX_BITS];
 } SmemLayout;
 
-/* False when the tile cannot be a wgmma operand (cols * elem_bytes < 32 or rows < 8). */
+/* False when the tile cannot be a wgmma operand (cols * elem_bytes < 32, rows < 8, rows neither
+ * a power of two nor a multiple of 8, or cols not a power of two). */
 bool layout_smem_wgmma(int32_t rows, int32_t cols, int elem_bytes, SmemLayout *out);
+/* Bytes of the tile: rows * cols * elem_bytes. */
+uint32_t layout_smem_bytes(const SmemLayout *s);
 uint32_t layout_smem_offset(const SmemLayout *s, uint32_t flat);
+/* The offset of flat as its two parts: the XOR of the in-block bases (returned) and the column
+ * block (*block); the offset is the first plus *block * rows * swizzle. */
+uint32_t layout_smem_split(const SmemLayout *s, uint32_t flat, uint32_t *block);
 /* The hardware's swizzle of a byte offset (from an 8 * swizzle aligned base). */
 uint32_t layout_swizzle(uint32_t off, int swizzle);
 
@@ -163,6 +173,14 @@ uint64_t layout_wgmma_desc_bits(const WgmmaDesc *w, uint32_t addr);
 bool layout_kernel_uses_wgmma(const TirFunc *f);
 /* A DOT's warpgroup tiling in a kernel that uses wgmma. */
 bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int *wgn);
+/* The columns one warpgroup's wgmma computes for a DOT of tiling wgm x wgn: the result's
+ * logical N when one warpgroup spans it and it is a multiple of 8 (176: wgmma.m64n176), else
+ * the padded N / wgn. */
+int32_t layout_dot_wgmma_n(const TirFunc *f, const TirInst *in, int wgn);
+/* The rows shared wgmma operand tile r takes in shared memory (SmemLayout.rows): its logical
+ * rows where they are a multiple of 8 and every DOT reads only those (operand B as [K, N], or
+ * as the TRANS [N, K] of a DOT whose wgmma computes exactly N columns), else the padded rows. */
+int32_t layout_wgmma_tile_rows(const TirFunc *f, int r);
 /* Whether register r is a shared tile read by the DOTs of a wgmma kernel (swizzled layout). */
 bool layout_is_wgmma_operand_tile(const TirFunc *f, int r);
 
@@ -173,6 +191,11 @@ Layout layout_project(const Layout *parent, int rank, const int32_t *shape);
 Layout layout_slice(const Layout *l, int axis);
 /* 2-D transpose: the same hardware bits, coordinates swapped. */
 Layout layout_transpose(const Layout *l);
+
+/* Whether register r holds only padding: for every lane and warp, its element lies outside the
+ * logical dims (a tile's padded columns in registers of their own, e.g. the columns 176..255 of
+ * a wgmma accumulator of logical N 176). */
+bool layout_reg_is_padding(const Layout *l, const int32_t *dims, uint32_t r);
 
 bool layout_equal(const Layout *a, const Layout *b);
 /* Number of contiguous elements along the last dim per thread: 2^k where register bases 0..k-1

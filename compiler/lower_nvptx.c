@@ -57,6 +57,8 @@ typedef struct Tile {
    * get_tile adds it back (plan_shifted). */
   const TirInst *shifted; /* the LOAD filling it, or NULL */
   bool ahead;             /* a lookahead load's register: pipe_top fills it, its LOAD emits nothing */
+  const bool *pad;        /* register tile: which registers hold only padding (read as undef, so
+                             LLVM drops what is computed from them), or NULL: none */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -427,7 +429,24 @@ static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, in
 
 /* Byte offset in the swizzled layout swz of register r's element of a tile in layout L (the
  * element's flat coordinate through layout_smem_offset, a lane/warp part and a constant). */
+/* swz_byte_off for a layout whose column blocks are not a power of two apart (rows not a power
+ * of two): the in-block offset is linear in the coordinate bits (XOR), the block index too, and
+ * the offset is the first plus the block index times the block's bytes. */
+static LLVMValueRef swz_byte_off_blocks(Cg *g, const SmemLayout *swz, const Layout *L, int r) {
+  uint32_t lb[LAYOUT_LANE_BITS], wb[LAYOUT_MAX_BITS], lk[LAYOUT_LANE_BITS], wk[LAYOUT_MAX_BITS], ck;
+  for (int k = 0; k < LAYOUT_LANE_BITS; k++)
+    lb[k] = layout_smem_split(swz, L->basis[LAY_LANE][k], &lk[k]);
+  for (int k = 0; k < L->nbits[LAY_WARP]; k++)
+    wb[k] = layout_smem_split(swz, L->basis[LAY_WARP][k], &wk[k]);
+  uint32_t c = layout_smem_split(swz, layout_apply_kind(L, LAY_REG, (uint32_t)r), &ck);
+  LLVMValueRef v = LLVMBuildXor(g->b, lw_value(g, lb, wb, L->nbits[LAY_WARP]), ci32(g, c), "");
+  LLVMValueRef blk = LLVMBuildXor(g->b, lw_value(g, lk, wk, L->nbits[LAY_WARP]), ci32(g, ck), "");
+  return LLVMBuildAdd(g->b, v, LLVMBuildMul(g->b, blk, ci32(g, swz->rows * swz->swizzle), ""), "");
+}
+
 static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r) {
+  if (swz->rows & (swz->rows - 1))
+    return swz_byte_off_blocks(g, swz, L, r);
   uint32_t lb[LAYOUT_LANE_BITS], wb[LAYOUT_MAX_BITS], reach = 0;
   for (int k = 0; k < LAYOUT_LANE_BITS; k++)
     reach |= lb[k] = layout_smem_offset(swz, L->basis[LAY_LANE][k]);
@@ -557,10 +576,30 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
   }
   LLVMTypeRef rt = reg_type(g, e);
   for (int k = 0; k < t->n; k++) {
+    if (t->pad && t->pad[k]) {
+      vals[k] = LLVMGetUndef(rt);
+      continue;
+    }
     LLVMValueRef idx = ci32(g, k);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
     vals[k] = LLVMBuildLoad2(g->b, rt, p, "");
   }
+}
+
+/* Tile.pad of register tile r. */
+static void plan_padding(Cg *g, int r) {
+  Tile *t = &g->tiles[r];
+  const TileType *ty = &g->f->regs[r].type;
+  if (ty->place != PLACE_REG || !t->lay)
+    return;
+  bool *pad = NULL;
+  for (int k = 0; k < t->n; k++)
+    if (layout_reg_is_padding(t->lay, ty->dims, (uint32_t)k)) {
+      if (!pad)
+        pad = arena_alloc(g->f->arena, sizeof(bool) * (size_t)t->n);
+      pad[k] = true;
+    }
+  t->pad = pad;
 }
 
 /* Stores values (in the register's layout) into register r, rounding to its element type. */
@@ -1265,7 +1304,8 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   }
   NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
-                   .wgm = wgm, .wgn = wgn, .zero_acc = tir_is_zero_tile(g->f, in->args[2]),
+                   .wgm = wgm, .wgn = wgn, .Nissue = layout_dot_wgmma_n(g->f, in, wgn),
+                   .zero_acc = tir_is_zero_tile(g->f, in->args[2]),
                    .k_steps = in->k_steps};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
@@ -3344,7 +3384,8 @@ static bool trans_view_ok(const TirFunc *f, int t) {
  * (the swizzle pattern repeats every 8 rows of 128 bytes and is applied to address bits). */
 static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   SmemLayout *s = arena_alloc(g->f->arena, sizeof *s);
-  if (t->lay->rank != 2 || !layout_smem_wgmma(t->lay->shape[0], t->lay->shape[1], elem_bytes(ty->elem), s)) {
+  int32_t rows = t->lay->rank == 2 ? layout_wgmma_tile_rows(g->f, (int)(t - g->tiles)) : 0;
+  if (t->lay->rank != 2 || !layout_smem_wgmma(rows, t->lay->shape[1], elem_bytes(ty->elem), s)) {
     cg_error(g, "internal error: wgmma operand tile layout");
     return;
   }
@@ -3352,7 +3393,7 @@ static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
   t->pitch = 0;
   g->smem_tiles = (g->smem_tiles + 1023) & ~1023;
   t->smem_off = g->smem_tiles;
-  t->stage_bytes = (t->lay->shape[0] * t->lay->shape[1] * elem_bytes(ty->elem) + 1023) & ~1023;
+  t->stage_bytes = ((int)layout_smem_bytes(s) + 1023) & ~1023;
 }
 
 /* Whether TILEC_SHIFTED chooses the shifted rows: 1 everywhere, 0 nowhere; unset (the default):
@@ -3513,6 +3554,7 @@ static bool plan(Cg *g) {
     t->lay = f->regs[r].type.layout;
     t->n = layout_nregs(t->lay);
     t->view_of = -1;
+    plan_padding(g, r);
   }
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))

@@ -52,6 +52,9 @@ typedef struct NvWgmmaDot {
   bool bf16;
   int32_t M, N, Kpad, K; /* padded result dims, padded and logical K (k16 steps: K / 16) */
   int wgm, wgn;          /* layout_wgmma_warpgroups */
+  int32_t Nissue;        /* columns a warpgroup's wgmma computes: N / wgn, or fewer when the
+                            result's logical N is not a power of two (layout_dot_wgmma_n); the
+                            accumulator registers of the columns beyond are left undefined */
   NvWgmmaOperand a, bop;
   LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
   bool zero_acc;         /* c is all zeros: not read (the first k step's scale-d is 0) */
@@ -71,5 +74,6 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d);
  * statement ordered after it: the accumulators of dots left in flight, read only from here on. */
 void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRef *vals, int n);
 void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int n);
+/* Both skip undefined values (the padding columns of a dot whose N is not a power of two). */
 
 #endif

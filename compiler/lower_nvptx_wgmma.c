@@ -57,12 +57,14 @@ static LLVMValueRef pack2(Wg *w, LLVMValueRef lo, LLVMValueRef hi) {
                   "=r,f,f", in);
 }
 
-/* XOR over the set bits of idx (an i32 below 1 << nbits) of off[bit]. */
-static LLVMValueRef lin_bits(Wg *w, LLVMValueRef idx, int nbits, const uint32_t *off) {
+/* XOR (add: the column blocks of a tile whose rows are not a power of two, SmemLayout) over the
+ * set bits of idx (an i32 below 1 << nbits) of off[bit]. */
+static LLVMValueRef lin_bits(Wg *w, LLVMValueRef idx, int nbits, const uint32_t *off, bool add) {
   LLVMValueRef acc = ci(w, 0);
   for (int b = 0; b < nbits; b++) {
     LLVMValueRef bit = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, idx, ci(w, b), ""), ci(w, 1), "");
-    acc = LLVMBuildXor(w->b, acc, LLVMBuildAnd(w->b, LLVMBuildNeg(w->b, bit, ""), ci(w, off[b]), ""), "");
+    LLVMValueRef term = LLVMBuildAnd(w->b, LLVMBuildNeg(w->b, bit, ""), ci(w, off[b]), "");
+    acc = add ? LLVMBuildAdd(w->b, acc, term, "") : LLVMBuildXor(w->b, acc, term, "");
   }
   return acc;
 }
@@ -94,7 +96,8 @@ static SmemOperand smem_operand(Wg *w, const NvWgmmaOperand *op, LLVMValueRef wg
   for (int v = 1; v < nwg && nb < 8; v *= 2)
     off[nb++] = layout_wgmma_desc(op->smem, op->k_major, step * v, 0).start;
   LLVMValueRef base = LLVMBuildPtrToInt(w->b, op->base, w->i32, "");
-  s.addr = LLVMBuildAdd(w->b, base, lin_bits(w, wg_idx, nb, off), "");
+  bool add = (op->smem->rows & (op->smem->rows - 1)) != 0;
+  s.addr = LLVMBuildAdd(w->b, base, lin_bits(w, wg_idx, nb, off, add), "");
   WgmmaDesc d0 = layout_wgmma_desc(op->smem, op->k_major, 0, 0);
   s.start0 = d0.start;
   LLVMValueRef v = full_desc(w, &s, &d0);
@@ -125,13 +128,13 @@ static int put(char *buf, size_t cap, size_t *k, const char *fmt, int v) {
 /* One wgmma over acc[0 .. N/wgn/2) (in place). a_regs: 4 i32 values, or NULL with da. */
 static const char *wgmma(Wg *w, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef *a_regs, LLVMValueRef db,
                          bool trans_a, bool trans_b, int scale_d) {
-  int nacc = w->d->N / w->d->wgn / 2, nin = a_regs ? 4 : 1;
+  int nacc = w->d->Nissue / 2, nin = a_regs ? 4 : 1;
   const char *ty = w->d->bf16 ? "bf16" : "f16";
   char text[4096], cons[4096];
   size_t k = 0, c = 0;
   int err = 0;
   err |= put(text, sizeof text, &k, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", nacc + nin + 1);
-  err |= put(text, sizeof text, &k, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.", w->d->N / w->d->wgn);
+  err |= put(text, sizeof text, &k, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.", w->d->Nissue);
   err |= put(text, sizeof text, &k, ty[0] == 'b' ? "bf16.bf16 {" : "f16.f16 {", 0);
   for (int i = 0; i < nacc; i++) {
     err |= put(text, sizeof text, &k, i ? ", $%d" : "$%d", i);
@@ -201,8 +204,9 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   Wg wg, *w = &wg;
   wg_init(w, d);
   int32_t Mw = d->M / d->wgm, Nw = d->N / d->wgn;
-  int MT = Mw / 64, KT = d->K / 16, KTpad = d->Kpad / 16, nacc = Nw / 2;
-  if (Mw % 64 || Nw % 8 || Nw > 256 || !d->bop.smem || (!d->a.regs && !d->a.smem))
+  int MT = Mw / 64, KT = d->K / 16, KTpad = d->Kpad / 16, nacc = Nw / 2, nout = d->Nissue / 2;
+  if (Mw % 64 || Nw % 8 || Nw > 256 || !d->bop.smem || (!d->a.regs && !d->a.smem) || d->Nissue % 8 ||
+      d->Nissue < 8 || d->Nissue > Nw)
     return "wgmma tiling";
   SmemOperand sa = {0}, sb;
   if (!d->a.regs)
@@ -222,7 +226,7 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
   /* A zero accumulator: the first k step writes D = A B (scale-d 0) over undefined registers
    * instead of zeroing nacc registers with moves first. */
   for (int i = 0; i < nacc * MT; i++)
-    d->c[i] = d->zero_acc ? LLVMGetUndef(w->f32) : pin(w, d->c[i]);
+    d->c[i] = d->zero_acc || i % nacc >= nout ? LLVMGetUndef(w->f32) : pin(w, d->c[i]);
   asm0(w, "wgmma.fence.sync.aligned;");
   int issued = d->k_steps > 0 && d->k_steps < KT ? d->k_steps : KT;
   for (int kt = 0; kt < issued; kt++) {
@@ -249,7 +253,8 @@ const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
     return "wgmma groups in flight";
   asm0(w, "wgmma.wait_group.sync.aligned 0;");
   for (int i = 0; i < nacc * MT; i++)
-    d->c[i] = pin(w, d->c[i]);
+    if (i % nacc < nout)
+      d->c[i] = pin(w, d->c[i]);
   return NULL;
 }
 
@@ -257,7 +262,8 @@ void nvwgmma_wait(LLVMContextRef ctx, LLVMBuilderRef b, int pending, LLVMValueRe
   Wg w = {.b = b, .f32 = LLVMFloatTypeInContext(ctx), .vd = LLVMVoidTypeInContext(ctx)};
   asm0(&w, pending ? "wgmma.wait_group.sync.aligned 1;" : "wgmma.wait_group.sync.aligned 0;");
   for (int i = 0; i < n; i++)
-    vals[i] = pin(&w, vals[i]);
+    if (!LLVMIsUndef(vals[i]))
+      vals[i] = pin(&w, vals[i]);
 }
 
 /* The drain of an overlapped loop: wait_group 0, then each value copied by a real instruction
@@ -268,5 +274,6 @@ void nvwgmma_drain(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValueRef *vals, int
   Wg w = {.b = b, .f32 = LLVMFloatTypeInContext(ctx), .vd = LLVMVoidTypeInContext(ctx)};
   asm0(&w, "wgmma.wait_group.sync.aligned 0;");
   for (int i = 0; i < n; i++)
-    vals[i] = asm_call(&w, w.f32, &w.f32, 1, "add.f32 $0, $1, 0f80000000;", "=f,f", &vals[i]);
+    if (!LLVMIsUndef(vals[i]))
+      vals[i] = asm_call(&w, w.f32, &w.f32, 1, "add.f32 $0, $1, 0f80000000;", "=f,f", &vals[i]);
 }

@@ -347,7 +347,7 @@ static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
   const TirInst *in = &f->insts[j];
   const TileType *t = &f->regs[in->dst].type;
   if (!t->layout || t->rank != 2 || in->imm != 0 || signbit(in->imm) || !layout_is_wgmma_operand_tile(f, in->dst) ||
-      t->layout->shape[0] != t->dims[0] || t->layout->shape[1] != t->dims[1])
+      layout_wgmma_tile_rows(f, in->dst) != t->dims[0] || t->layout->shape[1] != t->dims[1])
     return false;
   return plan_box(f, j, t, m);
 }

@@ -143,6 +143,15 @@ static const Case cases[] = {
      "B=2,H=33,N=777", SUITE_GPU, 0, NULL, 0},
     {"attn_bm256_d64_causal_short", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=4 -D CAUSAL=1",
      "B=3,H=20,N=200", SUITE_GPU, 0, NULL, 0},
+    /* Key tiles of 176 rows (FlashAttention-3's d128 tile): wgmma.m64n176, K and V tiles of 176
+     * rows in shared memory (column blocks 176 rows apart), TMA boxes of 176 rows; ragged N
+     * (1000 = 5 x 176 + 120), several tiles per block; causal in bf16; 144 rows at d64 */
+    {"attn_bn176_d128", "attention", "-D D=128 -D BM=128 -D BN=176 -D WARPS=8", "B=1,H=40,N=1000", SUITE_GPU, 0,
+     NULL, 0},
+    {"attn_bn176_d128_causal", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=176 -D WARPS=8 -D CAUSAL=1",
+     "B=2,H=17,N=777", SUITE_GPU, 0, NULL, 0},
+    {"attn_bn144_d64", "attention", "-D D=64 -D BM=128 -D BN=144 -D WARPS=8 -D STAGES=3", "B=1,H=33,N=1000",
+     SUITE_GPU, 0, NULL, 0},
     /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256
      * pairs for 132 walkers (libtilert walks them), ragged last tiles; grouped heads with a window */
     {"attn_pairs_d128_causal", "attention", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1", "B=1,H=64,N=1000",
