@@ -1626,6 +1626,15 @@ static void load_shared_scalars(Cg *g, const TirInst *in, const Access *ac, cons
   }
 }
 
+/* Whether element r of shared tile t (its row) lies in the rows its storage has, or NULL when
+ * it has them all: a tile stored in fewer rows than its layout's (SmemLayout.rows, not a power
+ * of two) gets no writes of fill values to the padding rows, which lie past its buffer. */
+static LLVMValueRef stored_row(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
+  if (!t->swz || t->lay->rank != 2 || t->swz->rows >= t->lay->shape[0])
+    return NULL;
+  return LLVMBuildICmp(g->b, LLVMIntULT, elem_dim(g, t->lay, lw, r, 0), ci32(g, t->swz->rows), "");
+}
+
 static void store_words_shared(Cg *g, LLVMValueRef *w, int words, LLVMValueRef sp) {
   LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(g->i32, (unsigned)words));
   for (int j = 0; j < words; j++)
@@ -1655,8 +1664,11 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
   for (int k = 0; k < nch; k++)
     sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
   if (ch == 1) {
-    for (int k = 0; k < nch; k++)
+    for (int k = 0; k < nch; k++) {
+      LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k));
       load_shared_scalars(g, in, &ac, tt, L, lw, k, 1, sp[k], fill);
+      end_if(g, sj);
+    }
   } else {
     Chunks c = chunks_plan(g, in, &ac, tt, L, lw, n, ch);
     LLVMBasicBlockRef bb[3];
@@ -1675,7 +1687,9 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
       store_words_shared(g, w, words, sp[k]);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
+      LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
       load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+      end_if(g, sj);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[2]);
     }
@@ -1950,6 +1964,7 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
     cp_async16(g, sp[k], c.p[k], NULL, l1);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[1]);
+    LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
     if (zero_fill) {
       /* The first element out of bounds: so is the whole chunk (indices grow along it). */
       LLVMValueRef off0, ok0;
@@ -1965,6 +1980,7 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
     } else {
       load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
     }
+    end_if(g, sj);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[2]);
   }

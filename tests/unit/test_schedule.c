@@ -931,6 +931,31 @@ Test(schedule, ws_entry_points_in_the_ptx) {
   unsetenv("TILEC_CLUSTER");
 }
 
+/* A key tile of 176 rows at d128 (FlashAttention-3's): S = Q K^T on wgmma.m64n176, never the
+ * padded n256; K and V tiles of 176 rows in shared memory (TMA boxes of 176 rows: 2 x 45056
+ * bytes a stage, so two stages fit beside Q and the warp-specialized entry exists); clean on
+ * sm_90a (no spills). TILEC_TILE_ROWS=0 pads the tiles to 256 rows: no TMA entry. (sm_80's
+ * mma.sync tiles pad to 256 rows: the kernel does not fit its shared memory there.) */
+Test(schedule, key_tiles_of_176_rows) {
+  Arena *a = arena_new();
+  static const char *defs[] = {"D=128", "BM=128", "BN=176", "WARPS=8", NULL};
+  char *ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
+  char *ws = ptx_entry(a, ptx, "attention__ws");
+  cr_assert(ws);
+  cr_assert_gt(count(ws, "wgmma.mma_async.sync.aligned.m64n176k16"), 0);
+  cr_assert_gt(count(ptx_entry(a, ptx, "attention"), "wgmma.mma_async.sync.aligned.m64n176k16"), 0);
+  cr_assert_eq(count(ptx, "m64n256k16"), 0);
+  cr_assert(strstr(ptx, "// tilec: tmap K swizzle 128 box 1 1 176 64\n"));
+  cr_assert(strstr(ptx, "// tilec: tmap V swizzle 128 box 1 1 176 64\n"));
+  cr_assert(strstr(ptx, "// tilec: smem 212992\n"), "Q, and two stages of K and V at 176 x 128 x 2 bytes");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  setenv("TILEC_TILE_ROWS", "0", 1);
+  ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
+  unsetenv("TILEC_TILE_ROWS");
+  cr_assert_not(strstr(ptx, "attention__ws"), "padded to 256 rows, two stages do not fit");
+  arena_free(a);
+}
+
 /* The runtime reads the entry and its tensor maps back with its own parser. */
 Test(schedule, metadata_round_trip) {
   Arena *a = arena_new();

@@ -191,4 +191,58 @@ Test(wgmma, descriptor_reads_what_the_fill_wrote) {
   check_operand(64, 64, true, 64, 64);
   check_operand(128, 128, true, 128, 128);
   check_operand(256, 64, true, 256, 256);
+  /* Rows that are not a power of two: attention's 176-key tiles at d128 (K as [N, K], V as
+   * [K, N] MN-major, whose LBO is then 176 rows), 144 keys at d64. */
+  check_operand(176, 128, true, 176, 176);
+  check_operand(176, 128, false, 128, 128);
+  check_operand(144, 64, true, 144, 144);
+  check_operand(48, 256, false, 256, 256);
+}
+
+/* A tile of rows that are not a power of two takes exactly rows * cols * 2 bytes: each column
+ * block keeps the ISA pattern (as a power-of-two tile's block) and block j starts at
+ * j * rows * swizzle bytes (TMA's boxes of `rows` rows, one per block, land there). */
+Test(wgmma, swizzle_of_rows_not_a_power_of_two) {
+  int32_t shapes[][2] = {{176, 128}, {144, 64}, {24, 256}, {200, 32}, {40, 128}};
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+    SmemLayout s;
+    int32_t R = shapes[t][0], C = shapes[t][1];
+    cr_assert(layout_smem_wgmma(R, C, 2, &s), "%d x %d", R, C);
+    int W = C * 2 < 128 ? C * 2 : 128, T = W / 2;
+    uint32_t bytes = (uint32_t)(R * C * 2);
+    cr_assert_eq(layout_smem_bytes(&s), bytes);
+    uint8_t *seen = calloc(bytes / 2, 1);
+    for (int32_t row = 0; row < R; row++)
+      for (int32_t col = 0; col < C; col++) {
+        uint32_t off = layout_smem_offset(&s, flat2(&s, row, col));
+        uint32_t want = (uint32_t)(col / T) * (uint32_t)(R * W) +
+                        layout_swizzle((uint32_t)(row * W + (col % T) * 2), W);
+        cr_assert_eq(off, want, "%d x %d: (%d, %d)", R, C, row, col);
+        cr_assert_lt(off, bytes);
+        cr_assert_not(seen[off / 2], "%d x %d: (%d, %d) collides", R, C, row, col);
+        seen[off / 2] = 1;
+        uint32_t block;
+        cr_assert_eq(layout_smem_split(&s, flat2(&s, row, col), &block) + block * (uint32_t)(R * W), off);
+        cr_assert_eq(block, (uint32_t)(col / T));
+      }
+    free(seen);
+  }
+  SmemLayout s;
+  cr_assert_not(layout_smem_wgmma(100, 64, 2, &s)); /* neither a power of two nor 8-row groups */
+  cr_assert_not(layout_smem_wgmma(64, 96, 2, &s));  /* the columns stay a power of two */
+}
+
+/* The registers of a wgmma accumulator beyond a logical N of 176 (of the padded 256) hold only
+ * padding: the m64n176 wgmma leaves them undefined and nothing computes with them. */
+Test(wgmma, accumulator_padding_registers) {
+  Layout l = layout_wgmma_acc(128, 256, 2, 1);
+  int32_t dims[2] = {128, 176};
+  cr_assert_eq(layout_nregs(&l), 128);
+  for (uint32_t r = 0; r < 128; r++)
+    cr_assert_eq(layout_reg_is_padding(&l, dims, r), r >= 88, "register %u", r);
+  int32_t whole[2] = {128, 256};
+  cr_assert_not(layout_reg_is_padding(&l, whole, 127));
+  /* a row tile whose padding is spread over the lanes: no register is padding alone */
+  Layout row = layout_blocked(2, (int32_t[]){1, 1024}, 256, 4);
+  cr_assert_not(layout_reg_is_padding(&row, (int32_t[]){1, 1000}, 3));
 }
