@@ -150,6 +150,10 @@ static const Case cases[] = {
      NULL, 0},
     {"attn_bn176_d128_causal", "attention", "-D T=bf16 -D D=128 -D BM=128 -D BN=176 -D WARPS=8 -D CAUSAL=1",
      "B=2,H=17,N=777", SUITE_GPU, 0, NULL, 0},
+    /* the same rotated (S of the next iteration issued before P V; unpacked P conversion: the
+     * packed one spills there; gpu-prep compiles *_pk0 with TILEC_CVT_PACK=0) */
+    {"attn_bn176_d128_pk0", "attention", "-D D=128 -D BM=128 -D BN=176 -D WARPS=8", "B=2,H=21,N=1234", SUITE_GPU, 0,
+     NULL, 0},
     {"attn_bn144_d64", "attention", "-D D=64 -D BM=128 -D BN=144 -D WARPS=8 -D STAGES=3", "B=1,H=33,N=1000",
      SUITE_GPU, 0, NULL, 0},
     /* Walks of pairs of a row's tiles (its longest with its shortest, ...): 64 rows of 8 tiles, 256

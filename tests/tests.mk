@@ -60,7 +60,9 @@ gpu-prep: all $(B)/example_runner
 	  case $$id in *_cluster) cl=1 ;; *) cl= ;; esac; case $$id in *_pingpong) pp=1 ;; *) pp= ;; esac; \
 	  case $$id in attn_rot_*) rot=1 ;; *) rot= ;; esac; case $$id in *_nt) nt=0 ;; *) nt= ;; esac; \
 	  case $$id in *_shift) sh=1 ;; *) sh= ;; esac; case $$id in *_nostore) ns=0 ;; *) ns= ;; esac; \
+	  case $$id in *_pk0) pk=0 ;; *) pk= ;; esac; \
 	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt TILEC_SHIFTED=$$sh TILEC_TMA_STORE=$$ns \
+	  TILEC_CVT_PACK=$$pk \
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
 	@mkdir -p $(B)/aot
 	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
