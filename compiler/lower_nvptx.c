@@ -131,6 +131,8 @@ typedef struct Cg {
   int stages_used;                   /* the most stages any loop got */
   const TirSchedule *sched;
   bool ws;                           /* this entry is the warp-specialized one (sched->ws) */
+  bool cvt_unpacked;                 /* ws: P rounded to f16 where the softmax makes it, not packed at
+                                        the dot (WsPlan.unpacked) */
   int mbar_off;                      /* ws: byte offset of full[stages] then empty[stages] */
   LLVMValueRef *tmap;                /* ws: per tensor map, its generic address (grid_constant) */
   bool persistent;                   /* ws and sched->persistent: the body runs once per tile */
@@ -4095,7 +4097,7 @@ static void arith_peepholes(Cg *g) {
   /* TILEC_CVT_PACK=0 keeps the rounding: ptxas then holds P as packed halves from the softmax on
    * (fewer registers in a rotated loop, where the unrounded values live until the packing) */
   const char *pk = getenv("TILEC_CVT_PACK");
-  bool pack = !pk || strcmp(pk, "0") != 0;
+  bool pack = !g->cvt_unpacked && (!pk || strcmp(pk, "0") != 0);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
     LLVMValueRef next;
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
@@ -4631,6 +4633,9 @@ typedef struct WsPlan {
   bool rotate;        /* rotate loops where legal (TILEC_ROTATE=1) */
   bool wide_producer; /* the producer at 40 registers instead of 24 (SchedOptions) */
   bool whole_stores;  /* TMA stores of whole tiles, not per warpgroup (SchedOptions) */
+  bool unpacked;      /* the ws entry's P rounded where the softmax makes it (as TILEC_CVT_PACK=0):
+                         the unrounded scores no longer live until the packing at the dot, which
+                         a rotated loop of wide key tiles cannot afford */
   bool rotated;       /* out: some loop was rotated */
   bool split;         /* out: some TMA store is split by warpgroup */
   bool ws;            /* out: some kernel has a warp-specialized entry */
@@ -4666,6 +4671,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
       return false;
     ws->f = fw;
     ws->sched = fw->sched;
+    ws->cvt_unpacked = plan->unpacked;
     plan->rotated |= fw->sched->pipes[0].rotated;
     for (int t = 0; t < fw->sched->ntmaps; t++)
       plan->split |= fw->sched->tmaps[t].store && fw->sched->tmaps[t].split > 1;
@@ -4755,17 +4761,30 @@ static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
   bool rotate = tir_rotation_enabled();
-  const WsPlan plans[6] = {{.rotate = rotate}, {.rotate = rotate, .wide_producer = true}, {0}, {.wide_producer = true},
-                           {.rotate = rotate, .whole_stores = true}, {.rotate = rotate, .wide_producer = true, .whole_stores = true}};
+  /* In order; the first without a spill wins, else the fewest spilled bytes. `plain`: tried
+   * only when a loop was rotated (else it is plan 0 again); `whole`: only when a store was split. */
+  static const struct {
+    WsPlan plan;
+    bool plain, whole;
+  } plans[] = {{{.rotate = true}, false, false},
+               {{.rotate = true, .unpacked = true}, false, false},
+               {{.rotate = true, .wide_producer = true}, false, false},
+               {{0}, true, false},
+               {{.wide_producer = true}, true, false},
+               {{.rotate = true, .whole_stores = true}, false, true},
+               {{.rotate = true, .wide_producer = true, .whole_stores = true}, false, true}};
   char *best = NULL;
   long best_spill = 0;
-  bool rotated = rotate, split = true;
-  for (int k = 0; k < 6; k++) {
-    if ((k == 2 || k == 3) && !rotated)
-      continue; /* no loop rotated: the plans without rotation are the ones tried */
-    if (k >= 4 && !split)
-      break; /* no store split: whole stores are what was tried */
-    WsPlan plan = plans[k];
+  bool rotated = false, split = false;
+  for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+    if ((plans[k].plain && !rotated) || (plans[k].whole && !split))
+      continue;
+    if (k > 0 && plans[k].plan.unpacked && !rotated)
+      continue; /* the unpacked P pays only in a rotated loop */
+    WsPlan plan = plans[k].plan;
+    plan.rotate &= rotate;
+    if (plan.unpacked && env_off("TILEC_UNPACKED_PLAN"))
+      continue;
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
       return out;
@@ -4774,10 +4793,8 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
     if (spill <= 0)
       break;
-    if (k == 1)
-      rotated = plan.rotated;
-    if (k == 0)
-      split = plan.split;
+    rotated |= plan.rotated;
+    split |= plan.split;
   }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
