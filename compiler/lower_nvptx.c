@@ -4635,7 +4635,7 @@ typedef struct WsPlan {
   bool whole_stores;  /* TMA stores of whole tiles, not per warpgroup (SchedOptions) */
   bool unpacked;      /* the ws entry's P rounded where the softmax makes it (as TILEC_CVT_PACK=0):
                          the unrounded scores no longer live until the packing at the dot, which
-                         a rotated loop of wide key tiles cannot afford */
+                         a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
   bool rotated;       /* out: some loop was rotated */
   bool split;         /* out: some TMA store is split by warpgroup */
   bool ws;            /* out: some kernel has a warp-specialized entry */
@@ -4783,8 +4783,8 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       continue; /* the unpacked P pays only in a rotated loop */
     WsPlan plan = plans[k].plan;
     plan.rotate &= rotate;
-    if (plan.unpacked && env_off("TILEC_UNPACKED_PLAN"))
-      continue;
+    if (plan.unpacked && !env_on("TILEC_UNPACKED_PLAN"))
+      continue; /* opt-in: run z2 measured it slower than the plain loop it replaces */
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
       return out;

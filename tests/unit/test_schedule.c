@@ -949,14 +949,15 @@ Test(schedule, key_tiles_of_176_rows) {
   cr_assert(strstr(ptx, "// tilec: tmap V swizzle 128 box 1 1 176 64\n"));
   cr_assert(strstr(ptx, "// tilec: smem 212992\n"), "Q, and two stages of K and V at 176 x 128 x 2 bytes");
   ptxas_assert_clean(ptx, ARCH_SM90A);
-  /* rotated (the first S product peeled: more products than the cp.async entry's), which fits
-   * only with P rounded where the softmax makes it (WsPlan.unpacked); packed it goes plain */
+  /* plain (as many products as the cp.async entry: the rotated loop spills with P packed); with
+   * TILEC_UNPACKED_PLAN=1 rotated (the first S product peeled: more products), which fits only
+   * with P rounded where the softmax makes it (WsPlan.unpacked) */
   char *cp = ptx_entry(a, ptx, "attention");
-  cr_assert_gt(count(ws, "m64n176k16"), count(cp, "m64n176k16"));
-  setenv("TILEC_UNPACKED_PLAN", "0", 1);
-  char *packed = module_ptx(a, "attention", defs, ARCH_SM90A);
+  cr_assert_eq(count(ws, "m64n176k16"), count(cp, "m64n176k16"));
+  setenv("TILEC_UNPACKED_PLAN", "1", 1);
+  char *unpacked = module_ptx(a, "attention", defs, ARCH_SM90A);
   unsetenv("TILEC_UNPACKED_PLAN");
-  cr_assert_eq(count(ptx_entry(a, packed, "attention__ws"), "m64n176k16"), count(cp, "m64n176k16"));
+  cr_assert_gt(count(ptx_entry(a, unpacked, "attention__ws"), "m64n176k16"), count(cp, "m64n176k16"));
   setenv("TILEC_TILE_ROWS", "0", 1);
   ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
   unsetenv("TILEC_TILE_ROWS");
