@@ -519,7 +519,10 @@ static bool only_dot_b(const TirFunc *f, int t) {
 
 int32_t layout_dot_wgmma_n(const TirFunc *f, const TirInst *in, int wgn) {
   int32_t N = f->regs[in->dst].type.dims[1];
-  if (wgn == 1 && N % 8 == 0)
+  /* K-major B only (the trans of a shared [N, K] tile): an MN-major B (a shared [K, N] tile) would
+   * be read in part of its last swizzle atom, which no GPU test covers yet */
+  bool k_major = f->regs[in->args[1]].type.place != PLACE_SHARED;
+  if (wgn == 1 && N % 8 == 0 && k_major)
     return N;
   return layout_pow2_ceil(N) / wgn;
 }

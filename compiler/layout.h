@@ -174,8 +174,8 @@ bool layout_kernel_uses_wgmma(const TirFunc *f);
 /* A DOT's warpgroup tiling in a kernel that uses wgmma. */
 bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int *wgn);
 /* The columns one warpgroup's wgmma computes for a DOT of tiling wgm x wgn: the result's
- * logical N when one warpgroup spans it and it is a multiple of 8 (176: wgmma.m64n176), else
- * the padded N / wgn. */
+ * logical N when one warpgroup spans it, it is a multiple of 8 and B is K-major (the trans of a
+ * shared [N, K] tile: 176 keys, wgmma.m64n176), else the padded N / wgn. */
 int32_t layout_dot_wgmma_n(const TirFunc *f, const TirInst *in, int wgn);
 /* The rows shared wgmma operand tile r takes in shared memory (SmemLayout.rows): its logical
  * rows where they are a multiple of 8 and every DOT reads only those (operand B as [K, N], or

@@ -2320,6 +2320,11 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   const TirTmap *m = &g->sched->tmaps[t];
   const TirInst *in = &g->f->insts[m->load];
   const TirArg *a = &g->f->args[m->arg];
+  const SmemLayout *swz = g->tiles[in->dst].swz;
+  if (!swz || swz->rows != m->rows) { /* the boxes land c * rows * swizzle apart: the layout's blocks */
+    cg_error(g, "internal error: TMA boxes of %d rows into a tile laid out in %d", m->rows, swz ? swz->rows : 0);
+    return;
+  }
   LLVMValueRef base = LLVMBuildPtrToInt(g->b, dst, g->i32, "");
   LLVMValueRef coord[TILE_MAX_RANK];
   tma_coords(g, in, a->rank, coord);
