@@ -429,8 +429,6 @@ static LLVMValueRef buf_index(Cg *g, const Layout *l, LLVMValueRef lw, int r, in
   return LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), col, "");
 }
 
-/* Byte offset in the swizzled layout swz of register r's element of a tile in layout L (the
- * element's flat coordinate through layout_smem_offset, a lane/warp part and a constant). */
 /* swz_byte_off for a layout whose column blocks are not a power of two apart (rows not a power
  * of two): the in-block offset is linear in the coordinate bits (XOR), the block index too, and
  * the offset is the first plus the block index times the block's bytes. */
@@ -446,6 +444,8 @@ static LLVMValueRef swz_byte_off_blocks(Cg *g, const SmemLayout *swz, const Layo
   return LLVMBuildAdd(g->b, v, LLVMBuildMul(g->b, blk, ci32(g, swz->rows * swz->swizzle), ""), "");
 }
 
+/* Byte offset in the swizzled layout swz of register r's element of a tile in layout L (the
+ * element's flat coordinate through layout_smem_offset, a lane/warp part and a constant). */
 static LLVMValueRef swz_byte_off(Cg *g, const SmemLayout *swz, const Layout *L, int r) {
   if (swz->rows & (swz->rows - 1))
     return swz_byte_off_blocks(g, swz, L, r);
@@ -1632,7 +1632,7 @@ static void load_shared_scalars(Cg *g, const TirInst *in, const Access *ac, cons
  * it has them all: a tile stored in fewer rows than its layout's (SmemLayout.rows, not a power
  * of two) gets no writes of fill values to the padding rows, which lie past its buffer. */
 static LLVMValueRef stored_row(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
-  if (!t->swz || t->lay->rank != 2 || t->swz->rows >= t->lay->shape[0])
+  if (!t->swz || t->swz->rows >= t->lay->shape[0])
     return NULL;
   return LLVMBuildICmp(g->b, LLVMIntULT, elem_dim(g, t->lay, lw, r, 0), ci32(g, t->swz->rows), "");
 }
@@ -4766,30 +4766,28 @@ static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
   bool rotate = tir_rotation_enabled();
-  /* In order; the first without a spill wins, else the fewest spilled bytes. `plain`: tried
-   * only when a loop was rotated (else it is plan 0 again); `whole`: only when a store was split. */
+  /* In order; the first without a spill wins, else the fewest spilled bytes. `if_rotated`: tried
+   * only when a loop was rotated (the plain plans are plan 0 again otherwise, and the unpacked P
+   * pays only in a rotated loop); `if_split`: only when a store was split. */
   static const struct {
     WsPlan plan;
-    bool plain, whole;
+    bool if_rotated, if_split;
   } plans[] = {{{.rotate = true}, false, false},
-               {{.rotate = true, .unpacked = true}, false, false},
+               {{.rotate = true, .unpacked = true}, true, false},
                {{.rotate = true, .wide_producer = true}, false, false},
                {{0}, true, false},
                {{.wide_producer = true}, true, false},
                {{.rotate = true, .whole_stores = true}, false, true},
                {{.rotate = true, .wide_producer = true, .whole_stores = true}, false, true}};
+  bool unpacked_on = env_on("TILEC_UNPACKED_PLAN"); /* opt-in: run z2 measured it slower than the plain loop */
   char *best = NULL;
   long best_spill = 0;
   bool rotated = false, split = false;
   for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
-    if ((plans[k].plain && !rotated) || (plans[k].whole && !split))
+    if ((plans[k].if_rotated && !rotated) || (plans[k].if_split && !split) || (plans[k].plan.unpacked && !unpacked_on))
       continue;
-    if (k > 0 && plans[k].plan.unpacked && !rotated)
-      continue; /* the unpacked P pays only in a rotated loop */
     WsPlan plan = plans[k].plan;
     plan.rotate &= rotate;
-    if (plan.unpacked && !env_on("TILEC_UNPACKED_PLAN"))
-      continue; /* opt-in: run z2 measured it slower than the plain loop it replaces */
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
       return out;
