@@ -21,9 +21,10 @@ shift 3
 flags=() envs=()
 # PARAM=VALUE becomes -D PARAM=VALUE; TILEC_*=VALUE is an environment setting of the compiler
 # instead (TILEC_CLUSTER=0: the schedule without clusters, for an A/B in the same run); TILE=PATH
-# compiles PATH (an A/B of the example's source, bench/ab/) instead of the example.
+# compiles PATH (an A/B of the example's source, bench/ab/) instead of the example; KERNEL=NAME
+# only that kernel of a file of several (tilec --kernel).
 tile=${TILE_DIR:-dsl/examples}/$example${TILE_SUFFIX:-}.tile
-for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; TILE=*) tile=${d#TILE=} ;; *) flags+=(-D "$d") ;; esac; done
+for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; TILE=*) tile=${d#TILE=} ;; KERNEL=*) flags+=(--kernel "${d#KERNEL=}") ;; *) flags+=(-D "$d") ;; esac; done
 
 if [ ! -x "$tilec" ]; then
   echo "gen_ptx: $tilec not built" | tee "$err"

@@ -1037,7 +1037,8 @@ class Worker:
                 return O
             return fn
         if k == "cross_entropy_backward":
-            f = L(variant, [I["X"], I["label"], I["dloss"], O["loss"], O["dX"]], entry="cross_entropy_backward")
+            # the module's first kernel: the two-pass one, or the one KERNEL= compiled alone
+            f = L(variant, [I["X"], I["label"], I["dloss"], O["loss"], O["dX"]])
 
             def fn():
                 f()

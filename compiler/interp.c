@@ -463,6 +463,22 @@ static void extract_exec(const TileType *st, const TileType *dt, const int32_t *
           *d++ = s[(((a + o[0]) * sd[1] + b + o[1]) * sd[2] + c + o[2]) * sd[3] + e + o[3]];
 }
 
+/* WINDOW: the box of a shared tile (rank 1 or 2; rank 1 is one row) at run-time starts; elements
+ * outside the tile read the fill value. */
+static void window_exec(const Machine *m, const TirInst *in, const TileType *st, const TileType *dt,
+                        const uint32_t *s, uint32_t *d) {
+  int64_t rows = st->rank == 2 ? st->dims[0] : 1, cols = st->dims[st->rank - 1];
+  int64_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
+  int64_t r0 = iscalar(m, in->args[1]), c0 = iscalar(m, in->args[2]);
+  uint32_t fbits = 0;
+  put_double(dt->elem, &fbits, 0, in->imm);
+  for (int64_t i = 0; i < drows; i++)
+    for (int64_t j = 0; j < dcols; j++) {
+      int64_t r = r0 + i, c = c0 + j;
+      *d++ = r >= 0 && r < rows && c >= 0 && c < cols ? s[r * cols + c] : fbits;
+    }
+}
+
 /* Non-element-wise ops whose result may alias an operand compute into scratch first. */
 static bool shaped_exec(Machine *m, const TirInst *in) {
   const TileType *dt = rtype(m, in->dst);
@@ -489,6 +505,9 @@ static bool shaped_exec(Machine *m, const TirInst *in) {
   }
   case TIR_EXTRACT:
     extract_exec(st, dt, in->offs, s, d);
+    break;
+  case TIR_WINDOW:
+    window_exec(m, in, st, dt, s, d);
     break;
   default:
     reduce_exec(in->op, st, in->axis, s, d);
@@ -525,6 +544,7 @@ static bool inst_exec(Machine *m, const TirInst *in) {
   case TIR_BCAST:
   case TIR_TRANS:
   case TIR_EXTRACT:
+  case TIR_WINDOW:
   case TIR_DOT:
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:

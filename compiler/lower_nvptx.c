@@ -1000,6 +1000,107 @@ static void lower_copyish(Cg *g, const TirInst *in) {
   put_tile(g, dst, out);
 }
 
+static LLVMValueRef in_range(Cg *g, LLVMValueRef idx, LLVMValueRef size);
+
+/* The widest vector (in elements, at most want) a WINDOW may read: its first element's offset is
+ * a known multiple of it (tir_known_multiple of the column start, the row pitch). */
+static int window_chunk(Cg *g, const TirInst *in, const Tile *s, int want) {
+  int64_t m = tir_gcd(tir_known_multiple(g->f, in->args[2]), s->pitch);
+  while (want > 1 && m % want)
+    want >>= 1;
+  return want;
+}
+
+typedef struct Window {
+  const Tile *src, *dst;
+  ElemType e;
+  LLVMValueRef r0, c0;     /* the starts */
+  int32_t rows, cols;      /* the source tile's logical extent (rank 1: one row) */
+  double fill;
+} Window;
+
+/* The window inside the tile, the usual case (one test, uniform across the block): the buffer
+ * read in the result's layout from the window's first element, `ch` elements at a time. */
+static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
+  const Tile *d = w->dst;
+  int eb = elem_bytes(w->e);
+  LLVMValueRef first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, w->r0, ci32(g, w->src->pitch), ""), w->c0, "");
+  LLVMValueRef base = smem_at(g, tile_base(g, w->src), LLVMBuildMul(g->b, first, ci32(g, eb), ""));
+  LLVMValueRef lw = layout_lw(g, d->lay);
+  LLVMTypeRef mt = mem_type(g, w->e);
+  for (int r = 0; r < d->n; r += ch) {
+    int npad = 0;
+    for (int j = 0; j < ch; j++)
+      npad += d->pad && d->pad[r + j];
+    for (int j = 0; j < ch; j += npad ? 1 : ch) { /* a chunk with padding: its elements alone */
+      int n = npad ? 1 : ch;
+      if (npad && d->pad[r + j]) { /* outside the box: a read could leave the buffer */
+        vals[r + j] = LLVMGetUndef(reg_type(g, w->e));
+        continue;
+      }
+      LLVMValueRef idx = buf_index(g, d->lay, lw, r + j, w->src->pitch);
+      LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
+      LLVMValueRef v = LLVMBuildLoad2(g->b, n == 1 ? mt : LLVMVectorType(mt, (unsigned)n), p, "");
+      LLVMSetAlignment(v, (unsigned)(eb * n));
+      for (int k = 0; k < n; k++)
+        vals[r + j + k] = from_mem(g, w->e, n == 1 ? v : LLVMBuildExtractElement(g->b, v, ci32(g, k), ""));
+    }
+  }
+}
+
+/* A window that reaches outside the tile: element by element, those outside read the fill (and
+ * load from the buffer's start, so that no address leaves it). */
+static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
+  const Tile *d = w->dst;
+  int eb = elem_bytes(w->e), rank = d->lay->rank;
+  LLVMValueRef lw = layout_lw(g, d->lay), base = tile_base(g, w->src);
+  LLVMValueRef fill = const_elem(g, w->e, w->fill);
+  for (int k = 0; k < d->n; k++) {
+    if (d->pad && d->pad[k]) {
+      vals[k] = LLVMGetUndef(reg_type(g, w->e));
+      continue;
+    }
+    LLVMValueRef col = LLVMBuildAdd(g->b, w->c0, elem_dim(g, d->lay, lw, k, rank - 1), "");
+    LLVMValueRef row = rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, d->lay, lw, k, 0), "") : w->r0;
+    LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, col, ci32(g, w->cols)), in_range(g, row, ci32(g, w->rows)), "");
+    LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, w->src->pitch), ""), col, "");
+    idx = LLVMBuildSelect(g->b, ok, idx, ci32(g, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
+    LLVMSetAlignment(v, (unsigned)eb);
+    vals[k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, v), fill, "");
+  }
+}
+
+/* WINDOW: a register box of a shared tile at run-time starts; elements outside the tile read the
+ * fill (the interpreter's rule). The tile's buffer is row-major with rows Tile.pitch apart. */
+static void lower_window(Cg *g, const TirInst *in) {
+  const TileType *st = rtype(g, in->args[0]), *dt = rtype(g, in->dst);
+  Window w = {&g->tiles[in->args[0]], &g->tiles[in->dst], dt->elem, NULL, NULL,
+              st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
+  if (w.src->swz || w.src->view_of >= 0 || w.src->shifted) {
+    cg_error(g, "internal error: a window of a swizzled or shifted shared tile");
+    return;
+  }
+  get_tile(g, in->args[1], &w.r0);
+  get_tile(g, in->args[2], &w.c0);
+  int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
+  LLVMValueRef inside = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, w.cols - dcols), ""),
+                                     LLVMBuildICmp(g->b, LLVMIntULE, w.r0, ci32(g, w.rows - drows), ""), "");
+  LLVMValueRef *vals = vals_new(g, w.dst->n);
+  LLVMBasicBlockRef fast = new_bb(g, "win"), slow = new_bb(g, "wout"), join = new_bb(g, "wj");
+  LLVMBuildCondBr(g->b, inside, fast, slow);
+  LLVMPositionBuilderAtEnd(g->b, fast);
+  window_inside(g, &w, window_chunk(g, in, w.src, layout_vec_chunk(w.dst->lay, w.e)), vals);
+  store_regs(g, in->dst, vals);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, slow);
+  window_masked(g, &w, vals);
+  store_regs(g, in->dst, vals);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+  g->dirty = true;
+}
+
 static LLVMValueRef combine(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
   TirOp b = op == TIR_REDUCE_SUM ? TIR_ADD : op == TIR_REDUCE_MAX ? TIR_MAX : TIR_MIN;
   return binary(g, b, elem_is_float(e) ? TY_F32 : TY_I32, x, y);
@@ -3355,6 +3456,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_TRANS:
     case TIR_RESHAPE:
     case TIR_EXTRACT: lower_copyish(g, in); break;
+    case TIR_WINDOW: lower_window(g, in); break;
     case TIR_REDUCE_SUM:
     case TIR_REDUCE_MAX:
     case TIR_REDUCE_MIN: lower_reduce(g, in); break;
@@ -3460,7 +3562,8 @@ static void plan_shifted(Cg *g, int i) {
     return;
   for (int j = 0; j < f->ninsts; j++) {
     const TirInst *u = &f->insts[j];
-    if ((j != i && u->dst == in->dst) || ((u->op == TIR_DOT || u->op == TIR_TRANS) && tir_inst_reads(u, in->dst)))
+    if ((j != i && u->dst == in->dst) ||
+        ((u->op == TIR_DOT || u->op == TIR_TRANS || u->op == TIR_WINDOW) && tir_inst_reads(u, in->dst)))
       return;
   }
   t->shifted = in;

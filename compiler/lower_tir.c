@@ -221,8 +221,36 @@ static int lower_reg_slice(Lower *L, const AstExpr *e) {
   return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
 }
 
+/* x[a : +S, b : +T] of a shared tile: a WINDOW at the starts (rank 1: a row, its row start 0)
+ * reading `fill` outside the tile, then a RESHAPE that drops the axes of the scalar indices. */
+static int lower_shared_window(Lower *L, const AstExpr *e, double fill) {
+  int x = L->decl_reg[e->decl->id];
+  if (x < 0)
+    return lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+  TileType box = *reg_type(L, x);
+  box.place = PLACE_REG;
+  box.layout = NULL;
+  int starts[2];
+  if (e->nitems == 1)
+    starts[0] = emit_const(L, scalar_type(TY_I32), 0, e->loc);
+  for (int i = 0; i < e->nitems; i++) {
+    const AstSliceItem *it = &e->items[i];
+    int k = i + 2 - e->nitems;
+    starts[k] = it->start ? operand(L, it->start, scalar_type(TY_I32))
+                          : emit_const(L, scalar_type(TY_I32), 0, it->loc);
+    if (starts[k] < 0)
+      return -1;
+    box.dims[i] = it->size;
+  }
+  x = emit3(L, TIR_WINDOW, box, x, starts[0], starts[1], e->loc);
+  L->f->insts[L->f->ninsts - 1].imm = fill;
+  return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
+}
+
 static int lower_slice(Lower *L, const AstExpr *e, double fill) {
   const AstDecl *t = e->decl;
+  if (t->kind == DECL_VAR && t->place == VAR_SHARED)
+    return lower_shared_window(L, e, fill);
   if (t->kind == DECL_VAR)
     return lower_reg_slice(L, e);
   int starts[TILE_MAX_RANK];

@@ -795,6 +795,60 @@ static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
   return ok;
 }
 
+/* x[items] of a `shared` tile of rank 1 or 2 (a window): starts are any i32 scalars, evaluated at
+ * run time and clamped so that the box lies inside the tile; a constant start outside it is an
+ * error. The result is a register tile, the box, without the axes of scalar indices. */
+static bool check_shared_window(Sema *S, AstExpr *e, const AstDecl *d) {
+  const TileType *xt = &d->ty;
+  if (e->nitems != xt->rank) {
+    ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, xt),
+        xt->rank, e->nitems, e->nitems == 1 ? "index" : "indices");
+    NOTE(S, d->loc, "'%s' is declared here", e->name);
+    return false;
+  }
+  TileType t = {.elem = xt->elem};
+  bool ok = true;
+  for (int i = 0; i < e->nitems; i++) {
+    AstSliceItem *it = &e->items[i];
+    int32_t dim = xt->dims[i];
+    if (it->kind == SLICE_FULL) {
+      it->size = dim;
+      t.dims[t.rank++] = dim;
+      continue;
+    }
+    if (!check_index(S, it->start, "a slice index")) {
+      ok = false;
+      continue;
+    }
+    it->size = 1;
+    if (it->kind == SLICE_RANGE && !slice_size(S, it)) {
+      ok = false;
+      continue;
+    }
+    if (it->size > dim) {
+      ERR(S, it->size_expr->loc, "a window of %d elements does not fit axis %d of shared tile '%s', "
+          "which has size %d", (int)it->size, i, e->name, (int)dim);
+      ok = false;
+      continue;
+    }
+    int64_t a = (int64_t)it->start->cval;
+    if (it->start->is_const && (a < 0 || a + it->size > dim)) {
+      ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
+          (int)it->size, i, e->name, (int)dim);
+      ok = false;
+      continue;
+    }
+    if (it->kind != SLICE_INDEX)
+      t.dims[t.rank++] = it->size;
+  }
+  if (ok && xt->rank > 2) {
+    ERR(S, e->loc, "'%s' is %s; only shared tiles of rank 1 or 2 can be sliced", e->name, tstr(S, xt));
+    return false;
+  }
+  e->ty = t;
+  return ok;
+}
+
 /* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
 static bool check_slice(Sema *S, AstExpr *e, bool store) {
   if (S->launch_ctx) {
@@ -820,8 +874,16 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
   }
   if (reg_tile)
     return check_reg_slice(S, e, d);
+  bool shared_tile = d->kind == DECL_VAR && d->place == VAR_SHARED && d->ty.rank > 0;
+  if (shared_tile && store) {
+    ERR(S, e->name_loc, "cannot store into a slice of shared tile '%s'; shared tiles are written "
+        "whole, from a tensor slice (shared %s = X[...])", e->name, e->name);
+    return false;
+  }
+  if (shared_tile)
+    return check_shared_window(S, e, d);
   if (d->kind != DECL_TENSOR_ARG) {
-    ERR(S, e->name_loc, "'%s' is a %s%s; only tensor arguments and register tiles ('reg', 'let') "
+    ERR(S, e->name_loc, "'%s' is a %s%s; only tensor arguments and tiles ('reg', 'let', 'shared') "
         "can be sliced", e->name, d->kind == DECL_VAR && d->ty.rank == 0 ? "scalar " : "",
         decl_what(d));
     return false;
@@ -1201,9 +1263,9 @@ static bool check_fill(Sema *S, AstExpr *e) {
   }
   if (!check_expr(S, sl) || !check_expr(S, v))
     return false;
-  if (sl->decl->kind != DECL_TENSOR_ARG) {
-    ERR(S, sl->loc, "'fill' pads a tensor slice; '%s' is a register tile, and its slices have no "
-        "outside to pad", sl->name);
+  if (sl->decl->kind != DECL_TENSOR_ARG && sl->decl->place != VAR_SHARED) {
+    ERR(S, sl->loc, "'fill' pads a tensor or shared tile slice; '%s' is a register tile, and its "
+        "slices have no outside to pad", sl->name);
     return false;
   }
   if (!v->is_const || v->ty.rank != 0) {

@@ -194,6 +194,9 @@ enum {
   X(TIR_RESHAPE, "reshape", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* dst = args[0][offs[d] : +dst.dims[d], ...]: a constant box of a register tile */     \
   X(TIR_EXTRACT, "extract", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
+  /* dst = args[0][args[1] : +dst.dims[0], args[2] : +dst.dims[1]]: a box of a shared tile    \
+   * (rank 1 or 2; rank 1 is one row) at run-time starts, each clamped into the tile */      \
+  X(TIR_WINDOW, "window", 3, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                  \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
@@ -367,6 +370,9 @@ TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initia
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
+/* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
+int64_t tir_known_multiple(const TirFunc *f, int r);
+int64_t tir_gcd(int64_t a, int64_t b);                 /* gcd(a, 0) = |a| */
 bool tir_updates_atomically(const TirFunc *f, int arg); /* an ATOMIC_* writes argument arg */
 void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
 /* Checks every structural and typing rule; reports through d (with locations) and returns

@@ -36,6 +36,51 @@ int tir_only_write(const TirFunc *f, int r) {
   return def;
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a, b = b < 0 ? -b : b;
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
+
+/* Follows single writes: constants, sums, differences, products, copies and FOR counters
+ * (lo + k * step); anything else divides by 1. Depth-bounded: a chain is short in practice. */
+static int64_t known_multiple(const TirFunc *f, int r, int depth) {
+  int w = depth > 16 ? -1 : tir_only_write(f, r);
+  if (w < 0)
+    return 1;
+  const TirInst *in = &f->insts[w];
+  switch (in->op) {
+  case TIR_CONST:
+    return in->imm == (double)(int64_t)in->imm && in->imm > -(1 << 30) && in->imm < (1 << 30) ? (int64_t)in->imm : 1;
+  case TIR_COPY:
+    return known_multiple(f, in->args[0], depth + 1);
+  case TIR_ADD:
+  case TIR_SUB:
+    return gcd64(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[1], depth + 1));
+  case TIR_MUL: {
+    int64_t m = known_multiple(f, in->args[0], depth + 1) * known_multiple(f, in->args[1], depth + 1);
+    return m > (1 << 30) || m < -(1 << 30) ? 1 : m;
+  }
+  case TIR_FOR:
+    return gcd64(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[2], depth + 1));
+  default:
+    return 1;
+  }
+}
+
+int64_t tir_known_multiple(const TirFunc *f, int r) {
+  const TileType *t = &f->regs[r].type;
+  if (t->elem != TY_I32 || t->rank != 0)
+    return 1;
+  int64_t m = known_multiple(f, r, 0);
+  return m < 0 ? -m : m;
+}
+
+int64_t tir_gcd(int64_t a, int64_t b) { return gcd64(a, b); }
+
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);
   return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;

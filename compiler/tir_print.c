@@ -126,6 +126,11 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     fputs(" fill ", out);
     print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
     break;
+  case TIR_WINDOW:
+    print_args(out, f, in, 3);
+    fputs(" fill ", out);
+    print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
+    break;
   case TIR_STORE:
   case TIR_ATOMIC_ADD:
   case TIR_ATOMIC_MAX:

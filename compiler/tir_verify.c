@@ -210,6 +210,21 @@ static bool check_extract(Verifier *v) {
   return true;
 }
 
+/* WINDOW: a register box of a shared tile of rank 1 or 2, no larger than it, at i32 starts. */
+static bool check_window(Verifier *v) {
+  const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
+  if (s->place != PLACE_SHARED || d->place != PLACE_REG)
+    return fail(v, "window reads a shared tile into a register tile");
+  if (s->elem != d->elem || s->rank != d->rank || s->rank < 1 || s->rank > 2)
+    return fail(v, "window must keep the element type and the rank (1 or 2)");
+  if (!is_i32_scalar(rt(v, v->in->args[1])) || !is_i32_scalar(rt(v, v->in->args[2])))
+    return fail(v, "window starts must be i32 scalars");
+  for (int i = 0; i < d->rank; i++)
+    if (d->dims[i] > s->dims[i])
+      return fail(v, "window of %d elements along dim %d of a tile of %d", d->dims[i], i, s->dims[i]);
+  return true;
+}
+
 /* RESHAPE only inserts or removes dims of size 1: the other dims are the same, in order. */
 static bool check_reshape(Verifier *v) {
   const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
@@ -350,6 +365,8 @@ static bool check_types(Verifier *v) {
     return check_reshape(v);
   case TIR_EXTRACT:
     return check_extract(v);
+  case TIR_WINDOW:
+    return check_window(v);
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:
