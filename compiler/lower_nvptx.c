@@ -1078,14 +1078,25 @@ static void lower_window(Cg *g, const TirInst *in) {
   Window w = {&g->tiles[in->args[0]], &g->tiles[in->dst], dt->elem, NULL, NULL,
               st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
   if (w.src->swz || w.src->view_of >= 0 || w.src->shifted) {
-    cg_error(g, "internal error: a window of a swizzled or shifted shared tile");
+    const char *name = g->f->regs[in->args[0]].name;
+    cg_error(g, "windows of shared tile '%s' are not supported on %s: a dot reads it from a swizzled "
+             "buffer (read it whole, or load a second shared tile for the windows)", name ? name : "?",
+             arch_name(g->o->arch));
     return;
   }
   get_tile(g, in->args[1], &w.r0);
   get_tile(g, in->args[2], &w.c0);
+  /* Inside: every element of the window in the tile, and every element of its padded layout (which
+   * the vector reads also load, then drop) in the tile's buffer. */
+  const Layout *sl = w.src->lay, *dl = w.dst->lay;
   int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
-  LLVMValueRef inside = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, w.cols - dcols), ""),
-                                     LLVMBuildICmp(g->b, LLVMIntULE, w.r0, ci32(g, w.rows - drows), ""), "");
+  int32_t prows = dt->rank == 2 ? dl->shape[0] : 1, pcols = dl->shape[dl->rank - 1];
+  int32_t bufrows = sl->rank == 2 ? sl->shape[0] : 1;
+  int32_t chi = w.cols - dcols < w.src->pitch - pcols ? w.cols - dcols : w.src->pitch - pcols;
+  int32_t rhi = w.rows - drows < bufrows - prows ? w.rows - drows : bufrows - prows;
+  LLVMValueRef inside = chi < 0 || rhi < 0 ? LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0)
+                        : LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, chi), ""),
+                                       LLVMBuildICmp(g->b, LLVMIntULE, w.r0, ci32(g, rhi), ""), "");
   LLVMValueRef *vals = vals_new(g, w.dst->n);
   LLVMBasicBlockRef fast = new_bb(g, "win"), slow = new_bb(g, "wout"), join = new_bb(g, "wj");
   LLVMBuildCondBr(g->b, inside, fast, slow);

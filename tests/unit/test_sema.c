@@ -186,7 +186,7 @@ Test(sema, slices) {
   expect_error(K("  let a = X[0 : +N];\n"), "a slice size must be a compile-time constant");
   expect_error(K("  let a = X[:];\n"), "':' takes the whole dimension 'N'");
   expect_error(K("  let a = X[0 : +0];\n"), "a slice size must be between 1");
-  expect_error(K("  let a = s[0];\n"), "only tensor arguments and register tiles");
+  expect_error(K("  let a = s[0];\n"), "only tensor arguments and tiles ('reg', 'let', 'shared')");
   expect_error(K("  let a = X;\n"), "must be sliced to be read");
 }
 
