@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:?OUT must be set}
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 variants=${NCU_XENTB_PTX:-xentb_bn2048_w8}
+# NCU_XENTB_N=32000: that shape only (a one-pass kernel bounds N); the SASS samples at NCU_XENTB_N too
+shape=${NCU_XENTB_N:-both}
 cat > "$OUT/ncu_xentb.py" <<'PY'
 import sys, torch
 sys.path.insert(0, "python")
@@ -41,19 +43,20 @@ timeout 150 "$ncu" --profile-from-start off --clock-control none --csv --print-u
   --kernel-name regex:'cross_entropy_backward' \
   --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --metrics \
 gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
-   python3 "$OUT/ncu_xentb.py" both $variants > "$OUT/ncu_xentb.csv" 2> "$OUT/ncu_xentb.err"
+   python3 "$OUT/ncu_xentb.py" $shape $variants > "$OUT/ncu_xentb.csv" 2> "$OUT/ncu_xentb.err"
 echo "ncu exit $?"
-python3 - "$OUT" $variants <<'PY' | tee "$OUT/ncu_xentb.txt"
+python3 - "$OUT" $shape $variants <<'PY' | tee "$OUT/ncu_xentb.txt"
 import sys
 sys.path.insert(0, "tests/gpu")
 from ncu_csv import print_memory_kernels
-labels = [f"{v} {s}" for s in ("4096x32000", "4096x50257") for v in sys.argv[2:]]
+shapes = ("4096x32000", "4096x50257") if sys.argv[2] == "both" else (f"4096x{sys.argv[2]}",)
+labels = [f"{v} {s}" for s in shapes for v in sys.argv[3:]]
 print_memory_kernels(f"{sys.argv[1]}/ncu_xentb.csv", labels, "?")
 PY
 if [ "${NCU_XENTB_SASS:-1}" = 1 ]; then
   timeout 200 "$ncu" --profile-from-start off --clock-control none --kernel-name regex:'cross_entropy_backward' \
     --section SourceCounters --section WarpStateStats -o "$OUT/xentb_src" -f \
-    python3 "$OUT/ncu_xentb.py" 50257 ${variants%% *} >> "$OUT/ncu_xentb.err" 2>&1
+    python3 "$OUT/ncu_xentb.py" $([ "$shape" = both ] && echo 50257 || echo "$shape") ${variants%% *} >> "$OUT/ncu_xentb.err" 2>&1
   "$ncu" -i "$OUT/xentb_src.ncu-rep" --page source --csv --print-source sass 2>> "$OUT/ncu_xentb.err" \
     | gzip > "$OUT/ncu_xentb_sass.csv.gz"
   rm -f "$OUT/xentb_src.ncu-rep"
