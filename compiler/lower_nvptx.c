@@ -49,6 +49,7 @@ typedef struct Tile {
   int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
   bool head;             /* shared, a head load's (ws entry: the producer's TMA fills it) */
   bool in_flight;        /* shared, its cp.async copies not yet waited for (async_shared_load) */
+  int group;             /* in flight: its copies' commit group, counted in Cg.commits */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
   /* A cp.async ring tile whose rows may start anywhere in memory (rows of 50257 f16 logits):
@@ -122,6 +123,7 @@ typedef struct Cg {
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
   bool copies_in_flight;             /* some tile's cp.async copies not yet waited for */
+  int commits;                       /* commit groups of top-level tile copies so far (static) */
   int red_next;                      /* the RED slot the next cross-warp reduction uses */
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
@@ -2959,20 +2961,55 @@ static void flush_copies(Cg *g) {
   g->copies_in_flight = false;
 }
 
-/* Before instruction in: wait for the copies of any tile it reads or writes (a copy that lands
- * after a later write to the same tile would undo it). */
-static void wait_for_operands(Cg *g, const TirInst *in) {
-  if (!g->copies_in_flight)
-    return;
-  if ((tir_op_info[in->op].flags & OPF_MARKER) || (in->dst >= 0 && g->tiles[in->dst].in_flight)) {
+/* The latest commit group of the in-flight tiles that instructions first..last read or write, or
+ * -1 when they load a shared tile (a pipelined loop commits groups of its own at run time: wait
+ * for all). */
+static int groups_needed(Cg *g, int first, int last) {
+  int need = 0;
+  for (int i = first; i <= last; i++) {
+    const TirInst *in = &g->f->insts[i];
+    if (in->op == TIR_LOAD && i > first && g->tiles[in->dst].shared)
+      return -1;
+    for (int r = 0; r < g->f->nregs; r++)
+      if (g->tiles[r].in_flight && (tir_inst_reads(in, r) || in->dst == r) && g->tiles[r].group > need)
+        need = g->tiles[r].group;
+  }
+  return need;
+}
+
+/* Waits for commit groups 1..k (the later ones may stay in flight), then a barrier. */
+static void wait_groups(Cg *g, int k) {
+  if (k == g->commits) {
     flush_copies(g);
     return;
   }
-  for (int r = 0; r < g->f->nregs; r++)
-    if (g->tiles[r].in_flight && tir_inst_reads(in, r)) {
-      flush_copies(g);
-      return;
-    }
+  cp_async_wait(g, g->commits - k);
+  barrier(g);
+  g->copies_in_flight = false;
+  for (int r = 0; r < g->f->nregs; r++) {
+    if (g->tiles[r].in_flight && g->tiles[r].group <= k)
+      g->tiles[r].in_flight = false;
+    g->copies_in_flight |= g->tiles[r].in_flight;
+  }
+}
+
+/* Before instruction in: wait for the copies of the tiles it reads or writes (a copy that lands
+ * after a later write to the same tile would undo it) and, at a FOR or an IF, of those its body
+ * does, so that nothing waits in a loop or a branch. Copies only wait for the groups they need:
+ * a row copied as two tiles is reduced from its first while the second lands. ELSE, ENDFOR and
+ * ENDIF need nothing: no copy is issued inside a body. */
+static void wait_for_operands(Cg *g, const TirInst *in) {
+  if (!g->copies_in_flight)
+    return;
+  int i = (int)(in - g->f->insts);
+  bool opens = in->op == TIR_FOR || in->op == TIR_IF;
+  if ((tir_op_info[in->op].flags & OPF_MARKER) && !opens)
+    return;
+  int need = groups_needed(g, i, opens ? tir_region_end(g->f, i) : i);
+  if (need < 0)
+    flush_copies(g);
+  else if (need > 0)
+    wait_groups(g, need);
 }
 
 static void lower_load(Cg *g, const TirInst *in) {
@@ -2985,6 +3022,7 @@ static void lower_load(Cg *g, const TirInst *in) {
     async_load(g, in, ci32(g, 0), true);
     cp_async_commit(g);
     g->tiles[dst].in_flight = g->copies_in_flight = true;
+    g->tiles[dst].group = ++g->commits;
     return;
   }
   if (g->tiles[dst].shared) {

@@ -369,6 +369,7 @@ int tir_new_reg(TirFunc *f, TileType type, const char *name);
 TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initialised to -1 */
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
+int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
 /* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
 int64_t tir_known_multiple(const TirFunc *f, int r);

@@ -36,6 +36,18 @@ int tir_only_write(const TirFunc *f, int r) {
   return def;
 }
 
+int tir_region_end(const TirFunc *f, int first) {
+  int depth = 0;
+  for (int i = first; i < f->ninsts; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+    if (depth == 0)
+      return i;
+  }
+  return -1;
+}
+
 static int64_t gcd64(int64_t a, int64_t b) {
   a = a < 0 ? -a : a, b = b < 0 ? -b : b;
   while (b) {

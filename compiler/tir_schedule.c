@@ -63,17 +63,6 @@ static int count_writes(const TirFunc *f, int r, int lo, int hi) {
   return n;
 }
 
-static int match_endfor(const TirFunc *f, int first) {
-  int depth = 0;
-  for (int i = first; i < f->ninsts; i++) {
-    TirOp op = f->insts[i].op;
-    depth += op == TIR_FOR || op == TIR_IF;
-    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
-    if (depth == 0)
-      return i;
-  }
-  return -1;
-}
 
 /* Nesting depth of instruction j counted from just after `first` (0: the top level there). */
 int tir_nest_depth(const TirFunc *f, int first, int j) {
@@ -274,7 +263,7 @@ static int load_last_reader(const TirFunc *f, const TirPipe *p, int l) {
       depth += op == TIR_FOR || op == TIR_IF;
       depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
     }
-    last = match_endfor(f, open);
+    last = tir_region_end(f, open);
   }
   return last;
 }
@@ -303,7 +292,7 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
     if (fi->op != TIR_FOR || stages < 2)
       continue;
     TirPipe *p = &pipes[*npipes];
-    *p = (TirPipe){.first = i, .last = match_endfor(f, i), .stages = stages, .overlap_dot = -1,
+    *p = (TirPipe){.first = i, .last = tir_region_end(f, i), .stages = stages, .overlap_dot = -1,
                     .turn = -1, .pass = -1, .early_wait = -1, .early_release = -1};
     if (p->last < 0)
       continue;
@@ -799,7 +788,7 @@ static void remap_roles(TirSchedule *s, const int *map) {
 static int statement_start(const TirFunc *f, const TirPipe *p, int j) {
   for (int o = p->first + 1; o < j; o++)
     if ((f->insts[o].op == TIR_IF || f->insts[o].op == TIR_FOR) && top_level(f, p->first, o) &&
-        match_endfor(f, o) > j)
+        tir_region_end(f, o) > j)
       return o;
   return j;
 }
@@ -1260,8 +1249,8 @@ static bool head_read_done(const TirFunc *f, const TirPipe *p, int r, int rel) {
 static int statement_end(const TirFunc *f, const TirPipe *p, int j) {
   for (int o = p->first + 1; o < j; o++)
     if ((f->insts[o].op == TIR_IF || f->insts[o].op == TIR_FOR) && top_level(f, p->first, o) &&
-        match_endfor(f, o) > j)
-      return match_endfor(f, o);
+        tir_region_end(f, o) > j)
+      return tir_region_end(f, o);
   return j;
 }
 
@@ -1713,7 +1702,7 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
   const TirFunc *f = v->f;
   const TirPipe *p = &f->sched->pipes[k];
   if (p->first < 0 || p->first >= f->ninsts || f->insts[p->first].op != TIR_FOR ||
-      match_endfor(f, p->first) != p->last || p->stages < 2)
+      tir_region_end(f, p->first) != p->last || p->stages < 2)
     return sfail(v, p->first, "pipe %d is not a for loop of at least 2 stages", k);
   if (!verify_set_sync(v, p, k, false) || (p->early && !verify_set_sync(v, p, k, true)))
     return false;

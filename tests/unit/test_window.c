@@ -136,3 +136,26 @@ Test(window, verify_rejects_a_register_source) {
   free(buf);
   arena_free(a);
 }
+
+/* Two tiles copied in at the top level, read in turn: the first's loop waits only for its own
+ * commit group (cp.async.wait_group 1), the second's for the rest; with one tile, wait_all. */
+Test(window, copies_wait_only_for_the_groups_read) {
+  static const char *two =
+      "kernel two(X: f16[M, N], Y: out f32[M])\n"
+      "  grid (M) threads (128)\n"
+      "{\n"
+      "  shared a = X[block.x, 0 : +2048];\n"
+      "  shared b = X[block.x, 2048 : +2048];\n"
+      "  reg s: f32[512] = 0;\n"
+      "  for c0 in 0 .. 2048 step 512 { s += to_f32(a[c0 : +512]); }\n"
+      "  for c0 in 0 .. 2048 step 512 { s += to_f32(b[c0 : +512]); }\n"
+      "  Y[block.x : +1] = sum(s, 0, keep);\n"
+      "}\n";
+  Arena *a = arena_new();
+  char *ptx = source_ptx(a, "two.tile", two, NULL, ARCH_SM90A);
+  const char *w1 = strstr(ptx, "cp.async.wait_group 1;"), *wall = strstr(ptx, "cp.async.wait_all;");
+  cr_assert(w1 && wall && w1 < wall, "%s", ptx);
+  cr_assert_null(strstr(wall + 1, "cp.async.wait"), "one wait per group");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
+}
