@@ -772,16 +772,22 @@ static bool check_reg_slice_item(Sema *S, const AstExpr *e, AstSliceItem *it, in
   return true;
 }
 
+/* A slice of tile d has one item per axis. */
+static bool tile_slice_rank_ok(Sema *S, const AstExpr *e, const AstDecl *d) {
+  if (e->nitems == d->ty.rank)
+    return true;
+  ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, &d->ty),
+      d->ty.rank, e->nitems, e->nitems == 1 ? "index" : "indices");
+  NOTE(S, d->loc, "'%s' is declared here", e->name);
+  return false;
+}
+
 /* x[items] of a `reg` or `let` tile: one item per axis, each ':', a constant index (drops the
  * axis) or a constant range; the result is the box, a register tile. */
 static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
   const TileType *xt = &d->ty;
-  if (e->nitems != xt->rank) {
-    ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, xt),
-        xt->rank, e->nitems, e->nitems == 1 ? "index" : "indices");
-    NOTE(S, d->loc, "'%s' is declared here", e->name);
+  if (!tile_slice_rank_ok(S, e, d))
     return false;
-  }
   TileType t = {.elem = xt->elem};
   bool ok = true;
   for (int i = 0; i < e->nitems; i++) {
@@ -796,16 +802,13 @@ static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
 }
 
 /* x[items] of a `shared` tile of rank 1 or 2 (a window): starts are any i32 scalars, evaluated at
- * run time and clamped so that the box lies inside the tile; a constant start outside it is an
- * error. The result is a register tile, the box, without the axes of scalar indices. */
+ * run time; elements outside the tile read the fill (0, or fill()'s). A window larger than the
+ * tile, or a constant start that puts it outside, is an error. The result is a register tile,
+ * the box, without the axes of scalar indices. */
 static bool check_shared_window(Sema *S, AstExpr *e, const AstDecl *d) {
   const TileType *xt = &d->ty;
-  if (e->nitems != xt->rank) {
-    ERR(S, e->loc, "'%s' is %s, of rank %d, but the slice has %d %s", e->name, tstr(S, xt),
-        xt->rank, e->nitems, e->nitems == 1 ? "index" : "indices");
-    NOTE(S, d->loc, "'%s' is declared here", e->name);
+  if (!tile_slice_rank_ok(S, e, d))
     return false;
-  }
   TileType t = {.elem = xt->elem};
   bool ok = true;
   for (int i = 0; i < e->nitems; i++) {

@@ -109,19 +109,6 @@ Test(atomic, f16_add_rounds_each_update) {
   }
 }
 
-/* tir_verify's message ("" when the function is valid). */
-static char *verify_msg(Arena *a, const TirFunc *f, const Diag *from) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  Diag d;
-  diag_init(&d, from->file, m);
-  bool ok = tir_verify(f, &d, "test");
-  fclose(m);
-  char *out = arena_strdup(a, ok ? "" : buf);
-  free(buf);
-  return out;
-}
 
 Test(atomic, tir_text) {
   Arena *a = arena_new();
@@ -139,13 +126,13 @@ Test(atomic, tir_text) {
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_ATOMIC_ADD) {
       TirArg *y = &f->args[f->insts[i].arg_index];
-      cr_assert_str_eq(verify_msg(a, f, &d), "");
+      cr_assert_str_eq(tir_verify_message(a, f, &d), "");
       y->is_out = false;
-      cr_assert(strstr(verify_msg(a, f, &d), "atomic_add to Y, which is not an out tensor"));
+      cr_assert(strstr(tir_verify_message(a, f, &d), "atomic_add to Y, which is not an out tensor"));
       y->is_out = true;
       f->insts[i].op = TIR_ATOMIC_MAX;
       y->elem = TY_BOOL;
-      cr_assert(strstr(verify_msg(a, f, &d), "atomic_max on bool elements"));
+      cr_assert(strstr(tir_verify_message(a, f, &d), "atomic_max on bool elements"));
     }
   arena_free(a);
 }

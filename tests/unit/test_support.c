@@ -153,3 +153,16 @@ char *file_text(Arena *a, const char *path) {
   buf[len] = 0;
   return buf;
 }
+
+char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  Diag d;
+  diag_init(&d, from->file, m);
+  bool ok = tir_verify(f, &d, "test");
+  fclose(m);
+  char *out = arena_strdup(a, ok ? "" : buf);
+  free(buf);
+  return out;
+}

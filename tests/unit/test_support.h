@@ -30,6 +30,9 @@ char *example_text(Arena *a, const char *name);
 /* The text of the file at path (relative to the repository root; at most 64 KiB). */
 char *file_text(Arena *a, const char *path);
 
+/* tir_verify's message for f ("" when f is valid), its locations in from's file. */
+char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from);
+
 /* The module without its warp-specialized entry point (NAME__ws, sm_90a), or ptx itself when
  * it has none: the tests of the cp.async / wgmma protocols count instructions of entry NAME. */
 char *ptx_without_ws(Arena *a, const char *ptx);
