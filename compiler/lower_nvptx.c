@@ -1081,8 +1081,8 @@ static void lower_window(Cg *g, const TirInst *in) {
               st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
   if (w.src->swz || w.src->view_of >= 0 || w.src->shifted) {
     const char *name = g->f->regs[in->args[0]].name;
-    cg_error(g, "windows of shared tile '%s' are not supported on %s: a dot reads it from a swizzled "
-             "buffer (read it whole, or load a second shared tile for the windows)", name ? name : "?",
+    cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, shifted or "
+             "a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
              arch_name(g->o->arch));
     return;
   }

@@ -552,7 +552,9 @@ static void write_reg(Lower *L, int dst, const AstExpr *v, SrcLoc loc) {
   if (r < 0)
     return;
   TirInst *last = L->f->ninsts ? &L->f->insts[L->f->ninsts - 1] : NULL;
-  if (last && last->dst == r && !L->f->regs[r].name && last->op != TIR_FOR) {
+  /* a WINDOW's result stays a register tile (a shared target gets a COPY of it) */
+  bool keep = last && last->op == TIR_WINDOW && t.place == PLACE_SHARED;
+  if (last && last->dst == r && !L->f->regs[r].name && last->op != TIR_FOR && !keep) {
     last->dst = dst;
     return;
   }

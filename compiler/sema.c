@@ -325,7 +325,11 @@ static bool check_tile_size(Sema *S, const TileType *t, SrcLoc loc) {
  * global to shared memory in chunks, never through a thread's registers. */
 static bool is_shared_load(const Sema *S, const AstExpr *e) {
   const AstExpr *v = S->shared_load;
-  return v && (e == v || (v->kind == AST_CALL && v->builtin == BI_FILL && e == v->args[0]));
+  bool whole = v && (e == v || (v->kind == AST_CALL && v->builtin == BI_FILL && e == v->args[0]));
+  if (!whole)
+    return false;
+  const AstExpr *sl = v->kind == AST_CALL ? v->args[0] : v; /* a window of a shared tile is a register tile */
+  return sl->kind == AST_SLICE && sl->decl && sl->decl->kind == DECL_TENSOR_ARG;
 }
 
 /* The per-thread limit (TILE_MAX_ELEMS_PER_THREAD) of a register tile, once the thread count is

@@ -195,7 +195,7 @@ enum {
   /* dst = args[0][offs[d] : +dst.dims[d], ...]: a constant box of a register tile */     \
   X(TIR_EXTRACT, "extract", 1, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                \
   /* dst = args[0][args[1] : +dst.dims[0], args[2] : +dst.dims[1]]: a box of a shared tile    \
-   * (rank 1 or 2; rank 1 is one row) at run-time starts, each clamped into the tile */      \
+   * (rank 1 or 2; rank 1 is one row) at run-time starts; outside the tile: imm (the fill)  */ \
   X(TIR_WINDOW, "window", 3, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                  \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \

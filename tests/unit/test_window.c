@@ -152,3 +152,24 @@ Test(window, copies_wait_only_for_the_groups_read) {
   ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
+
+/* A window as a shared tile's initializer: the window stays a register tile, a COPY fills the
+ * shared one (a review finding: it used to retarget the window into shared memory). */
+Test(window, initializes_a_shared_tile) {
+  static const char *init =
+      "kernel wi(X: f32[M, N], Y: out f32[M, N]) grid (M) threads (128) {\n"
+      "  shared x = X[block.x, 0 : +256];\n"
+      "  shared y = fill(x[block.x * 3 : +128], 2.0);\n"
+      "  Y[block.x, 0 : +128] = y * 2.0;\n"
+      "}\n";
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "wi.tile", init, NULL, ARCH_SM90A, &d);
+  bool copied = false;
+  for (int i = 0; i < f->ninsts; i++)
+    copied |= f->insts[i].op == TIR_COPY && f->regs[f->insts[i].dst].type.place == PLACE_SHARED &&
+              f->insts[i - 1].op == TIR_WINDOW;
+  cr_assert(copied);
+  arena_free(a);
+  source_assembles("wi.tile", init);
+}
