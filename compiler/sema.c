@@ -786,9 +786,10 @@ static bool tile_slice_rank_ok(Sema *S, const AstExpr *e, const AstDecl *d) {
   return false;
 }
 
-/* x[items] of a `reg` or `let` tile: one item per axis, each ':', a constant index (drops the
- * axis) or a constant range; the result is the box, a register tile. */
-static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
+/* x[items] of a tile: one item per axis, each checked by `item` (which sets its size); the
+ * result is the box, a register tile, without the axes of scalar indices. */
+static bool check_tile_slice(Sema *S, AstExpr *e, const AstDecl *d,
+                             bool (*item)(Sema *, const AstExpr *, AstSliceItem *, int, int32_t)) {
   const TileType *xt = &d->ty;
   if (!tile_slice_rank_ok(S, e, d))
     return false;
@@ -796,7 +797,7 @@ static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
   bool ok = true;
   for (int i = 0; i < e->nitems; i++) {
     AstSliceItem *it = &e->items[i];
-    if (!check_reg_slice_item(S, e, it, i, xt->dims[i]))
+    if (!item(S, e, it, i, xt->dims[i]))
       ok = false;
     else if (it->kind != SLICE_INDEX)
       t.dims[t.rank++] = it->size;
@@ -805,55 +806,47 @@ static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
   return ok;
 }
 
-/* x[items] of a `shared` tile of rank 1 or 2 (a window): starts are any i32 scalars, evaluated at
- * run time; elements outside the tile read the fill (0, or fill()'s). A window larger than the
- * tile, or a constant start that puts it outside, is an error. The result is a register tile,
- * the box, without the axes of scalar indices. */
+/* One item of a shared tile's window along an axis of size dim: ':', or a start known at run
+ * time (elements outside the tile read the fill: 0, or fill()'s) and a size no larger than the
+ * axis; a constant start must put the window inside. */
+static bool check_window_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim) {
+  if (it->kind == SLICE_FULL) {
+    it->size = dim;
+    return true;
+  }
+  if (!check_index(S, it->start, "a slice index"))
+    return false;
+  it->size = 1;
+  if (it->kind == SLICE_RANGE && !slice_size(S, it))
+    return false;
+  if (it->size > dim) {
+    ERR(S, it->size_expr->loc, "a window of %d elements does not fit axis %d of shared tile '%s', "
+        "which has size %d", (int)it->size, axis, e->name, (int)dim);
+    return false;
+  }
+  int64_t a = (int64_t)it->start->cval;
+  if (it->start->is_const && (a < 0 || a + it->size > dim)) {
+    ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
+        (int)it->size, axis, e->name, (int)dim);
+    return false;
+  }
+  return true;
+}
+
+/* x[items] of a `reg` or `let` tile: a constant box (TIR extract). */
+static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
+  return check_tile_slice(S, e, d, check_reg_slice_item);
+}
+
+/* x[items] of a `shared` tile of rank 1 or 2: a window at run-time starts (TIR window). */
 static bool check_shared_window(Sema *S, AstExpr *e, const AstDecl *d) {
-  const TileType *xt = &d->ty;
-  if (!tile_slice_rank_ok(S, e, d))
+  if (!check_tile_slice(S, e, d, check_window_item))
     return false;
-  TileType t = {.elem = xt->elem};
-  bool ok = true;
-  for (int i = 0; i < e->nitems; i++) {
-    AstSliceItem *it = &e->items[i];
-    int32_t dim = xt->dims[i];
-    if (it->kind == SLICE_FULL) {
-      it->size = dim;
-      t.dims[t.rank++] = dim;
-      continue;
-    }
-    if (!check_index(S, it->start, "a slice index")) {
-      ok = false;
-      continue;
-    }
-    it->size = 1;
-    if (it->kind == SLICE_RANGE && !slice_size(S, it)) {
-      ok = false;
-      continue;
-    }
-    if (it->size > dim) {
-      ERR(S, it->size_expr->loc, "a window of %d elements does not fit axis %d of shared tile '%s', "
-          "which has size %d", (int)it->size, i, e->name, (int)dim);
-      ok = false;
-      continue;
-    }
-    int64_t a = (int64_t)it->start->cval;
-    if (it->start->is_const && (a < 0 || a + it->size > dim)) {
-      ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
-          (int)it->size, i, e->name, (int)dim);
-      ok = false;
-      continue;
-    }
-    if (it->kind != SLICE_INDEX)
-      t.dims[t.rank++] = it->size;
-  }
-  if (ok && xt->rank > 2) {
-    ERR(S, e->loc, "'%s' is %s; only shared tiles of rank 1 or 2 can be sliced", e->name, tstr(S, xt));
+  if (d->ty.rank > 2) {
+    ERR(S, e->loc, "'%s' is %s; only shared tiles of rank 1 or 2 can be sliced", e->name, tstr(S, &d->ty));
     return false;
   }
-  e->ty = t;
-  return ok;
+  return true;
 }
 
 /* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
