@@ -499,25 +499,37 @@ static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int
   end_if(g, join);
 }
 
-static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, LLVMValueRef *vals) {
+/* Reads a thread's registers of layout l from a buffer (row pitch in elements), `ch` elements a
+ * load; registers marked in pad (may be NULL) hold only padding: undef, not loaded (a read there
+ * could leave the buffer), and a chunk holding one is read element by element. */
+static void buf_read_chunks(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, int ch,
+                            const bool *pad, LLVMValueRef *vals) {
   LLVMValueRef lw = layout_lw(g, l);
-  int n = layout_nregs(l), ch = layout_vec_chunk(l, e), eb = elem_bytes(e);
+  int n = layout_nregs(l), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
   for (int r = 0; r < n; r += ch) {
-    LLVMValueRef idx = buf_index(g, l, lw, r, pitch);
-    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
-    if (ch == 1) {
-      LLVMValueRef v = LLVMBuildLoad2(g->b, mt, p, "");
-      LLVMSetAlignment(v, (unsigned)eb);
-      vals[r] = from_mem(g, e, v);
-      continue;
+    int npad = 0;
+    for (int j = 0; pad && j < ch; j++)
+      npad += pad[r + j];
+    int w = npad ? 1 : ch;
+    for (int j = 0; j < ch; j += w) {
+      if (npad && pad[r + j]) {
+        vals[r + j] = LLVMGetUndef(reg_type(g, e));
+        continue;
+      }
+      LLVMValueRef idx = buf_index(g, l, lw, r + j, pitch);
+      LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
+      LLVMValueRef v = LLVMBuildLoad2(g->b, w == 1 ? mt : LLVMVectorType(mt, (unsigned)w), p, "");
+      LLVMSetAlignment(v, (unsigned)(eb * w));
+      for (int k = 0; k < w; k++)
+        vals[r + j + k] = from_mem(g, e, w == 1 ? v : LLVMBuildExtractElement(g->b, v, ci32(g, k), ""));
     }
-    LLVMValueRef v = LLVMBuildLoad2(g->b, LLVMVectorType(mt, (unsigned)ch), p, "");
-    LLVMSetAlignment(v, (unsigned)(eb * ch));
-    for (int j = 0; j < ch; j++)
-      vals[r + j] = from_mem(g, e, LLVMBuildExtractElement(g->b, v, ci32(g, j), ""));
   }
   g->dirty = true;
+}
+
+static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, LLVMValueRef *vals) {
+  buf_read_chunks(g, base, l, e, pitch, layout_vec_chunk(l, e), NULL, vals);
 }
 
 static int padded_pitch(const Layout *l, ElemType e) {
@@ -1024,30 +1036,10 @@ typedef struct Window {
 /* The window inside the tile, the usual case (one test, uniform across the block): the buffer
  * read in the result's layout from the window's first element, `ch` elements at a time. */
 static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
-  const Tile *d = w->dst;
   int eb = elem_bytes(w->e);
   LLVMValueRef first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, w->r0, ci32(g, w->src->pitch), ""), w->c0, "");
   LLVMValueRef base = smem_at(g, tile_base(g, w->src), LLVMBuildMul(g->b, first, ci32(g, eb), ""));
-  LLVMValueRef lw = layout_lw(g, d->lay);
-  LLVMTypeRef mt = mem_type(g, w->e);
-  for (int r = 0; r < d->n; r += ch) {
-    int npad = 0;
-    for (int j = 0; j < ch; j++)
-      npad += d->pad && d->pad[r + j];
-    for (int j = 0; j < ch; j += npad ? 1 : ch) { /* a chunk with padding: its elements alone */
-      int n = npad ? 1 : ch;
-      if (npad && d->pad[r + j]) { /* outside the box: a read could leave the buffer */
-        vals[r + j] = LLVMGetUndef(reg_type(g, w->e));
-        continue;
-      }
-      LLVMValueRef idx = buf_index(g, d->lay, lw, r + j, w->src->pitch);
-      LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
-      LLVMValueRef v = LLVMBuildLoad2(g->b, n == 1 ? mt : LLVMVectorType(mt, (unsigned)n), p, "");
-      LLVMSetAlignment(v, (unsigned)(eb * n));
-      for (int k = 0; k < n; k++)
-        vals[r + j + k] = from_mem(g, w->e, n == 1 ? v : LLVMBuildExtractElement(g->b, v, ci32(g, k), ""));
-    }
-  }
+  buf_read_chunks(g, base, w->dst->lay, w->e, w->src->pitch, ch, w->dst->pad, vals);
 }
 
 /* A window that reaches outside the tile: element by element, those outside read the fill (and

@@ -201,10 +201,16 @@ static int lower_ternary(Lower *L, const AstExpr *e) {
 
 /* x[a : +S, i, :] of a register tile: EXTRACT of the box (constant starts), then a RESHAPE that
  * drops the axes of the scalar indices. */
-static int lower_reg_slice(Lower *L, const AstExpr *e) {
+/* The register of the tile a slice e reads, or -1 (reported). */
+static int sliced_tile(Lower *L, const AstExpr *e) {
   int x = L->decl_reg[e->decl->id];
+  return x >= 0 ? x : lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+}
+
+static int lower_reg_slice(Lower *L, const AstExpr *e) {
+  int x = sliced_tile(L, e);
   if (x < 0)
-    return lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+    return -1;
   TileType box = *reg_type(L, x);
   int32_t offs[TILE_MAX_RANK] = {0};
   bool whole = true;
@@ -224,9 +230,9 @@ static int lower_reg_slice(Lower *L, const AstExpr *e) {
 /* x[a : +S, b : +T] of a shared tile: a WINDOW at the starts (rank 1: a row, its row start 0)
  * reading `fill` outside the tile, then a RESHAPE that drops the axes of the scalar indices. */
 static int lower_shared_window(Lower *L, const AstExpr *e, double fill) {
-  int x = L->decl_reg[e->decl->id];
+  int x = sliced_tile(L, e);
   if (x < 0)
-    return lower_error(L, e->loc, "internal error: '%s' sliced before its declaration", e->name);
+    return -1;
   TileType box = *reg_type(L, x);
   box.place = PLACE_REG;
   box.layout = NULL;

@@ -750,32 +750,6 @@ static bool slice_size(Sema *S, AstSliceItem *it) {
   return true;
 }
 
-/* One item of a register tile's slice along an axis of size dim: a constant start (or ':'), and
- * a box inside the tile. */
-static bool check_reg_slice_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim) {
-  if (it->kind == SLICE_FULL) {
-    it->size = dim;
-    return true;
-  }
-  if (!check_index(S, it->start, "a slice index"))
-    return false;
-  if (!it->start->is_const) {
-    ERR(S, it->start->loc, "a slice of register tile '%s' needs a compile-time start (register "
-        "tiles are sliced by constant ranges: 16 : +16, not i : +16)", e->name);
-    return false;
-  }
-  it->size = 1;
-  if (it->kind == SLICE_RANGE && !slice_size(S, it))
-    return false;
-  int64_t a = (int64_t)it->start->cval;
-  if (a < 0 || a + it->size > dim) {
-    ERR(S, it->loc, "%lld : +%d is outside axis %d of '%s', which has size %d", (long long)a,
-        (int)it->size, axis, e->name, (int)dim);
-    return false;
-  }
-  return true;
-}
-
 /* A slice of tile d has one item per axis. */
 static bool tile_slice_rank_ok(Sema *S, const AstExpr *e, const AstDecl *d) {
   if (e->nitems == d->ty.rank)
@@ -786,40 +760,27 @@ static bool tile_slice_rank_ok(Sema *S, const AstExpr *e, const AstDecl *d) {
   return false;
 }
 
-/* x[items] of a tile: one item per axis, each checked by `item` (which sets its size); the
- * result is the box, a register tile, without the axes of scalar indices. */
-static bool check_tile_slice(Sema *S, AstExpr *e, const AstDecl *d,
-                             bool (*item)(Sema *, const AstExpr *, AstSliceItem *, int, int32_t)) {
-  const TileType *xt = &d->ty;
-  if (!tile_slice_rank_ok(S, e, d))
-    return false;
-  TileType t = {.elem = xt->elem};
-  bool ok = true;
-  for (int i = 0; i < e->nitems; i++) {
-    AstSliceItem *it = &e->items[i];
-    if (!item(S, e, it, i, xt->dims[i]))
-      ok = false;
-    else if (it->kind != SLICE_INDEX)
-      t.dims[t.rank++] = it->size;
-  }
-  e->ty = t;
-  return ok;
-}
-
-/* One item of a shared tile's window along an axis of size dim: ':', or a start known at run
- * time (elements outside the tile read the fill: 0, or fill()'s) and a size no larger than the
- * axis; a constant start must put the window inside. */
-static bool check_window_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim) {
+/* One item of a tile's slice along an axis of size dim: ':', or a start and a size no larger than
+ * the axis. A register tile's start is a constant (a box inside the tile); a shared tile's
+ * window may start anywhere at run time (elements outside the tile read the fill: 0, or
+ * fill()'s), but a constant start must put it inside. */
+static bool check_tile_slice_item(Sema *S, const AstExpr *e, AstSliceItem *it, int axis, int32_t dim,
+                                  bool window) {
   if (it->kind == SLICE_FULL) {
     it->size = dim;
     return true;
   }
   if (!check_index(S, it->start, "a slice index"))
     return false;
+  if (!window && !it->start->is_const) {
+    ERR(S, it->start->loc, "a slice of register tile '%s' needs a compile-time start (register "
+        "tiles are sliced by constant ranges: 16 : +16, not i : +16)", e->name);
+    return false;
+  }
   it->size = 1;
   if (it->kind == SLICE_RANGE && !slice_size(S, it))
     return false;
-  if (it->size > dim) {
+  if (window && it->size > dim) {
     ERR(S, it->size_expr->loc, "a window of %d elements does not fit axis %d of shared tile '%s', "
         "which has size %d", (int)it->size, axis, e->name, (int)dim);
     return false;
@@ -833,20 +794,28 @@ static bool check_window_item(Sema *S, const AstExpr *e, AstSliceItem *it, int a
   return true;
 }
 
-/* x[items] of a `reg` or `let` tile: a constant box (TIR extract). */
-static bool check_reg_slice(Sema *S, AstExpr *e, const AstDecl *d) {
-  return check_tile_slice(S, e, d, check_reg_slice_item);
-}
-
-/* x[items] of a `shared` tile of rank 1 or 2: a window at run-time starts (TIR window). */
-static bool check_shared_window(Sema *S, AstExpr *e, const AstDecl *d) {
-  if (!check_tile_slice(S, e, d, check_window_item))
+/* x[items] of a tile, one item per axis: of a `reg` or `let` tile a constant box (TIR extract), of
+ * a `shared` tile of rank 1 or 2 a window at run-time starts (TIR window). The result is the box,
+ * a register tile, without the axes of scalar indices. */
+static bool check_tile_slice(Sema *S, AstExpr *e, const AstDecl *d, bool window) {
+  const TileType *xt = &d->ty;
+  if (!tile_slice_rank_ok(S, e, d))
     return false;
-  if (d->ty.rank > 2) {
-    ERR(S, e->loc, "'%s' is %s; only shared tiles of rank 1 or 2 can be sliced", e->name, tstr(S, &d->ty));
+  TileType t = {.elem = xt->elem};
+  bool ok = true;
+  for (int i = 0; i < e->nitems; i++) {
+    AstSliceItem *it = &e->items[i];
+    if (!check_tile_slice_item(S, e, it, i, xt->dims[i], window))
+      ok = false;
+    else if (it->kind != SLICE_INDEX)
+      t.dims[t.rank++] = it->size;
+  }
+  e->ty = t;
+  if (ok && window && xt->rank > 2) {
+    ERR(S, e->loc, "'%s' is %s; only shared tiles of rank 1 or 2 can be sliced", e->name, tstr(S, xt));
     return false;
   }
-  return true;
+  return ok;
 }
 
 /* Checks a slice T[items]; `store` when it is the target of a store (not a read). */
@@ -873,7 +842,7 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
     return false;
   }
   if (reg_tile)
-    return check_reg_slice(S, e, d);
+    return check_tile_slice(S, e, d, false);
   bool shared_tile = d->kind == DECL_VAR && d->place == VAR_SHARED && d->ty.rank > 0;
   if (shared_tile && store) {
     ERR(S, e->name_loc, "cannot store into a slice of shared tile '%s'; shared tiles are written "
@@ -881,7 +850,7 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
     return false;
   }
   if (shared_tile)
-    return check_shared_window(S, e, d);
+    return check_tile_slice(S, e, d, true);
   if (d->kind != DECL_TENSOR_ARG) {
     ERR(S, e->name_loc, "'%s' is a %s%s; only tensor arguments and tiles ('reg', 'let', 'shared') "
         "can be sliced", e->name, d->kind == DECL_VAR && d->ty.rank == 0 ? "scalar " : "",

@@ -48,7 +48,7 @@ int tir_region_end(const TirFunc *f, int first) {
   return -1;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
+int64_t tir_gcd(int64_t a, int64_t b) {
   a = a < 0 ? -a : a, b = b < 0 ? -b : b;
   while (b) {
     int64_t t = a % b;
@@ -71,13 +71,13 @@ static int64_t known_multiple(const TirFunc *f, int r, int depth) {
     return known_multiple(f, in->args[0], depth + 1);
   case TIR_ADD:
   case TIR_SUB:
-    return gcd64(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[1], depth + 1));
+    return tir_gcd(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[1], depth + 1));
   case TIR_MUL: {
     int64_t m = known_multiple(f, in->args[0], depth + 1) * known_multiple(f, in->args[1], depth + 1);
     return m > (1 << 30) || m < -(1 << 30) ? 1 : m;
   }
   case TIR_FOR:
-    return gcd64(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[2], depth + 1));
+    return tir_gcd(known_multiple(f, in->args[0], depth + 1), known_multiple(f, in->args[2], depth + 1));
   default:
     return 1;
   }
@@ -91,7 +91,6 @@ int64_t tir_known_multiple(const TirFunc *f, int r) {
   return m < 0 ? -m : m;
 }
 
-int64_t tir_gcd(int64_t a, int64_t b) { return gcd64(a, b); }
 
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);
