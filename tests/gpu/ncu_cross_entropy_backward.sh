@@ -42,7 +42,7 @@ PY
 timeout 150 "$ncu" --profile-from-start off --clock-control none --csv --print-units base \
   --kernel-name regex:'cross_entropy_backward' \
   --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --metrics \
-gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active,regex:sm__pipe_.*_cycles_active\.avg\.pct_of_peak_sustained_active \
    python3 "$OUT/ncu_xentb.py" $shape $variants > "$OUT/ncu_xentb.csv" 2> "$OUT/ncu_xentb.err"
 echo "ncu exit $?"
 python3 - "$OUT" $shape $variants <<'PY' | tee "$OUT/ncu_xentb.txt"

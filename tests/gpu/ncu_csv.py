@@ -30,6 +30,8 @@ def print_memory_kernels(path, labels, rest):
         for name, val in sorted(m.items()):
             if name.startswith("smsp__average_warps_issue_stalled") and val >= 0.05:
                 print(f"   {name[34:-23]:60s} {val:12.2f}")
+            elif name.startswith(("sm__inst_executed_pipe_", "sm__pipe_")) and val >= 1:
+                print(f"   {name:60s} {val:12.2f}")
             elif name.startswith(("lts__", "l1tex__")) or name == "smsp__inst_executed.sum" \
                     or "Warp Cycles" in name or "Throughput" in name or "Occupancy" in name \
                     or "Registers" in name or "Eligible" in name or "Waves" in name:

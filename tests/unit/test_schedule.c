@@ -1314,3 +1314,82 @@ Test(schedule, verifier_rejects_broken_lookahead_loads) {
   cr_assert(strstr(verify_msg(a, f), "not the only top-level write"));
   arena_free(a);
 }
+
+/* Early scalar loads (hoist_scalar_loads): a top-level scalar load of a tensor the kernel never
+ * writes moves up to just below the last statement writing one of its operands, or the shared
+ * copy before it; a load of a written tensor, and one whose index a loop computes, stay. */
+static const char *HOIST_SRC =
+    "kernel hoist(X: f32[M, N], idx: i32[M], w: f32[M], Y: out f32[M], Z: out f32[M])\n"
+    "  grid (M) threads (128)\n"
+    "{\n"
+    "  require N <= 1024;\n"
+    "  let r = block.x;\n"
+    "  shared xs = X[r, 0 : +1024];\n"
+    "  reg acc: f32[256] = 0;\n"
+    "  for c0 in 0 .. N step 256 { acc += xs[c0 : +256]; }\n"
+    "  let s = sum(acc, 0);\n"
+    "  Y[r : +1] = s;\n"
+    "  let i = idx[r];\n"
+    "  let xi = X[r, i];\n"
+    "  let k = to(i32, s);\n"
+    "  let wk = w[k];\n"
+    "  let y = Y[r];\n"
+    "  Z[r : +1] = xi + wk + y;\n"
+    "}\n";
+
+static int find_load_of(const TirFunc *f, const char *arg) {
+  for (int j = 0; j < f->ninsts; j++)
+    if (f->insts[j].op == TIR_LOAD && !strcmp(f->args[f->insts[j].arg_index].name, arg))
+      return j;
+  return -1;
+}
+
+static TirFunc *hoist_scheduled(Arena *a, Diag *d) {
+  TirFunc *f = source_tir(a, "hoist.tile", HOIST_SRC, NULL, ARCH_SM90A, d);
+  cr_assert(layout_assign_wgmma(f, d, false));
+  SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
+  TirFunc *g = tir_schedule(f, &o, d);
+  cr_assert(g);
+  return g;
+}
+
+Test(schedule, scalar_loads_move_up_to_their_operands) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = hoist_scheduled(a, &d);
+  int copy = find_load_of(f, "X"), idx = find_load_of(f, "idx"), first_for = find_op(f, 0, TIR_FOR);
+  cr_assert_eq(f->regs[f->insts[copy].dst].type.place, PLACE_SHARED, "X's first load is the row's copy");
+  cr_assert_eq(idx, copy + 1, "idx[r] right below the copy");
+  const TirInst *xi = &f->insts[idx + 1];
+  cr_assert(xi->op == TIR_LOAD && !strcmp(f->args[xi->arg_index].name, "X") && tir_inst_reads(xi, f->insts[idx].dst),
+            "X[r, i] right below the load of i");
+  cr_assert_lt(idx + 1, first_for, "both above the loop");
+  int w = find_load_of(f, "w"), y = find_load_of(f, "Y"), endfor = find_op(f, first_for, TIR_ENDFOR);
+  cr_assert_gt(w, endfor, "w[k]: k comes from the loop's sum");
+  cr_assert_gt(y, endfor, "Y is written by the kernel");
+  cr_assert_eq(tir_only_write(f, f->insts[w].index[0].start), w - 1, "w[k] right below the conversion making k");
+  cr_assert_str_eq(tir_verify_message(a, f, &d), "");
+
+  setenv("TILEC_EARLY_LOADS", "0", 1);
+  TirFunc *g = hoist_scheduled(a, &d);
+  unsetenv("TILEC_EARLY_LOADS");
+  cr_assert_gt(find_load_of(g, "idx"), find_op(g, 0, TIR_ENDFOR), "TILEC_EARLY_LOADS=0: where the source has it");
+  arena_free(a);
+}
+
+/* In the PTX: cross-entropy backward's label load issues before the wait for the row's copy. */
+Test(schedule, cross_entropy_label_loads_before_the_copy_wait) {
+  Arena *a = arena_new();
+  static const char *defs[] = {"BLOCK=4096", "C=1024", "WARPS=4", NULL};
+  Diag d;
+  TirFunc *f = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), defs,
+                                 ARCH_SM90A, 1, &d);
+  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
+  char *ptx = nvptx_compile(f, &o, &d, NULL);
+  cr_assert(ptx);
+  char *e = ptx_entry(a, ptx, "cross_entropy_backward_row");
+  cr_assert(e && strstr(e, "ld.global.u32") && strstr(e, "cp.async.wait"));
+  cr_assert_lt(strstr(e, "ld.global.u32"), strstr(e, "cp.async.wait"));
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
+}
