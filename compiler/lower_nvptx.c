@@ -49,7 +49,10 @@ typedef struct Tile {
   int pipe;              /* shared, filled by a pipelined load: index into Cg.pipes, else -1 */
   bool head;             /* shared, a head load's (ws entry: the producer's TMA fills it) */
   bool in_flight;        /* shared, its cp.async copies not yet waited for (async_shared_load) */
-  int group;             /* in flight: its copies' commit group, counted in Cg.commits */
+  int group;             /* in flight: its copies' commit group, counted in Cg.commits (of a
+                            progressive copy: the last part's) */
+  int parts;             /* a progressive copy's commit groups (TirSchedule.progs), else 0 */
+  int prog_loop;         /* progressive: the FOR that reads it first */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
   /* A cp.async ring tile whose rows may start anywhere in memory (rows of 50257 f16 logits):
@@ -124,6 +127,9 @@ typedef struct Cg {
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
   bool copies_in_flight;             /* some tile's cp.async copies not yet waited for */
   int commits;                       /* commit groups of top-level tile copies so far (static) */
+  int prog_tile, prog_end;           /* in the loop of a progressive copy: its tile, the ENDFOR;
+                                        else -1 */
+  LLVMValueRef prog_landed;          /* i32 alloca: the parts that loop has waited for, minus 1 */
   int red_next;                      /* the RED slot the next cross-warp reduction uses */
   LLVMValueRef tid, lane, warp;
   Nest nest[MAX_NEST];
@@ -2042,51 +2048,45 @@ static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals) {
   g->dirty = true;
 }
 
-/* The copies of one pipelined LOAD into stage `slot` of its tile. */
-static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
-  Tile *t = &g->tiles[in->dst];
+/* The cp.async copies of chunks k0 .. k1 - 1 (chunks_plan c, shared addresses sp) of LOAD in:
+ * all at once when every chunk is in bounds, else chunk by chunk with the fill. */
+static void copy_chunks(Cg *g, const TirInst *in, Access *ac, Tile *t, LLVMValueRef lw, LLVMValueRef *sp,
+                        const Chunks *c, int k0, int k1, bool l1) {
   const TileType *tt = rtype(g, in->dst);
   const Layout *L = t->lay;
   ElemType e = tt->elem;
-  int eb = elem_bytes(e), ch = 16 / eb, nch = t->n / ch;
+  int ch = 16 / elem_bytes(e);
   bool zero_fill = in->imm == 0 && !signbit(in->imm);
-  Access ac;
-  access_init(g, in, &ac);
-  LLVMValueRef lw = layout_lw(g, L), base = stage_base(g, t, slot), fill = const_mem(g, e, in->imm);
-  LLVMBasicBlockRef wj = begin_if(g, layout_writer(g, L));
-  LLVMValueRef *sp = vals_new(g, nch);
-  for (int k = 0; k < nch; k++)
-    sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
-  Chunks c = chunks_plan(g, in, &ac, tt, L, lw, t->n, ch);
+  LLVMValueRef fill = const_mem(g, e, in->imm);
   LLVMBasicBlockRef bb[3];
-  split3(g, c.all, bb);
-  for (int k = 0; k < nch; k++)
-    cp_async16(g, sp[k], c.p[k], NULL, l1);
+  split3(g, c->all, bb);
+  for (int k = k0; k < k1; k++)
+    cp_async16(g, sp[k], c->p[k], NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   if (shifted_here(g, t))
-    copy_shifted(g, in, &ac, t, lw, sp, l1);
-  for (int k = 0; k < (shifted_here(g, t) ? 0 : nch); k++) {
+    copy_shifted(g, in, ac, t, lw, sp, l1);
+  for (int k = k0; k < (shifted_here(g, t) ? k0 : k1); k++) {
     LLVMBasicBlockRef cb[3];
-    split3(g, c.ok[k], cb);
-    cp_async16(g, sp[k], c.p[k], NULL, l1);
+    split3(g, c->ok[k], cb);
+    cp_async16(g, sp[k], c->p[k], NULL, l1);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[1]);
     LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
     if (zero_fill) {
       /* The first element out of bounds: so is the whole chunk (indices grow along it). */
       LLVMValueRef off0, ok0;
-      access_elem(g, in, &ac, tt, L, lw, k * ch, 1, &off0, &ok0);
+      access_elem(g, in, ac, tt, L, lw, k * ch, 1, &off0, &ok0);
       LLVMBasicBlockRef db[3];
       split3(g, ok0, db);
-      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+      load_shared_scalars(g, in, ac, tt, L, lw, k * ch, ch, sp[k], fill);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[1]);
       cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0), l1);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[2]);
     } else {
-      load_shared_scalars(g, in, &ac, tt, L, lw, k * ch, ch, sp[k], fill);
+      load_shared_scalars(g, in, ac, tt, L, lw, k * ch, ch, sp[k], fill);
     }
     end_if(g, sj);
     LLVMBuildBr(g->b, cb[2]);
@@ -2094,8 +2094,35 @@ static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) {
   }
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
+}
+
+/* The copies of one LOAD into stage `slot` of its tile, committed in `parts` groups of
+ * consecutive chunks (a progressive copy; every thread commits, writer or not, so that the
+ * groups count the same everywhere), or not committed at all (parts 0: the caller commits). */
+static void async_load_parts(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1, int parts) {
+  Tile *t = &g->tiles[in->dst];
+  const Layout *L = t->lay;
+  int ch = 16 / elem_bytes(rtype(g, in->dst)->elem), nch = t->n / ch, per = parts ? nch / parts : nch;
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef lw = layout_lw(g, L), base = stage_base(g, t, slot), writer = layout_writer(g, L);
+  LLVMBasicBlockRef wj = parts ? NULL : begin_if(g, writer);
+  LLVMValueRef *sp = vals_new(g, nch);
+  for (int k = 0; k < nch; k++)
+    sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
+  Chunks c = chunks_plan(g, in, &ac, rtype(g, in->dst), L, lw, t->n, ch);
+  for (int k0 = 0; k0 < nch; k0 += per) {
+    LLVMBasicBlockRef pj = parts ? begin_if(g, writer) : NULL;
+    copy_chunks(g, in, &ac, t, lw, sp, &c, k0, k0 + per, l1);
+    end_if(g, pj);
+    if (parts)
+      cp_async_commit(g);
+  }
   end_if(g, wj);
 }
+
+/* The copies of one pipelined LOAD into stage `slot` of its tile. */
+static void async_load(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1) { async_load_parts(g, in, slot, l1, 0); }
 
 static void lower_inst(Cg *g, const TirInst *in);
 
@@ -2963,7 +2990,8 @@ static int groups_needed(Cg *g, int first, int last) {
     if (in->op == TIR_LOAD && i > first && g->tiles[in->dst].shared)
       return -1;
     for (int r = 0; r < g->f->nregs; r++)
-      if (g->tiles[r].in_flight && (tir_inst_reads(in, r) || in->dst == r) && g->tiles[r].group > need)
+      if (g->tiles[r].in_flight && r != g->prog_tile && (tir_inst_reads(in, r) || in->dst == r) &&
+          g->tiles[r].group > need)
         need = g->tiles[r].group;
   }
   return need;
@@ -2985,18 +3013,58 @@ static void wait_groups(Cg *g, int k) {
   }
 }
 
+/* In the loop of a progressive copy, before window `in` (at the loop counter c0, padded width
+ * W): its parts up to (c0 + W - 1) / (S / parts), if the loop has not waited for them yet (the
+ * counter only grows): `cp.async.wait_group` for the commit of that part (a switch over the
+ * parts: the count is an immediate), then a barrier for the other threads' copies. Block-
+ * uniform: the counter and the landed count are the same in every thread. */
+static void wait_parts(Cg *g, const TirInst *in) {
+  const Tile *t = &g->tiles[in->args[0]];
+  int parts = t->parts, shift = layout_log2((uint32_t)(t->lay->shape[0] / parts));
+  LLVMValueRef c0;
+  get_tile(g, in->args[2], &c0);
+  LLVMValueRef last = LLVMBuildAdd(g->b, c0, ci32(g, g->tiles[in->dst].lay->shape[0] - 1), "");
+  LLVMValueRef need = LLVMBuildAShr(g->b, last, ci32(g, shift), "part");
+  need = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, need, ci32(g, parts - 1), ""), ci32(g, parts - 1), need, "");
+  LLVMValueRef landed = LLVMBuildLoad2(g->b, g->i32, g->prog_landed, "");
+  LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSGT, need, landed, ""));
+  LLVMBasicBlockRef done = new_bb(g, "parts.landed");
+  LLVMValueRef sw = LLVMBuildSwitch(g->b, need, done, (unsigned)parts);
+  for (int p = 0; p < parts; p++) {
+    LLVMBasicBlockRef w = new_bb(g, "part.wait");
+    LLVMAddCase(sw, ci32(g, p), w);
+    LLVMPositionBuilderAtEnd(g->b, w);
+    cp_async_wait(g, g->commits - (t->group - parts + 1 + p));
+    LLVMBuildBr(g->b, done);
+  }
+  LLVMPositionBuilderAtEnd(g->b, done);
+  barrier(g);
+  LLVMBuildStore(g->b, need, g->prog_landed);
+  end_if(g, join);
+}
+
 /* Before instruction in: wait for the copies of the tiles it reads or writes (a copy that lands
  * after a later write to the same tile would undo it) and, at a FOR or an IF, of those its body
  * does, so that nothing waits in a loop or a branch. Copies only wait for the groups they need:
  * a row copied as two tiles is reduced from its first while the second lands. ELSE, ENDFOR and
  * ENDIF need nothing: no copy is issued inside a body. */
 static void wait_for_operands(Cg *g, const TirInst *in) {
+  int i = (int)(in - g->f->insts);
+  if (i == g->prog_end)
+    g->prog_tile = -1; /* what the loop did not wait for, the next reader does */
   if (!g->copies_in_flight)
     return;
-  int i = (int)(in - g->f->insts);
   bool opens = in->op == TIR_FOR || in->op == TIR_IF;
   if ((tir_op_info[in->op].flags & OPF_MARKER) && !opens)
     return;
+  if (in->op == TIR_WINDOW && in->args[0] == g->prog_tile && g->tiles[in->args[0]].in_flight)
+    wait_parts(g, in);
+  for (int r = 0; in->op == TIR_FOR && r < g->f->nregs; r++)
+    if (g->tiles[r].in_flight && g->tiles[r].parts && g->tiles[r].prog_loop == i) {
+      g->prog_tile = r;
+      g->prog_end = tir_region_end(g->f, i);
+      LLVMBuildStore(g->b, ci32(g, -1), g->prog_landed);
+    }
   int need = groups_needed(g, i, opens ? tir_region_end(g->f, i) : i);
   if (need < 0)
     flush_copies(g);
@@ -3011,10 +3079,14 @@ static void lower_load(Cg *g, const TirInst *in) {
   if (g->tiles[dst].shared && async_shared_load(g, in)) {
     if (g->dirty)
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
-    async_load(g, in, ci32(g, 0), true);
-    cp_async_commit(g);
-    g->tiles[dst].in_flight = g->copies_in_flight = true;
-    g->tiles[dst].group = ++g->commits;
+    Tile *t = &g->tiles[dst];
+    int parts = t->parts && !t->shifted ? t->parts : 1;
+    async_load_parts(g, in, ci32(g, 0), true, parts > 1 ? parts : 0);
+    if (parts == 1)
+      cp_async_commit(g);
+    t->parts = parts > 1 ? parts : 0;
+    t->in_flight = g->copies_in_flight = true;
+    t->group = g->commits += parts;
     return;
   }
   if (g->tiles[dst].shared) {
@@ -3726,6 +3798,14 @@ static bool plan(Cg *g) {
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
+  g->prog_tile = g->prog_end = -1;
+  for (int k = 0; k < g->sched->nprogs; k++) {
+    Tile *t = &g->tiles[f->insts[g->sched->progs[k].load].dst];
+    t->parts = g->sched->progs[k].parts;
+    t->prog_loop = g->sched->progs[k].loop;
+    if (!g->prog_landed)
+      g->prog_landed = entry_alloca(g, g->i32, 1);
+  }
   g->shift_stage = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->ninsts + 1));
   g->red_pair = arena_alloc(f->arena, sizeof(struct Reduction *) * (size_t)(f->ninsts + 1));
   for (int i = 0; i < f->ninsts; i++) {

@@ -498,6 +498,12 @@ typedef struct TirTmap {
 
 #define TIR_MAX_TMAPS 8
 
+typedef struct TirProgressive {
+  int load;                /* the top-level LOAD of the shared tile */
+  int loop;                /* the FOR that first reads it, only through windows at its counter */
+  int parts;               /* commit groups, a power of two >= 2, of S / parts columns each */
+} TirProgressive;
+
 typedef struct TirSchedule {
   TirPipe *pipes; int npipes;
   /* Warp specialization (sm_90a): a producer warpgroup issues TMA into the one pipelined loop's
@@ -569,6 +575,12 @@ typedef struct TirSchedule {
    * are moved before the loop, so their latency hides under it instead of following the drain;
    * at most PREFETCH_REGS registers a thread. TILEC_PREFETCH=0 leaves them in place. */
   int *prefetch, nprefetch;
+  /* Progressive copies (no pipes): a top-level cp.async copy of a rank-1 shared tile committed
+   * in `parts` groups of consecutive columns (each thread's chunks ascend through the tile),
+   * whose first reader is a top-level loop reading it only through windows at the loop counter:
+   * each iteration waits only for the parts its window reaches, so the first loop over a row
+   * runs while the rest of the row lands. TILEC_PROGRESSIVE=0 leaves them whole. */
+  TirProgressive *progs; int nprogs;
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
   int early_bytes;         /* of them, the early set's (pipes[0].early) */

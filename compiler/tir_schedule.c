@@ -771,6 +771,10 @@ static void remap_roles(TirSchedule *s, const int *map) {
     s->stores[k] = map[s->stores[k]];
   for (int k = 0; k < s->nprefetch; k++)
     s->prefetch[k] = map[s->prefetch[k]];
+  for (int k = 0; k < s->nprogs; k++) {
+    s->progs[k].load = map[s->progs[k].load];
+    s->progs[k].loop = map[s->progs[k].loop];
+  }
 }
 
 /* ---------------------------------------------- the early set (warp-specialized entry)
@@ -1463,6 +1467,88 @@ static void plan_block_order(const TirFunc *f, TirSchedule *s) {
   s->reverse_x = trips == MONO_UP;
 }
 
+/* ---------------------------------------------- progressive copies */
+
+enum { PROGRESSIVE_MAX_PARTS = 8 };
+
+/* The loop that progressive copy `load` of shared tile r would serve: the top-level FOR holding
+ * the first instruction after the load that touches r, counting up from a constant >= 0 by a
+ * constant step, whose body reads r only through windows that start at its counter and never
+ * writes it; else -1. *cols: the widest such window's padded columns. */
+static int progressive_loop(const TirFunc *f, int load, int r, int *cols) {
+  int first = -1;
+  for (int j = load + 1; j < f->ninsts && first < 0; j++)
+    if (reads_tile(f, j, r) || f->insts[j].dst == r)
+      first = j;
+  int loop = -1;
+  for (int j = load + 1; first >= 0 && j <= first; j++)
+    if (top_level(f, load, j) && f->insts[j].op == TIR_FOR && tir_region_end(f, j) > first)
+      loop = j;
+  if (loop < 0)
+    return -1;
+  const TirInst *fo = &f->insts[loop];
+  int lo = tir_only_write(f, fo->args[0]), step = tir_only_write(f, fo->args[2]);
+  if (lo < 0 || f->insts[lo].op != TIR_CONST || f->insts[lo].imm < 0 || step < 0 ||
+      f->insts[step].op != TIR_CONST || f->insts[step].imm < 1)
+    return -1;
+  *cols = 0;
+  for (int j = loop + 1; j < tir_region_end(f, loop); j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->dst == r || in->dst == fo->dst)
+      return -1;
+    if (!reads_tile(f, j, r))
+      continue;
+    if (in->op != TIR_WINDOW || in->args[0] != r || in->args[2] != fo->dst || !f->regs[in->dst].type.layout)
+      return -1;
+    int w = f->regs[in->dst].type.layout->shape[f->regs[in->dst].type.rank - 1];
+    *cols = w > *cols ? w : *cols;
+  }
+  return *cols ? loop : -1;
+}
+
+/* Parts of a progressive copy of a tile of layout L (elem bytes eb) read in windows of `cols`
+ * columns: the top register bits of each thread's 16-byte chunks must be the top bits of the
+ * column (chunk k of every thread in part k / (chunks / parts)), no other bit may reach them;
+ * at most one part per window, PROGRESSIVE_MAX_PARTS; 0 when fewer than two. */
+static int progressive_parts(const Layout *L, int eb, int cols) {
+  int sbits = layout_log2((uint32_t)L->shape[0]), rbits = L->nbits[LAY_REG];
+  int chunk_bits = layout_log2((uint32_t)(16 / eb));
+  int parts = 1;
+  while (parts * 2 <= PROGRESSIVE_MAX_PARTS && (int64_t)parts * 2 * cols <= L->shape[0] &&
+         layout_log2((uint32_t)parts * 2) <= rbits - chunk_bits)
+    parts *= 2;
+  int pbits = layout_log2((uint32_t)parts), top = sbits - pbits;
+  if (parts < 2)
+    return 0;
+  for (int kind = 0; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < L->nbits[kind]; b++) {
+      bool part_bit = kind == LAY_REG && b >= rbits - pbits;
+      uint32_t want = part_bit ? 1u << (top + b - (rbits - pbits)) : 0;
+      if ((L->basis[kind][b] >> top << top) != want)
+        return 0;
+    }
+  return parts;
+}
+
+/* Progressive copies (TirSchedule.progs): kernels without pipes only (a pipelined loop commits
+ * groups of its own at run time). */
+static void plan_progressive(const TirFunc *f, TirSchedule *s) {
+  if (s->npipes || env_off("TILEC_PROGRESSIVE"))
+    return;
+  s->progs = arena_alloc(f->arena, sizeof(TirProgressive) * (size_t)(f->ninsts + 1));
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    const TileType *t = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
+    int cols = 0, loop;
+    if (!t || t->place != PLACE_SHARED || t->rank != 1 || !t->layout || !top_level(f, -1, j) ||
+        !tir_load_moves_16_bytes(f, in) || (loop = progressive_loop(f, j, in->dst, &cols)) < 0)
+      continue;
+    int parts = progressive_parts(t->layout, elem_bytes(t->elem), cols);
+    if (parts)
+      s->progs[s->nprogs++] = (TirProgressive){j, loop, parts};
+  }
+}
+
 /* ---------------------------------------------- early scalar loads */
 
 /* Whether the hoist of scalar load ld stops below top-level statement [i, end]: the statement
@@ -1559,6 +1645,7 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   for (int k = 0; s->ws && k < s->npipes; k++)
     pipes[k].nlookahead = 0; /* the consumers wait on mbarriers: no pipe_top issues them */
   plan_block_order(f, s);
+  plan_progressive(f, s);
   insert_sync(g, f, s);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
@@ -1973,6 +2060,25 @@ static bool verify_ws(const SchedVerifier *v) {
   return verify_heads(v);
 }
 
+/* A progressive copy: a top-level shared rank-1 LOAD in no pipe's kernel, its parts a power of
+ * two dividing the tile, read first by its loop and there only through windows at the counter. */
+static bool verify_progressive(const SchedVerifier *v, const TirProgressive *pg) {
+  const TirFunc *f = v->f;
+  const TirInst *in = pg->load >= 0 && pg->load < f->ninsts ? &f->insts[pg->load] : NULL;
+  const TileType *t = in && in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
+  if (!t || t->place != PLACE_SHARED || t->rank != 1 || !t->layout || !top_level(f, -1, pg->load))
+    return sfail(v, pg->load, "a progressive copy is not a top-level LOAD of a rank-1 shared tile");
+  if (f->sched->npipes)
+    return sfail(v, pg->load, "a progressive copy in a kernel with pipes");
+  if (pg->parts < 2 || (pg->parts & (pg->parts - 1)) || t->layout->shape[0] % pg->parts)
+    return sfail(v, pg->load, "a progressive copy in %d parts", pg->parts);
+  int cols;
+  if (progressive_loop(f, pg->load, in->dst, &cols) != pg->loop)
+    return sfail(v, pg->loop, "the progressive copy @%d is not read first by this loop, through windows at its counter only",
+                 pg->load);
+  return true;
+}
+
 bool tir_verify_schedule(const TirFunc *f, Diag *d) {
   SchedVerifier v = {f, d};
   if (!f->sched)
@@ -1994,6 +2100,9 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
       return false;
   if (!f->sched->ws && f->sched->nheads)
     return sfail(&v, -1, "head loads without warp specialization");
+  for (int k = 0; k < f->sched->nprogs; k++)
+    if (!verify_progressive(&v, &f->sched->progs[k]))
+      return false;
   return !f->sched->ws || verify_ws(&v);
 }
 
@@ -2031,6 +2140,9 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     }
     fputc('\n', out);
   }
+  for (int k = 0; k < s->nprogs; k++)
+    fprintf(out, "// progressive copy @%d in %d parts, read by the loop @%d\n", s->progs[k].load, s->progs[k].parts,
+            s->progs[k].loop);
   if (s->reverse_x)
     fprintf(out, "// block order: block.x reversed, longest first (the loops run longer as it grows)\n");
   if (!s->ws)

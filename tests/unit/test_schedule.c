@@ -1393,3 +1393,87 @@ Test(schedule, cross_entropy_label_loads_before_the_copy_wait) {
   ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
+
+/* Progressive copies (TirSchedule.progs): cross-entropy backward's row copy is committed in 8
+ * parts of 4096 columns, one per window of its first loop, which waits for each as it goes. */
+static const char *XENT_ROW[] = {"BLOCK=32768", "C=4096", "WARPS=8", NULL};
+
+static TirFunc *xent_row_scheduled(Arena *a, Diag *d) {
+  TirFunc *f = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW,
+                                 ARCH_SM90A, 1, d);
+  cr_assert(layout_assign_wgmma(f, d, false));
+  SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
+  TirFunc *g = tir_schedule(f, &o, d);
+  cr_assert(g);
+  g_src = d->file;
+  return g;
+}
+
+Test(schedule, row_copy_lands_in_parts) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = xent_row_scheduled(a, &d);
+  const TirSchedule *s = f->sched;
+  cr_assert_eq(s->nprogs, 1);
+  const TirProgressive *pg = &s->progs[0];
+  cr_assert_eq(pg->parts, 8, "32768 columns in windows of 4096");
+  cr_assert_eq(f->regs[f->insts[pg->load].dst].type.place, PLACE_SHARED);
+  cr_assert_eq(pg->loop, find_op(f, 0, TIR_FOR), "the first loop (the running max)");
+  cr_assert_str_eq(verify_msg(a, f), "");
+
+  setenv("TILEC_PROGRESSIVE", "0", 1);
+  cr_assert_eq(xent_row_scheduled(a, &d)->sched->nprogs, 0, "TILEC_PROGRESSIVE=0: one group");
+  unsetenv("TILEC_PROGRESSIVE");
+
+  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
+  TirFunc *k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW,
+                                 ARCH_SM90A, 1, &d);
+  char *ptx = nvptx_compile(k, &o, &d, NULL), *e = ptx_entry(a, ptx, "cross_entropy_backward_row");
+  cr_assert(e);
+  cr_assert_eq(count(e, "cp.async.commit_group"), 8);
+  for (int n = 0; n < 8; n++)
+    cr_assert(strstr(e, arena_printf(a, "cp.async.wait_group %d;", n)), "a wait for part %d", 7 - n);
+  cr_assert_lt(strstr(e, "cp.async.wait_group 7;"), strstr(e, "cp.async.wait_all"), "in the first loop, before the second's");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
+}
+
+/* The verifier's rules for progressive copies. */
+Test(schedule, verifier_rejects_broken_progressive_copies) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = xent_row_scheduled(a, &d);
+  TirProgressive *pg = &f->sched->progs[0];
+  pg->parts = 3;
+  cr_assert(strstr(verify_msg(a, f), "a progressive copy in 3 parts"));
+  pg->parts = 8;
+  int loop = pg->loop;
+  pg->loop = find_op(f, tir_region_end(f, loop), TIR_FOR); /* the second loop: not the first reader */
+  cr_assert(strstr(verify_msg(a, f), "is not read first by this loop"));
+  pg->loop = loop;
+  pg->load = loop;
+  cr_assert(strstr(verify_msg(a, f), "not a top-level LOAD of a rank-1 shared tile"));
+  arena_free(a);
+}
+
+/* A shared tile whose first reader reads it whole (not through windows at a loop counter) is
+ * copied in one group. */
+Test(schedule, whole_tile_reads_are_not_progressive) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *src =
+      "kernel whole(X: f32[M, N], Y: out f32[M]) grid (M) threads (128)\n"
+      "{\n"
+      "  require N <= 4096;\n"
+      "  let r = block.x;\n"
+      "  shared xs = X[r, 0 : +4096];\n"
+      "  reg acc: f32[512] = 0;\n"
+      "  for c0 in 0 .. N step 512 { acc += xs[c0 : +512] + xs[0 : +512]; }\n"
+      "  Y[r : +1] = sum(acc, 0);\n"
+      "}\n";
+  TirFunc *f = source_tir(a, "whole.tile", src, NULL, ARCH_SM90A, &d);
+  cr_assert(layout_assign_wgmma(f, &d, false));
+  SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
+  cr_assert_eq(tir_schedule(f, &o, &d)->sched->nprogs, 0, "a window at 0 in every iteration");
+  arena_free(a);
+}
