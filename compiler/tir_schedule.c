@@ -1533,7 +1533,7 @@ static int progressive_parts(const Layout *L, int eb, int cols) {
 /* Progressive copies (TirSchedule.progs): kernels without pipes only (a pipelined loop commits
  * groups of its own at run time). */
 static void plan_progressive(const TirFunc *f, TirSchedule *s) {
-  if (s->npipes || env_off("TILEC_PROGRESSIVE"))
+  if (s->npipes || !env_on("TILEC_PROGRESSIVE"))
     return;
   s->progs = arena_alloc(f->arena, sizeof(TirProgressive) * (size_t)(f->ninsts + 1));
   for (int j = 0; j < f->ninsts; j++) {

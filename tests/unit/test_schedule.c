@@ -1399,16 +1399,19 @@ Test(schedule, cross_entropy_label_loads_before_the_copy_wait) {
 static const char *XENT_ROW[] = {"BLOCK=32768", "C=4096", "WARPS=8", NULL};
 
 static TirFunc *xent_row_scheduled(Arena *a, Diag *d) {
+  setenv("TILEC_PROGRESSIVE", "1", 1);
   TirFunc *f = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW,
                                  ARCH_SM90A, 1, d);
   cr_assert(layout_assign_wgmma(f, d, false));
   SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
   TirFunc *g = tir_schedule(f, &o, d);
+  unsetenv("TILEC_PROGRESSIVE");
   cr_assert(g);
   g_src = d->file;
   return g;
 }
 
+/* (Opt-in, TILEC_PROGRESSIVE=1: measured slower on the H200, run ab2.) */
 Test(schedule, row_copy_lands_in_parts) {
   Arena *a = arena_new();
   Diag d;
@@ -1421,14 +1424,18 @@ Test(schedule, row_copy_lands_in_parts) {
   cr_assert_eq(pg->loop, find_op(f, 0, TIR_FOR), "the first loop (the running max)");
   cr_assert_str_eq(verify_msg(a, f), "");
 
-  setenv("TILEC_PROGRESSIVE", "0", 1);
-  cr_assert_eq(xent_row_scheduled(a, &d)->sched->nprogs, 0, "TILEC_PROGRESSIVE=0: one group");
-  unsetenv("TILEC_PROGRESSIVE");
-
-  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
   TirFunc *k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW,
                                  ARCH_SM90A, 1, &d);
+  cr_assert(layout_assign_wgmma(k, &d, false));
+  SchedOptions so = {.arch = ARCH_SM90A, .stage_cap = 8};
+  cr_assert_eq(tir_schedule(k, &so, &d)->sched->nprogs, 0, "off by default: one group");
+
+  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
+  k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW, ARCH_SM90A,
+                        1, &d);
+  setenv("TILEC_PROGRESSIVE", "1", 1);
   char *ptx = nvptx_compile(k, &o, &d, NULL), *e = ptx_entry(a, ptx, "cross_entropy_backward_row");
+  unsetenv("TILEC_PROGRESSIVE");
   cr_assert(e);
   cr_assert_eq(count(e, "cp.async.commit_group"), 8);
   for (int n = 0; n < 8; n++)
@@ -1474,6 +1481,8 @@ Test(schedule, whole_tile_reads_are_not_progressive) {
   TirFunc *f = source_tir(a, "whole.tile", src, NULL, ARCH_SM90A, &d);
   cr_assert(layout_assign_wgmma(f, &d, false));
   SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
+  setenv("TILEC_PROGRESSIVE", "1", 1);
   cr_assert_eq(tir_schedule(f, &o, &d)->sched->nprogs, 0, "a window at 0 in every iteration");
+  unsetenv("TILEC_PROGRESSIVE");
   arena_free(a);
 }
