@@ -1509,12 +1509,12 @@ static int progressive_loop(const TirFunc *f, int load, int r, int *cols) {
 /* Parts of a progressive copy of a tile of layout L (elem bytes eb) read in windows of `cols`
  * columns: the top register bits of each thread's 16-byte chunks must be the top bits of the
  * column (chunk k of every thread in part k / (chunks / parts)), no other bit may reach them;
- * at most one part per window, PROGRESSIVE_MAX_PARTS; 0 when fewer than two. */
-static int progressive_parts(const Layout *L, int eb, int cols) {
+ * at most one part per window, at most max_parts; 0 when fewer than two. */
+static int progressive_parts(const Layout *L, int eb, int cols, int max_parts) {
   int sbits = layout_log2((uint32_t)L->shape[0]), rbits = L->nbits[LAY_REG];
   int chunk_bits = layout_log2((uint32_t)(16 / eb));
   int parts = 1;
-  while (parts * 2 <= PROGRESSIVE_MAX_PARTS && (int64_t)parts * 2 * cols <= L->shape[0] &&
+  while (parts * 2 <= max_parts && (int64_t)parts * 2 * cols <= L->shape[0] &&
          layout_log2((uint32_t)parts * 2) <= rbits - chunk_bits)
     parts *= 2;
   int pbits = layout_log2((uint32_t)parts), top = sbits - pbits;
@@ -1531,10 +1531,13 @@ static int progressive_parts(const Layout *L, int eb, int cols) {
 }
 
 /* Progressive copies (TirSchedule.progs): kernels without pipes only (a pipelined loop commits
- * groups of its own at run time). */
+ * groups of its own at run time); TILEC_PROGRESSIVE=P turns them on with at most P parts. */
 static void plan_progressive(const TirFunc *f, TirSchedule *s) {
-  if (s->npipes || !env_on("TILEC_PROGRESSIVE"))
+  const char *env = getenv("TILEC_PROGRESSIVE");
+  int max_parts = env ? atoi(env) : 0;
+  if (s->npipes || max_parts < 2)
     return;
+  max_parts = max_parts > PROGRESSIVE_MAX_PARTS ? PROGRESSIVE_MAX_PARTS : max_parts;
   s->progs = arena_alloc(f->arena, sizeof(TirProgressive) * (size_t)(f->ninsts + 1));
   for (int j = 0; j < f->ninsts; j++) {
     const TirInst *in = &f->insts[j];
@@ -1543,7 +1546,7 @@ static void plan_progressive(const TirFunc *f, TirSchedule *s) {
     if (!t || t->place != PLACE_SHARED || t->rank != 1 || !t->layout || !top_level(f, -1, j) ||
         !tir_load_moves_16_bytes(f, in) || (loop = progressive_loop(f, j, in->dst, &cols)) < 0)
       continue;
-    int parts = progressive_parts(t->layout, elem_bytes(t->elem), cols);
+    int parts = progressive_parts(t->layout, elem_bytes(t->elem), cols, max_parts);
     if (parts)
       s->progs[s->nprogs++] = (TirProgressive){j, loop, parts};
   }

@@ -1399,7 +1399,7 @@ Test(schedule, cross_entropy_label_loads_before_the_copy_wait) {
 static const char *XENT_ROW[] = {"BLOCK=32768", "C=4096", "WARPS=8", NULL};
 
 static TirFunc *xent_row_scheduled(Arena *a, Diag *d) {
-  setenv("TILEC_PROGRESSIVE", "1", 1);
+  setenv("TILEC_PROGRESSIVE", "8", 1);
   TirFunc *f = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW,
                                  ARCH_SM90A, 1, d);
   cr_assert(layout_assign_wgmma(f, d, false));
@@ -1433,7 +1433,7 @@ Test(schedule, row_copy_lands_in_parts) {
   NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
   k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), XENT_ROW, ARCH_SM90A,
                         1, &d);
-  setenv("TILEC_PROGRESSIVE", "1", 1);
+  setenv("TILEC_PROGRESSIVE", "8", 1);
   char *ptx = nvptx_compile(k, &o, &d, NULL), *e = ptx_entry(a, ptx, "cross_entropy_backward_row");
   unsetenv("TILEC_PROGRESSIVE");
   cr_assert(e);
@@ -1481,7 +1481,7 @@ Test(schedule, whole_tile_reads_are_not_progressive) {
   TirFunc *f = source_tir(a, "whole.tile", src, NULL, ARCH_SM90A, &d);
   cr_assert(layout_assign_wgmma(f, &d, false));
   SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
-  setenv("TILEC_PROGRESSIVE", "1", 1);
+  setenv("TILEC_PROGRESSIVE", "8", 1);
   cr_assert_eq(tir_schedule(f, &o, &d)->sched->nprogs, 0, "a window at 0 in every iteration");
   unsetenv("TILEC_PROGRESSIVE");
   arena_free(a);
