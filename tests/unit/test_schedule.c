@@ -1411,7 +1411,7 @@ static TirFunc *xent_row_scheduled(Arena *a, Diag *d) {
   return g;
 }
 
-/* (Opt-in, TILEC_PROGRESSIVE=1: measured slower on the H200, run ab2.) */
+/* (Opt-in, TILEC_PROGRESSIVE=P: no faster on the H200, runs ab2, ab3.) */
 Test(schedule, row_copy_lands_in_parts) {
   Arena *a = arena_new();
   Diag d;
