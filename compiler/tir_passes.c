@@ -276,3 +276,96 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d) {
   free(dead);
   return true;
 }
+
+/* ------------------------------------------------------------ narrow max accumulators */
+
+/* The top-level FOR holding instruction j, or -1 (j at the top level). */
+static int top_loop_of(const TirFunc *f, int j) {
+  for (int i = 0; i < j; i++) {
+    TirOp op = f->insts[i].op;
+    if (op == TIR_FOR || op == TIR_IF) {
+      int end = tir_region_end(f, i);
+      if (end > j)
+        return op == TIR_FOR ? i : -1;
+      i = end;
+    }
+  }
+  return -1;
+}
+
+/* Whether an instruction other than `except` in [lo, hi] reads register r. */
+static bool read_between(const TirFunc *f, int r, int lo, int hi, int except) {
+  for (int i = lo; i <= hi; i++)
+    if (i != except && tir_inst_reads(&f->insts[i], r))
+      return true;
+  return false;
+}
+
+/* Inserts `in` before instruction pos. */
+static TirInst *insert_inst(TirFunc *f, int pos, TirOp op, SrcLoc loc) {
+  TirInst in = *tir_emit(f, op, loc);
+  memmove(&f->insts[pos + 1], &f->insts[pos], sizeof(TirInst) * (size_t)(f->ninsts - 1 - pos));
+  f->insts[pos] = in;
+  return &f->insts[pos];
+}
+
+/* acc (f32) narrowed, if it is a running max or min of f16 / bf16 values: written by a CONST the
+ * narrow type holds exactly and then only by `acc = max(acc, to_f32(v))` inside a top-level loop,
+ * read nowhere else until that loop ends. It becomes a register of v's type, the CONST and the
+ * MAX write it (on v itself), and `acc = cvt` of it follows the loop. */
+static bool narrow_one(TirFunc *f, int acc) {
+  const TileType *at = &f->regs[acc].type;
+  if (at->elem != TY_F32 || at->place == PLACE_SHARED)
+    return false;
+  int k0 = -1, k1 = -1, n = 0;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].dst == acc) {
+      n++;
+      if (f->insts[i].op == TIR_CONST && k0 < 0 && k1 < 0)
+        k0 = i;
+      else
+        k1 = i;
+    }
+  if (n != 2 || k0 < 0 || k1 < 0)
+    return false;
+  TirInst *m = &f->insts[k1];
+  if (m->op != TIR_MAX && m->op != TIR_MIN)
+    return false;
+  int side = m->args[0] == acc ? 1 : m->args[1] == acc ? 0 : -1;
+  int cv = side < 0 ? -1 : tir_only_write(f, m->args[side]);
+  if (cv < 0 || f->insts[cv].op != TIR_CVT || m->args[0] == m->args[1])
+    return false;
+  int src = f->insts[cv].args[0];
+  ElemType ne = f->regs[src].type.elem;
+  if ((ne != TY_F16 && ne != TY_BF16) || !tile_same_shape(&f->regs[src].type, at) ||
+      f->regs[src].type.place == PLACE_SHARED || round_to_elem(ne, f->insts[k0].imm) != f->insts[k0].imm)
+    return false;
+  int loop = top_loop_of(f, k1);
+  if (loop < 0 || loop < k0)
+    return false;
+  int end = tir_region_end(f, loop);
+  if (read_between(f, acc, k0, end, k1))
+    return false;
+  TileType nt = *at;
+  nt.elem = ne;
+  int r = tir_new_reg(f, nt, f->regs[acc].name);
+  f->insts[k0].dst = r;
+  m = &f->insts[k1];
+  m->dst = r;
+  m->args[1 - side] = r;
+  m->args[side] = src;
+  TirInst *c = insert_inst(f, end + 1, TIR_CVT, m->loc);
+  c->dst = acc;
+  c->args[0] = r;
+  return true;
+}
+
+bool tir_narrow_max(TirFunc *f, Diag *d) {
+  (void)d;
+  if (env_off("TILEC_NARROW_MAX"))
+    return true;
+  int nregs = f->nregs;
+  for (int r = 0; r < nregs; r++)
+    narrow_one(f, r);
+  return true;
+}
