@@ -38,9 +38,6 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
     return NULL;
   if (!tir_eliminate_dead(f, d) || !tir_verify(f, d, "eliminate_dead"))
     return NULL;
-  if (!tir_narrow_max(f, d) || !tir_verify(f, d, "narrow_max") || !tir_eliminate_dead(f, d) ||
-      !tir_verify(f, d, "eliminate_dead"))
-    return NULL;
   if (!driver_check_meta(a, f, meta_emit(a, f, 0), d))
     return NULL;
   return f;

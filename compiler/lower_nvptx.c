@@ -932,15 +932,6 @@ static LLVMValueRef cvt(Cg *g, ElemType from, ElemType to, LLVMValueRef x) {
 
 /* --------------------------------------------------------- the ops */
 
-/* The max or min of two f16 / bf16 values (held widened to f32) in their own type: exact either
- * way, and max.f16 / max.bf16 is one instruction where the f32 path converts each operand. */
-static LLVMValueRef narrow_minmax(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
-  LLVMTypeRef t = mem_type(g, e);
-  LLVMValueRef v = ovl2(g, op == TIR_MAX ? "llvm.maxnum" : "llvm.minnum", LLVMBuildFPTrunc(g->b, x, t, ""),
-                        LLVMBuildFPTrunc(g->b, y, t, ""));
-  return LLVMBuildFPExt(g->b, v, LLVMTypeOf(x), "");
-}
-
 static void lower_elemwise(Cg *g, const TirInst *in) {
   int dst = in->dst, n = g->tiles[dst].n;
   const Layout *L = g->tiles[dst].lay;
@@ -960,8 +951,6 @@ static void lower_elemwise(Cg *g, const TirInst *in) {
       v = LLVMBuildSelect(g->b, a[0][k], a[1][k], a[2][k], "");
     else if (nargs == 1)
       v = elem_is_float(at) ? unary_f(g, in->op, a[0][k]) : unary_i(g, in->op, a[0][k], at);
-    else if ((in->op == TIR_MAX || in->op == TIR_MIN) && (at == TY_F16 || at == TY_BF16))
-      v = narrow_minmax(g, in->op, at, a[0][k], a[1][k]);
     else
       v = binary(g, in->op, at, a[0][k], a[1][k]);
     if (!v) {

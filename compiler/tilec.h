@@ -386,10 +386,6 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d);
 /* Puts loop-body selects whose index masks provably keep every element under a scalar guard
  * (tir_guard.c); TILEC_MASK_GUARD=0 turns it off. */
 bool tir_guard_masks(TirFunc *f, Diag *d);
-/* Running max / min accumulators of f16 / bf16 values (`acc = max(acc, to_f32(v))` in a loop)
- * kept in v's type, converted once after the loop: exact, and the GPU then compares packed
- * halves instead of converting every element. TILEC_NARROW_MAX=0 turns it off. */
-bool tir_narrow_max(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter
  *

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_support.h"
 #include "tilec.h"
 
 static SrcLoc at(int line, int col) { return (SrcLoc){line, col, line, col + 1}; }
@@ -347,103 +346,5 @@ Test(tir_passes, division_by_zero_is_not_folded) {
   diag_init(&d, NULL, stderr);
   cr_assert(tir_fold_constants(f, &d));
   cr_assert_eq(f->insts[2].op, TIR_DIV);
-  arena_free(a);
-}
-
-/* Narrow max accumulators: `acc = max(acc, to_f32(v))` over f16 / bf16 v runs in v's type and is
- * converted once after its loop; an accumulator read inside the loop, started at a value the
- * narrow type does not hold, or fed f32 values stays f32. */
-static const char *NARROW_SRC =
-    "kernel narrow<T: type = f16, INIT = -inf>(X: T[M, N], Y: out f32[M], Z: out f32[M])\n"
-    "  grid (M) threads (128)\n"
-    "{\n"
-    "  let r = block.x;\n"
-    "  reg mx: f32[1024] = INIT;\n"
-    "  reg mn: f32[1024] = 0;\n"
-    "  reg sx: f32[1024] = -inf;\n"
-    "  reg ms: f32[1024] = -inf;\n"
-    "  reg s: f32[1024] = 0;\n"
-    "  for c0 in 0 .. N step 1024 {\n"
-    "    let x = fill(X[r, c0 : +1024], -inf);\n"
-    "    mx = maximum(mx, to_f32(x));\n"
-    "    mn = minimum(to_f32(x), mn);\n"
-    "    sx = maximum(sx, to_f32(x) * 2.0);\n"
-    "    ms = maximum(ms, to_f32(x));\n"
-    "    s += ms;\n"
-    "  }\n"
-    "  Y[r : +1] = max(mx, 0) + min(mn, 0) + max(sx, 0);\n"
-    "  Z[r : +1] = sum(s, 0);\n"
-    "}\n";
-
-/* The element type of the register named `name` that the loop's MAX / MIN writes. */
-static ElemType loop_acc_type(const TirFunc *f, const char *name, TirOp op) {
-  for (int j = 0; j < f->ninsts; j++)
-    if (f->insts[j].op == op && f->regs[f->insts[j].dst].name && !strcmp(f->regs[f->insts[j].dst].name, name))
-      return f->regs[f->insts[j].dst].type.elem;
-  cr_assert_fail("no %s writes %s", tir_op_info[op].name, name);
-  return TY_F32;
-}
-
-Test(tir_passes, narrow_max_accumulators) {
-  Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir(a, "narrow.tile", NARROW_SRC, NULL, ARCH_SM90A, &d);
-  cr_assert_eq(loop_acc_type(f, "mx", TIR_MAX), TY_F16, "a running max of f16 values");
-  cr_assert_eq(loop_acc_type(f, "mn", TIR_MIN), TY_F16, "a running min, either operand order");
-  cr_assert_eq(loop_acc_type(f, "sx", TIR_MAX), TY_F32, "f32 values (scaled)");
-  cr_assert_eq(loop_acc_type(f, "ms", TIR_MAX), TY_F32, "read inside the loop");
-  int endfor = -1, cvts = 0;
-  for (int j = 0; j < f->ninsts; j++)
-    if (f->insts[j].op == TIR_ENDFOR)
-      endfor = j;
-  for (int j = endfor + 1; j < f->ninsts; j++)
-    cvts += f->insts[j].op == TIR_CVT && f->regs[f->insts[j].dst].type.elem == TY_F32 &&
-            f->regs[f->insts[j].args[0]].type.elem == TY_F16;
-  cr_assert_eq(cvts, 2, "one conversion after the loop for each narrowed accumulator");
-  cr_assert(tir_verify(f, &d, "test"));
-
-  static const char *bf16_inexact[] = {"T=bf16", "INIT=0.1", NULL};
-  f = source_tir(a, "narrow.tile", NARROW_SRC, bf16_inexact, ARCH_SM90A, &d);
-  cr_assert_eq(loop_acc_type(f, "mx", TIR_MAX), TY_F32, "bf16 does not hold 0.1");
-  cr_assert_eq(loop_acc_type(f, "mn", TIR_MIN), TY_BF16);
-
-  setenv("TILEC_NARROW_MAX", "0", 1);
-  f = source_tir(a, "narrow.tile", NARROW_SRC, NULL, ARCH_SM90A, &d);
-  unsetenv("TILEC_NARROW_MAX");
-  cr_assert_eq(loop_acc_type(f, "mx", TIR_MAX), TY_F32, "TILEC_NARROW_MAX=0");
-
-  char *ptx = source_ptx(a, "narrow.tile", NARROW_SRC, NULL, ARCH_SM90A);
-  cr_assert(strstr(ptx, "max.f16") && strstr(ptx, "min.f16"), "compared as halves on the GPU");
-  source_assembles("narrow.tile", NARROW_SRC);
-  arena_free(a);
-}
-
-/* The interpreter agrees with and without the pass (max and min are exact in any precision). */
-Test(tir_passes, narrow_max_keeps_results) {
-  Arena *a = arena_new();
-  Diag d;
-  double out[2][2][4];
-  for (int k = 0; k < 2; k++) {
-    if (k)
-      setenv("TILEC_NARROW_MAX", "0", 1);
-    TirFunc *f = source_tir(a, "narrow.tile", NARROW_SRC, NULL, ARCH_SM90A, &d);
-    unsetenv("TILEC_NARROW_MAX");
-    int64_t dims[2] = {4, 3000}, grid[3] = {4, 1, 1};
-    uint16_t *x = arena_alloc(a, sizeof(uint16_t) * 4 * 3000);
-    for (int i = 0; i < 4 * 3000; i++)
-      x[i] = f32_to_f16_bits((float)sin(i * 0.37) * 100.0f);
-    float *y = arena_alloc(a, sizeof(float) * 4), *z = arena_alloc(a, sizeof(float) * 4);
-    InterpArg args[3] = {{.tensor = {x, {4, 3000}, {3000, 1}}},
-                         {.tensor = {y, {4}, {1}}},
-                         {.tensor = {z, {4}, {1}}}};
-    char err[256];
-    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
-    for (int i = 0; i < 4; i++) {
-      out[k][0][i] = y[i];
-      out[k][1][i] = z[i];
-    }
-  }
-  for (int i = 0; i < 4; i++)
-    cr_assert(out[0][0][i] == out[1][0][i] && out[0][1][i] == out[1][1][i], "row %d", i);
   arena_free(a);
 }
