@@ -122,6 +122,8 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
+  unsigned char *gmem;               /* per tensor argument: GMEM_STORED / GMEM_ADDED / GMEM_MAXED
+                                        since the last barrier (order_global), else 0 */
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
@@ -231,6 +233,8 @@ static void barrier(Cg *g) {
   }
   g->dirty = false;
   g->red_read[0] = g->red_read[1] = false;
+  if (g->gmem)
+    memset(g->gmem, 0, (size_t)g->f->nargs);
 }
 
 static void inline_asm0(Cg *g, const char *text) {
@@ -3043,6 +3047,42 @@ static void wait_parts(Cg *g, const TirInst *in) {
   end_if(g, join);
 }
 
+/* Global memory written by one thread and then read or written by another of the block. */
+enum { GMEM_STORED = 1, GMEM_ADDED, GMEM_MAXED };
+
+static int gmem_access(TirOp op) {
+  return op == TIR_STORE ? GMEM_STORED : op == TIR_ATOMIC_ADD ? GMEM_ADDED : op == TIR_ATOMIC_MAX ? GMEM_MAXED : 0;
+}
+
+/* Whether instruction j reads or writes a tensor the block wrote since the last barrier in a way
+ * that may not reorder with it: anything after a store, a load or a store after an atomic, an
+ * atomic after another kind (atomics of one kind commute). */
+static bool gmem_conflict(const Cg *g, const TirInst *in) {
+  if (!tir_op_addresses(in->op) || in->arg_index < 0 || !g->gmem[in->arg_index])
+    return false;
+  int was = g->gmem[in->arg_index];
+  return was == GMEM_STORED || gmem_access(in->op) != was;
+}
+
+/* Before instruction in: a barrier when it (or, at a FOR or an IF, its body) touches a tensor
+ * the block wrote in an earlier statement, so that the program order the interpreter gives two
+ * statements holds between threads too (`Y[r, 0 : +N] = ...; Y[r, k : +1] = ...`: the element
+ * k is stored by another thread first). bar.sync orders the block's global accesses as well.
+ * What a loop body stores in one iteration and another thread touches in the next is not
+ * ordered (the bodies of the examples store disjoint tiles). */
+static void order_global(Cg *g, const TirInst *in) {
+  int i = (int)(in - g->f->insts);
+  bool opens = in->op == TIR_FOR || in->op == TIR_IF;
+  int last = opens ? tir_region_end(g->f, i) : i;
+  for (int j = opens ? i + 1 : i; j <= last; j++)
+    if (gmem_conflict(g, &g->f->insts[j])) {
+      barrier(g);
+      break;
+    }
+  if (gmem_access(in->op))
+    g->gmem[in->arg_index] = (unsigned char)gmem_access(in->op);
+}
+
 /* Before instruction in: wait for the copies of the tiles it reads or writes (a copy that lands
  * after a later write to the same tile would undo it) and, at a FOR or an IF, of those its body
  * does, so that nothing waits in a loop or a branch. Copies only wait for the groups they need:
@@ -3787,6 +3827,8 @@ static void plan_pipes(Cg *g) {
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
+  g->gmem = arena_alloc(f->arena, (size_t)f->nargs + 1);
+  memset(g->gmem, 0, (size_t)f->nargs + 1);
   plan_pipes(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
@@ -4666,6 +4708,7 @@ typedef struct EmitState {
   int red_next, stage_ahead;
   bool *in_flight;                 /* per register */
   struct Reduction **red_pair;     /* per instruction */
+  unsigned char *gmem;             /* per argument */
 } EmitState;
 
 static void state_save(Cg *g, EmitState *s) {
@@ -4677,6 +4720,8 @@ static void state_save(Cg *g, EmitState *s) {
     s->in_flight[r] = g->tiles[r].in_flight;
   s->red_pair = arena_alloc(f->arena, sizeof(struct Reduction *) * (size_t)(f->ninsts + 1));
   memcpy(s->red_pair, g->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
+  s->gmem = arena_alloc(f->arena, (size_t)f->nargs + 1);
+  memcpy(s->gmem, g->gmem, (size_t)f->nargs);
 }
 
 /* Back to state s; with merge, the union of s and the current state (after the join of two
@@ -4690,12 +4735,17 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
   g->red_next = s->red_next, g->stage_ahead = s->stage_ahead;
   for (int r = 0; r < f->nregs; r++)
     g->tiles[r].in_flight = s->in_flight[r] || (merge && g->tiles[r].in_flight);
+  for (int k = 0; k < f->nargs; k++) { /* after a join: written either way, stored if in two ways */
+    unsigned char a = s->gmem[k], b = merge ? g->gmem[k] : 0;
+    g->gmem[k] = a && b && a != b ? GMEM_STORED : a ? a : b;
+  }
   if (!merge)
     memcpy(g->red_pair, s->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
 }
 
 static void emit_range(Cg *g, int first, int last) {
   for (int i = first; i <= last && !g->failed; i++) {
+    order_global(g, &g->f->insts[i]);
     wait_for_operands(g, &g->f->insts[i]);
     lower_inst(g, &g->f->insts[i]);
   }
@@ -4712,6 +4762,7 @@ static int version_loop(Cg *g, int i) {
   if (g->o->loop_versions)
     ++*g->o->loop_versions;
   const TirInst *in = &g->f->insts[i];
+  order_global(g, in);
   wait_for_operands(g, in);
   LLVMValueRef lo, step;
   get_tile(g, in->args[0], &lo);
@@ -4779,6 +4830,7 @@ static int build_kernel(Cg *g) {
       i = end;
       continue;
     }
+    order_global(g, &f->insts[i]);
     wait_for_operands(g, &f->insts[i]);
     lower_inst(g, &f->insts[i]);
   }

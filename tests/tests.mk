@@ -64,7 +64,8 @@ gpu-prep: all $(B)/example_runner
 	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt TILEC_SHIFTED=$$sh TILEC_TMA_STORE=$$ns \
 	  TILEC_CVT_PACK=$$pk \
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
-	@mkdir -p $(B)/aot
+	@mkdir -p $(B)/aot $(B)/probe
+	$(B)/tilec tests/gpu/order_global.tile --arch=sm_90a -o $(B)/probe/order_global.ptx
 	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
 	$(B)/tilec dsl/examples/softmax.tile --emit=c --arch=sm_90a -o $(B)/aot/softmax
 	$(B)/tilec dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o $(B)/aot/ln

@@ -630,3 +630,37 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
   }
   arena_free(a);
 }
+
+/* A statement touching global elements that an earlier statement of the block stored (from
+ * other threads) gets a barrier first (order_global); stores of one loop body, atomics of one
+ * kind, and tensors stored once get none. */
+static int bar_count(const char *ptx) {
+  int n = 0;
+  for (const char *p = ptx; (p = strstr(p, "bar.sync")); p++)
+    n++;
+  return n;
+}
+
+Test(nvptx, statements_on_stored_global_elements_are_ordered) {
+  Arena *a = arena_new();
+  char *ptx = source_ptx(a, "tests/gpu/order_global.tile", file_text(a, "tests/gpu/order_global.tile"), NULL,
+                         ARCH_SM90A);
+  char *e = ptx_entry(a, ptx, "order_global");
+  cr_assert(e);
+  cr_assert_eq(bar_count(e), 2, "one before the single-element store, one before the load of Y");
+  const char *st = strstr(e, "st.global"), *b = strstr(e, "bar.sync");
+  cr_assert(st && b && st < b, "the row's store, then the barrier");
+  static const char *disjoint =
+      "kernel k(X: f32[M, N], Y: out f32[M, N], S: out f32[N]) grid (M) threads (128) {\n"
+      "  let r = block.x;\n"
+      "  for c0 in 0 .. N step 512 {\n"
+      "    let x = X[r, c0 : +512];\n"
+      "    Y[r, c0 : +512] = x * 2.0;\n"
+      "    atomic_add(S[c0 : +512], x);\n"
+      "    atomic_add(S[c0 : +512], x * x);\n"
+      "  }\n"
+      "}\n";
+  cr_assert_eq(bar_count(source_ptx(a, "disjoint.tile", disjoint, NULL, ARCH_SM90A)), 0);
+  source_assembles("tests/gpu/order_global.tile", file_text(a, "tests/gpu/order_global.tile"));
+  arena_free(a);
+}
