@@ -52,7 +52,6 @@ typedef struct Tile {
   int group;             /* in flight: its copies' commit group, counted in Cg.commits (of a
                             progressive copy: the last part's) */
   int parts;             /* a progressive copy's commit groups (TirSchedule.progs), else 0 */
-  int prog_loop;         /* progressive: the FOR that reads it first */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
   /* A cp.async ring tile whose rows may start anywhere in memory (rows of 50257 f16 logits):
@@ -2101,28 +2100,31 @@ static void copy_chunks(Cg *g, const TirInst *in, Access *ac, Tile *t, LLVMValue
 }
 
 /* The copies of one LOAD into stage `slot` of its tile, committed in `parts` groups of
- * consecutive chunks (a progressive copy; every thread commits, writer or not, so that the
- * groups count the same everywhere), or not committed at all (parts 0: the caller commits). */
+ * consecutive chunks (every thread commits, writer or not, so that the groups count the same
+ * everywhere); parts 0: one group, left to the caller to commit (a pipe's stage). */
 static void async_load_parts(Cg *g, const TirInst *in, LLVMValueRef slot, bool l1, int parts) {
   Tile *t = &g->tiles[in->dst];
   const Layout *L = t->lay;
-  int ch = 16 / elem_bytes(rtype(g, in->dst)->elem), nch = t->n / ch, per = parts ? nch / parts : nch;
+  bool split = parts > 1;
+  int ch = 16 / elem_bytes(rtype(g, in->dst)->elem), nch = t->n / ch, per = split ? nch / parts : nch;
   Access ac;
   access_init(g, in, &ac);
   LLVMValueRef lw = layout_lw(g, L), base = stage_base(g, t, slot), writer = layout_writer(g, L);
-  LLVMBasicBlockRef wj = parts ? NULL : begin_if(g, writer);
+  LLVMBasicBlockRef wj = split ? NULL : begin_if(g, writer);
   LLVMValueRef *sp = vals_new(g, nch);
   for (int k = 0; k < nch; k++)
     sp[k] = smem_at(g, base, tile_byte_off(g, t, lw, k * ch));
   Chunks c = chunks_plan(g, in, &ac, rtype(g, in->dst), L, lw, t->n, ch);
   for (int k0 = 0; k0 < nch; k0 += per) {
-    LLVMBasicBlockRef pj = parts ? begin_if(g, writer) : NULL;
+    LLVMBasicBlockRef pj = split ? begin_if(g, writer) : NULL;
     copy_chunks(g, in, &ac, t, lw, sp, &c, k0, k0 + per, l1);
     end_if(g, pj);
-    if (parts)
+    if (split)
       cp_async_commit(g);
   }
   end_if(g, wj);
+  if (parts == 1)
+    cp_async_commit(g);
 }
 
 /* The copies of one pipelined LOAD into stage `slot` of its tile. */
@@ -3099,17 +3101,26 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
     return;
   if (in->op == TIR_WINDOW && in->args[0] == g->prog_tile && g->tiles[in->args[0]].in_flight)
     wait_parts(g, in);
-  for (int r = 0; in->op == TIR_FOR && r < g->f->nregs; r++)
-    if (g->tiles[r].in_flight && g->tiles[r].parts && g->tiles[r].prog_loop == i) {
+  for (int k = 0; k < g->sched->nprogs; k++) {
+    int r = g->f->insts[g->sched->progs[k].load].dst;
+    if (g->sched->progs[k].loop == i && g->tiles[r].in_flight && g->tiles[r].parts) {
       g->prog_tile = r;
       g->prog_end = tir_region_end(g->f, i);
       LLVMBuildStore(g->b, ci32(g, -1), g->prog_landed);
     }
+  }
   int need = groups_needed(g, i, opens ? tir_region_end(g->f, i) : i);
   if (need < 0)
     flush_copies(g);
   else if (need > 0)
     wait_groups(g, need);
+}
+
+/* What must precede instruction in across threads: the order of global accesses, the copies
+ * it reads. */
+static void sync_before(Cg *g, const TirInst *in) {
+  order_global(g, in);
+  wait_for_operands(g, in);
 }
 
 static void lower_load(Cg *g, const TirInst *in) {
@@ -3121,9 +3132,7 @@ static void lower_load(Cg *g, const TirInst *in) {
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
     Tile *t = &g->tiles[dst];
     int parts = t->parts && !t->shifted ? t->parts : 1;
-    async_load_parts(g, in, ci32(g, 0), true, parts > 1 ? parts : 0);
-    if (parts == 1)
-      cp_async_commit(g);
+    async_load_parts(g, in, ci32(g, 0), true, parts);
     t->parts = parts > 1 ? parts : 0;
     t->in_flight = g->copies_in_flight = true;
     t->group = g->commits += parts;
@@ -3842,9 +3851,7 @@ static bool plan(Cg *g) {
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
   g->prog_tile = g->prog_end = -1;
   for (int k = 0; k < g->sched->nprogs; k++) {
-    Tile *t = &g->tiles[f->insts[g->sched->progs[k].load].dst];
-    t->parts = g->sched->progs[k].parts;
-    t->prog_loop = g->sched->progs[k].loop;
+    g->tiles[f->insts[g->sched->progs[k].load].dst].parts = g->sched->progs[k].parts;
     if (!g->prog_landed)
       g->prog_landed = entry_alloca(g, g->i32, 1);
   }
@@ -4745,8 +4752,7 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
 
 static void emit_range(Cg *g, int first, int last) {
   for (int i = first; i <= last && !g->failed; i++) {
-    order_global(g, &g->f->insts[i]);
-    wait_for_operands(g, &g->f->insts[i]);
+    sync_before(g, &g->f->insts[i]);
     lower_inst(g, &g->f->insts[i]);
   }
 }
@@ -4762,8 +4768,7 @@ static int version_loop(Cg *g, int i) {
   if (g->o->loop_versions)
     ++*g->o->loop_versions;
   const TirInst *in = &g->f->insts[i];
-  order_global(g, in);
-  wait_for_operands(g, in);
+  sync_before(g, in);
   LLVMValueRef lo, step;
   get_tile(g, in->args[0], &lo);
   get_tile(g, in->args[2], &step);
@@ -4830,8 +4835,7 @@ static int build_kernel(Cg *g) {
       i = end;
       continue;
     }
-    order_global(g, &f->insts[i]);
-    wait_for_operands(g, &f->insts[i]);
+    sync_before(g, &f->insts[i]);
     lower_inst(g, &f->insts[i]);
   }
   if (g->failed)

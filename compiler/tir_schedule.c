@@ -1555,9 +1555,9 @@ static void plan_progressive(const TirFunc *f, TirSchedule *s) {
 /* ---------------------------------------------- early scalar loads */
 
 /* Whether the hoist of scalar load ld stops below top-level statement [i, end]: the statement
- * writes one of ld's operands; or it is a shared tile's copy, which goes first (a load whose
- * index waits on another load's value would hold the copy's issue back); or a pipelined loop,
- * whose schedule prefetches what follows it (plan_prefetch). */
+ * writes one of ld's operands; or it is a shared tile's copy, or a pipelined loop whose prologue
+ * issues copies, which go first (a load whose index waits on another load's value would hold
+ * their issue back; the warp-specialized entry prefetches epilogue loads itself, plan_prefetch). */
 static bool hoist_stops_at(const TirFunc *f, int i, int end, const TirInst *ld) {
   const TirInst *in = &f->insts[i];
   if ((in->op == TIR_FOR && in->pipeline >= 2) ||
@@ -1585,42 +1585,30 @@ static bool hoistable_load(const TirFunc *f, int j) {
 static const TirFunc *hoist_scalar_loads(const TirFunc *f) {
   if (env_off("TILEC_EARLY_LOADS"))
     return f;
-  TirFunc *g = NULL;
-  int *starts = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 1));
-  int n = 0; /* top-level statements before j: [starts[k], starts[k + 1] - 1] */
-  for (int j = 0; j < f->ninsts;) {
-    const TirFunc *h = g ? g : f;
-    TirOp op = h->insts[j].op;
-    int end = op == TIR_FOR || op == TIR_IF ? tir_region_end(h, j) : j;
-    int to = j;
-    if (hoistable_load(h, j))
-      for (int k = n - 1; k >= 0 && !hoist_stops_at(h, starts[k], (k + 1 < n ? starts[k + 1] : j) - 1, &h->insts[j]); k--)
-        to = starts[k];
-    if (to < j) {
-      if (!g) {
-        g = arena_alloc(f->arena, sizeof *g);
-        *g = *f;
-        g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)f->ninsts);
-        memcpy(g->insts, f->insts, sizeof(TirInst) * (size_t)f->ninsts);
-        g->cap_insts = f->ninsts;
-      }
+  TirFunc *g = arena_alloc(f->arena, sizeof *g);
+  *g = *f;
+  g->insts = arena_alloc(f->arena, sizeof(TirInst) * (size_t)(f->ninsts + 1));
+  memcpy(g->insts, f->insts, sizeof(TirInst) * (size_t)f->ninsts);
+  g->cap_insts = f->ninsts;
+  int *starts = arena_alloc(f->arena, sizeof(int) * (size_t)(f->ninsts + 2));
+  int n = 0; /* the top-level statements before j: [starts[k], starts[k + 1] - 1], starts[n] = j */
+  for (int j = 0; j < g->ninsts; j = starts[n]) {
+    starts[n] = j;
+    int k = n;
+    while (hoistable_load(g, j) && k > 0 && !hoist_stops_at(g, starts[k - 1], starts[k] - 1, &g->insts[j]))
+      k--;
+    TirOp op = g->insts[j].op;
+    int next = (op == TIR_FOR || op == TIR_IF ? tir_region_end(g, j) : j) + 1;
+    if (k < n) { /* the load becomes the statement at starts[k]; those from there on move down one */
       TirInst ld = g->insts[j];
-      memmove(&g->insts[to + 1], &g->insts[to], sizeof(TirInst) * (size_t)(j - to));
-      g->insts[to] = ld;
-      for (int k = 0; k < n; k++)
-        starts[k] += starts[k] >= to;
-      int k = 0;
-      while (k < n && starts[k] < to)
-        k++;
-      memmove(&starts[k + 1], &starts[k], sizeof(int) * (size_t)(n - k));
-      starts[k] = to;
-      n++;
-    } else {
-      starts[n++] = j;
+      memmove(&g->insts[starts[k] + 1], &g->insts[starts[k]], sizeof(TirInst) * (size_t)(j - starts[k]));
+      g->insts[starts[k]] = ld;
+      for (int m = n; m > k; m--)
+        starts[m] = starts[m - 1] + 1;
     }
-    j = end + 1;
+    starts[++n] = next;
   }
-  return g ? g : f;
+  return g;
 }
 
 TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
