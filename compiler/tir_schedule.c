@@ -1583,7 +1583,7 @@ static bool hoistable_load(const TirFunc *f, int j) {
  * three chained ones, 8% of its stall samples). Returns f, or a copy with the loads moved.
  * TILEC_EARLY_LOADS=0 turns it off. */
 static const TirFunc *hoist_scalar_loads(const TirFunc *f) {
-  if (env_off("TILEC_EARLY_LOADS"))
+  if (env_off("TILEC_EARLY_LOADS") || !f->ninsts)
     return f;
   TirFunc *g = arena_alloc(f->arena, sizeof *g);
   *g = *f;
