@@ -92,6 +92,10 @@ typedef struct Nest {
   LLVMBasicBlockRef cond, exit, false_bb, end_bb;
   LLVMValueRef counter, hi, step;
   int ind;               /* FOR: the induction register */
+  int first;             /* the FOR / IF instruction */
+  struct GmemState *gm;  /* global-memory order state at the FOR / IF (a loop that runs no
+                            iteration, a branch not taken: joined at the end) and, after an
+                            ELSE, of the THEN branch */
 } Nest;
 
 /* Scratch slots: A and B stage DOT operands and layout conversions; RED0 and RED1 hold the
@@ -123,6 +127,9 @@ typedef struct Cg {
   bool dirty;                        /* shared memory read since the last barrier */
   unsigned char *gmem;               /* per tensor argument: GMEM_STORED / GMEM_ADDED / GMEM_MAXED
                                         since the last barrier (order_global), else 0 */
+  int *gmem_load;                    /* per tensor argument: the register LOAD of it since the
+                                        last barrier (-1: none; GMEM_LOADS_MIXED: several that
+                                        differ, or a copy into shared memory) */
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
@@ -234,6 +241,8 @@ static void barrier(Cg *g) {
   g->red_read[0] = g->red_read[1] = false;
   if (g->gmem)
     memset(g->gmem, 0, (size_t)g->f->nargs);
+  for (int k = 0; g->gmem_load && k < g->f->nargs; k++)
+    g->gmem_load[k] = -1;
 }
 
 static void inline_asm0(Cg *g, const char *text) {
@@ -3051,38 +3060,134 @@ static void wait_parts(Cg *g, const TirInst *in) {
 
 /* Global memory written by one thread and then read or written by another of the block. */
 enum { GMEM_STORED = 1, GMEM_ADDED, GMEM_MAXED };
+enum { GMEM_LOADS_MIXED = -2 };
 
 static int gmem_access(TirOp op) {
   return op == TIR_STORE ? GMEM_STORED : op == TIR_ATOMIC_ADD ? GMEM_ADDED : op == TIR_ATOMIC_MAX ? GMEM_MAXED : 0;
 }
 
-/* Whether instruction j reads or writes a tensor the block wrote since the last barrier in a way
- * that may not reorder with it: anything after a store, a load or a store after an atomic, an
- * atomic after another kind (atomics of one kind commute). */
-static bool gmem_conflict(const Cg *g, const TirInst *in) {
-  if (!tir_op_addresses(in->op) || in->arg_index < 0 || !g->gmem[in->arg_index])
+/* The order state of Cg.gmem and Cg.gmem_load, saved at a branch or a loop. */
+typedef struct GmemState {
+  unsigned char *kind;
+  int *load;
+} GmemState;
+
+static GmemState *gmem_save(Cg *g) {
+  int n = g->f->nargs + 1;
+  GmemState *s = arena_alloc(g->f->arena, sizeof *s);
+  s->kind = arena_alloc(g->f->arena, (size_t)n);
+  s->load = arena_alloc(g->f->arena, sizeof(int) * (size_t)n);
+  memcpy(s->kind, g->gmem, (size_t)n);
+  memcpy(s->load, g->gmem_load, sizeof(int) * (size_t)n);
+  return s;
+}
+
+/* The state after two paths join (one of them left s): what either did is owed after the join,
+ * a write of two kinds as a store, loads of two places as mixed. */
+static void gmem_join(Cg *g, const GmemState *s) {
+  for (int k = 0; k < g->f->nargs; k++) {
+    unsigned char a = s->kind[k], b = g->gmem[k];
+    g->gmem[k] = a && b && a != b ? GMEM_STORED : a ? a : b;
+    int la = s->load[k], lb = g->gmem_load[k];
+    g->gmem_load[k] = la == -1 ? lb : lb == -1 || la == lb ? la : GMEM_LOADS_MIXED;
+  }
+}
+
+/* Whether STORE or atomic st writes exactly the elements register LOAD ld read, each from the
+ * thread that read it: the same index registers (each written once, outside loop FOR `loop` when
+ * st is in its next iteration, so the same values) or equal constants, the same sizes, and the value in the loaded tile's
+ * layout, which holds no element twice. */
+static bool same_thread_elements(const Cg *g, const TirInst *ld, const TirInst *st, int loop) {
+  const TirFunc *f = g->f;
+  int end = loop >= 0 ? tir_region_end(f, loop) : -1;
+  for (int d = 0; d < f->args[st->arg_index].rank; d++) {
+    const TirIndex *a = &ld->index[d], *b = &st->index[d];
+    int w = tir_only_write(f, a->start), v = tir_only_write(f, b->start);
+    bool same = a->start == b->start ||
+                (w >= 0 && v >= 0 && f->insts[w].op == TIR_CONST && f->insts[v].op == TIR_CONST && f->insts[w].imm == f->insts[v].imm);
+    if (!same || a->size != b->size || a->is_range != b->is_range || w < 0 || (loop <= w && w <= end))
+      return false;
+  }
+  const Layout *l = g->tiles[ld->dst].lay;
+  return layout_equal(l, g->tiles[st->args[0]].lay) && !layout_zero_mask(l, LAY_LANE) && !layout_zero_mask(l, LAY_WARP);
+}
+
+/* Whether instruction in reads or writes a tensor the block accessed since the last barrier in a
+ * way that may not reorder with it: anything after a store; a load or a store after an atomic,
+ * an atomic after another kind (atomics of one kind commute); a write after a load of other
+ * elements, or from other threads (a shifted copy `Y[r, 1 : +n] = Y[r, 0 : +n]`). loop >= 0:
+ * in the next iteration of loop FOR `loop` (-1: in this one). */
+static bool gmem_conflict(const Cg *g, const TirInst *in, int loop) {
+  if (!tir_op_addresses(in->op) || in->arg_index < 0)
     return false;
-  int was = g->gmem[in->arg_index];
-  return was == GMEM_STORED || gmem_access(in->op) != was;
+  int was = g->gmem[in->arg_index], ld = g->gmem_load[in->arg_index];
+  if (was && (was == GMEM_STORED || gmem_access(in->op) != was))
+    return true;
+  return gmem_access(in->op) && ld != -1 &&
+         (ld == GMEM_LOADS_MIXED || !same_thread_elements(g, &g->f->insts[ld], in, loop));
+}
+
+/* Records load in (index i) in the order state. */
+static void gmem_note_load(Cg *g, const TirInst *in, int i) {
+  int *ld = &g->gmem_load[in->arg_index];
+  bool same = *ld >= 0 && !g->tiles[in->dst].shared && !g->tiles[g->f->insts[*ld].dst].shared &&
+              same_thread_elements(g, &g->f->insts[*ld], in, -1);
+  *ld = g->tiles[in->dst].shared ? GMEM_LOADS_MIXED : *ld == -1 || same ? (*ld == -1 ? i : *ld) : GMEM_LOADS_MIXED;
+}
+
+/* Whether the iterations of loop FOR `first` touch disjoint elements of tensor argument arg:
+ * along some dimension every access of its body takes a range that starts at the loop counter
+ * and is no longer than the loop's constant step (the examples' `Y[r, c0 : +C]`). */
+static bool iterations_disjoint(const TirFunc *f, int first, int arg) {
+  const TirInst *fr = &f->insts[first];
+  int w = tir_only_write(f, fr->args[2]), end = tir_region_end(f, first);
+  if (w < 0 || f->insts[w].op != TIR_CONST || f->insts[w].imm < 1)
+    return false;
+  for (int d = 0; d < f->args[arg].rank; d++) {
+    bool along = true;
+    for (int j = first + 1; j < end && along; j++) {
+      const TirInst *in = &f->insts[j];
+      if (tir_op_addresses(in->op) && in->arg_index == arg)
+        along = in->index[d].start == fr->dst && in->index[d].size <= f->insts[w].imm;
+    }
+    if (along)
+      return true;
+  }
+  return false;
 }
 
 /* Before instruction in: a barrier when it (or, at a FOR or an IF, its body) touches a tensor
- * the block wrote in an earlier statement, so that the program order the interpreter gives two
- * statements holds between threads too (`Y[r, 0 : +N] = ...; Y[r, k : +1] = ...`: the element
- * k is stored by another thread first). bar.sync orders the block's global accesses as well.
- * What a loop body stores in one iteration and another thread touches in the next is not
- * ordered (the bodies of the examples store disjoint tiles). */
+ * the block accessed in an earlier statement in a way gmem_conflict does not let reorder, so that
+ * the program order the interpreter gives two statements holds between threads too (`Y[r, 0 :
+ * +N] = ...; Y[r, k : +1] = ...`: the element k is stored by another thread first). bar.sync
+ * orders the block's global accesses as well. */
 static void order_global(Cg *g, const TirInst *in) {
   int i = (int)(in - g->f->insts);
   bool opens = in->op == TIR_FOR || in->op == TIR_IF;
   int last = opens ? tir_region_end(g->f, i) : i;
   for (int j = opens ? i + 1 : i; j <= last; j++)
-    if (gmem_conflict(g, &g->f->insts[j])) {
+    if (gmem_conflict(g, &g->f->insts[j], -1)) {
       barrier(g);
       break;
     }
   if (gmem_access(in->op))
     g->gmem[in->arg_index] = (unsigned char)gmem_access(in->op);
+  else if (in->op == TIR_LOAD && in->arg_index >= 0)
+    gmem_note_load(g, in, i);
+}
+
+/* At the end of the body of loop FOR `first`: a barrier when the next iteration's accesses
+ * conflict with this one's (a row stored in place from shifted elements, iteration after
+ * iteration) and the iterations do not touch disjoint elements. */
+static void order_global_carried(Cg *g, int first) {
+  int end = tir_region_end(g->f, first);
+  for (int j = first + 1; j < end; j++) {
+    const TirInst *in = &g->f->insts[j];
+    if (gmem_conflict(g, in, first) && !iterations_disjoint(g->f, first, in->arg_index)) {
+      barrier(g);
+      return;
+    }
+  }
 }
 
 /* Before instruction in: wait for the copies of the tiles it reads or writes (a copy that lands
@@ -3515,6 +3620,8 @@ static void lower_marker(Cg *g, const TirInst *in) {
     Nest *ns = &g->nest[g->depth++];
     ns->op = TIR_FOR;
     ns->ind = in->dst;
+    ns->first = (int)(in - g->f->insts);
+    ns->gm = gmem_save(g);
     ns->pipe = pipe_at(g, (int)(in - g->f->insts));
     LLVMValueRef lo, hi, step;
     get_tile(g, in->args[0], &lo);
@@ -3541,12 +3648,14 @@ static void lower_marker(Cg *g, const TirInst *in) {
   }
   case TIR_ENDFOR: {
     Nest *ns = &g->nest[--g->depth];
+    order_global_carried(g, ns->first);
     if (ns->pipe)
       pipe_advance(g, ns->pipe);
     LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ns->counter, "");
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, i, ns->step, ""), ns->counter);
     LLVMBuildBr(g->b, ns->cond);
     LLVMPositionBuilderAtEnd(g->b, ns->exit);
+    gmem_join(g, ns->gm);
     if (ns->pipe && !g->ws)
       intrin0(g, "llvm.nvvm.cp.async.wait.all"); /* nothing is left in flight; kept for clarity of the protocol */
     if (ns->pipe && ns->pipe->tp->overlap_dot >= 0) {
@@ -3575,6 +3684,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     Nest *ns = &g->nest[g->depth++];
     ns->op = TIR_IF;
     ns->end_bb = NULL;
+    ns->gm = gmem_save(g);
     LLVMValueRef c;
     get_tile(g, in->args[0], &c);
     LLVMBasicBlockRef then = new_bb(g, "then");
@@ -3588,6 +3698,10 @@ static void lower_marker(Cg *g, const TirInst *in) {
     ns->end_bb = new_bb(g, "endif");
     LLVMBuildBr(g->b, ns->end_bb);
     LLVMPositionBuilderAtEnd(g->b, ns->false_bb);
+    GmemState *then = gmem_save(g); /* the ELSE starts from the state at the IF */
+    memcpy(g->gmem, ns->gm->kind, (size_t)g->f->nargs);
+    memcpy(g->gmem_load, ns->gm->load, sizeof(int) * (size_t)g->f->nargs);
+    ns->gm = then;
     return;
   }
   default: { /* ENDIF */
@@ -3595,6 +3709,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMBasicBlockRef next = ns->end_bb ? ns->end_bb : ns->false_bb;
     LLVMBuildBr(g->b, next);
     LLVMPositionBuilderAtEnd(g->b, next);
+    gmem_join(g, ns->gm); /* THEN's state after an ELSE; else the state at the IF (not taken) */
     return;
   }
   }
@@ -3838,6 +3953,9 @@ static bool plan(Cg *g) {
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
   g->gmem = arena_alloc(f->arena, (size_t)f->nargs + 1);
   memset(g->gmem, 0, (size_t)f->nargs + 1);
+  g->gmem_load = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nargs + 1));
+  for (int k = 0; k <= f->nargs; k++)
+    g->gmem_load[k] = -1;
   plan_pipes(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
@@ -4715,7 +4833,7 @@ typedef struct EmitState {
   int red_next, stage_ahead;
   bool *in_flight;                 /* per register */
   struct Reduction **red_pair;     /* per instruction */
-  unsigned char *gmem;             /* per argument */
+  GmemState *gm;
 } EmitState;
 
 static void state_save(Cg *g, EmitState *s) {
@@ -4727,8 +4845,7 @@ static void state_save(Cg *g, EmitState *s) {
     s->in_flight[r] = g->tiles[r].in_flight;
   s->red_pair = arena_alloc(f->arena, sizeof(struct Reduction *) * (size_t)(f->ninsts + 1));
   memcpy(s->red_pair, g->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
-  s->gmem = arena_alloc(f->arena, (size_t)f->nargs + 1);
-  memcpy(s->gmem, g->gmem, (size_t)f->nargs);
+  s->gm = gmem_save(g);
 }
 
 /* Back to state s; with merge, the union of s and the current state (after the join of two
@@ -4742,10 +4859,12 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
   g->red_next = s->red_next, g->stage_ahead = s->stage_ahead;
   for (int r = 0; r < f->nregs; r++)
     g->tiles[r].in_flight = s->in_flight[r] || (merge && g->tiles[r].in_flight);
-  for (int k = 0; k < f->nargs; k++) { /* after a join: written either way, stored if in two ways */
-    unsigned char a = s->gmem[k], b = merge ? g->gmem[k] : 0;
-    g->gmem[k] = a && b && a != b ? GMEM_STORED : a ? a : b;
+  if (!merge) {
+    memset(g->gmem, 0, (size_t)f->nargs);
+    for (int k = 0; k < f->nargs; k++)
+      g->gmem_load[k] = -1;
   }
+  gmem_join(g, s->gm);
   if (!merge)
     memcpy(g->red_pair, s->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
 }

@@ -66,6 +66,7 @@ gpu-prep: all $(B)/example_runner
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
 	@mkdir -p $(B)/aot $(B)/probe
 	$(B)/tilec tests/gpu/order_global.tile --arch=sm_90a -o $(B)/probe/order_global.ptx
+	$(B)/tilec tests/gpu/order_global_loop.tile --arch=sm_90a -o $(B)/probe/order_global_loop.ptx
 	$(B)/tilec dsl/examples/vadd.tile --emit=c --arch=sm_80 --arch=sm_90a --cubin -o $(B)/aot/vadd
 	$(B)/tilec dsl/examples/softmax.tile --emit=c --arch=sm_90a -o $(B)/aot/softmax
 	$(B)/tilec dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o $(B)/aot/ln

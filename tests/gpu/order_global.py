@@ -2,7 +2,10 @@
 compiler/lower_nvptx.c): tests/gpu/order_global.tile stores a row, then overwrites one element
 of it, reads that element back and stores it into element 0, each from another thread than the
 first store's. The result must be the interpreter's: the later statement wins, every time.
-Usage: python3 tests/gpu/order_global.py PTX   (make gpu-prep writes build/probe/order_global.ptx)"""
+With a second PTX, tests/gpu/order_global_loop.tile: a loop that shifts a row in place, each
+iteration reading what the previous one stored (order_global_carried).
+Usage: python3 tests/gpu/order_global.py PTX [LOOP_PTX]   (make gpu-prep writes both to
+build/probe/)"""
 import os
 import sys
 
@@ -27,7 +30,24 @@ def main():
         want[:, 0] = want[rows, t.long()] + 0.5
         bad += int((y != want).any(dim=1).sum())
     print(f"order_global: {bad} wrong rows in 50 launches of 4096")
+    if len(sys.argv) > 2:
+        bad += check_loop(tilec.load_ptx(sys.argv[2]))
     return 1 if bad else 0
+
+
+def check_loop(k):
+    bad = 0
+    for rep in range(50):
+        M = 4096
+        x = torch.randn(M, 512, device="cuda")
+        y = torch.empty_like(x)
+        k(x, y)
+        want = x.clone()
+        for _ in range(4):
+            want[:, 1:] = want[:, :511] * 0.5 + 1.0
+        bad += int((y != want).any(dim=1).sum())
+    print(f"order_global_loop: {bad} wrong rows in 50 launches of 4096")
+    return bad
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ fi
 
 echo "== two statements touching the same global elements keep their order (order_global)"
 if python3 -c "import torch" 2>/dev/null; then
-  timeout -k 5 120 python3 tests/gpu/order_global.py "$B/probe/order_global.ptx" || { echo "order_global: FAILED"; status=1; }
+  timeout -k 5 120 python3 tests/gpu/order_global.py "$B/probe/order_global.ptx" "$B/probe/order_global_loop.ptx" || { echo "order_global: FAILED"; status=1; }
 else
   echo "order_global: SKIP (no torch for python3)"
 fi

@@ -647,7 +647,8 @@ Test(nvptx, statements_on_stored_global_elements_are_ordered) {
                          ARCH_SM90A);
   char *e = ptx_entry(a, ptx, "order_global");
   cr_assert(e);
-  cr_assert_eq(bar_count(e), 2, "one before the single-element store, one before the load of Y");
+  cr_assert_eq(bar_count(e), 3, "before the single-element store, before the load of Y, before the "
+                                "store of element 0 (other threads may still be loading it)");
   const char *st = strstr(e, "st.global"), *b = strstr(e, "bar.sync");
   cr_assert(st && b && st < b, "the row's store, then the barrier");
   static const char *disjoint =
@@ -662,5 +663,52 @@ Test(nvptx, statements_on_stored_global_elements_are_ordered) {
       "}\n";
   cr_assert_eq(bar_count(source_ptx(a, "disjoint.tile", disjoint, NULL, ARCH_SM90A)), 0);
   source_assembles("tests/gpu/order_global.tile", file_text(a, "tests/gpu/order_global.tile"));
+  arena_free(a);
+}
+
+/* Loads count too: a store after a load of the same tensor waits for the other threads' loads
+ * unless each thread stores exactly the elements it loaded (an in-place update); a loop whose next
+ * iteration touches what this one stored, or stores what it loaded, gets a barrier at its back
+ * edge unless its iterations touch disjoint elements; a branch's stores are owed after the join
+ * even when the other branch had a barrier. */
+static const char *loop_kernel(Arena *a, const char *body) {
+  char *src = arena_alloc(a, 1024);
+  snprintf(src, 1024,
+           "kernel k(X: f32[M, 1024], Y: out f32[M, 1024], c: i32[M]) grid (M) threads (128) {\n"
+           "  let r = block.x;\n%s}\n", body);
+  return src;
+}
+
+Test(nvptx, loads_and_loop_iterations_on_global_elements_are_ordered) {
+  Arena *a = arena_new();
+  /* in place, each thread its own elements: no barrier */
+  cr_assert_eq(bar_count(source_ptx(a, "inplace.tile", loop_kernel(a, "  Y[r, 0 : +512] = Y[r, 0 : +512] * 2.0;\n"),
+                                    NULL, ARCH_SM90A)), 0);
+  /* shifted by one element: the load's elements are stored by neighbouring threads */
+  cr_assert_eq(bar_count(source_ptx(a, "shift.tile", loop_kernel(a, "  Y[r, 1 : +511] = Y[r, 0 : +511] * 2.0;\n"),
+                                    NULL, ARCH_SM90A)), 1);
+  /* a loop over a run-time count (not unrolled): before it, between load and store, back edge */
+  char *ptx = source_ptx(a, "carried.tile",
+                         loop_kernel(a, "  Y[r, 0 : +512] = X[r, 0 : +512];\n"
+                                        "  for s in 0 .. c[r] { Y[r, 1 : +511] = Y[r, 0 : +511] * 0.5; }\n"),
+                         NULL, ARCH_SM90A);
+  cr_assert_eq(bar_count(ptx), 3, "%d", bar_count(ptx));
+  /* an in-place loop over disjoint windows at its counter (each thread its own elements; a
+   * window narrower than the block's threads would hold replicas, which load but do not store) */
+  ptx = source_ptx(a, "windows.tile",
+                   loop_kernel(a, "  for c0 in 0 .. c[r] step 512 { Y[r, c0 : +512] = Y[r, c0 : +512] + X[r, c0 : +512]; }\n"),
+                   NULL, ARCH_SM90A);
+  cr_assert_eq(bar_count(ptx), 0);
+  /* THEN stores, ELSE reduces (a barrier on that path only): the load after the join waits */
+  ptx = source_ptx(a, "branch.tile",
+                   loop_kernel(a, "  if c[r] > 0 { Y[r, 0 : +512] = X[r, 0 : +512]; }\n"
+                                  "  else { Y[r, 0 : +1] = max(X[r, 0 : +512], 0, keep); }\n"
+                                  "  Y[r, 0 : +1] = Y[r, 7 : +1];\n"),
+                   NULL, ARCH_SM90A);
+  const char *join = strstr(ptx, "ld.global.f32"), *b = join ? strstr(ptx, "bar.sync") : NULL;
+  while (b && strstr(b + 1, "bar.sync") && strstr(b + 1, "bar.sync") < join)
+    b = strstr(b + 1, "bar.sync");
+  cr_assert(join && b && b < join, "a barrier right before the load of Y[r, 7]");
+  source_assembles("tests/gpu/order_global_loop.tile", file_text(a, "tests/gpu/order_global_loop.tile"));
   arena_free(a);
 }
