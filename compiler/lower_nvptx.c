@@ -86,6 +86,15 @@ typedef struct Pipe {
                                 nearest first (next[l * lookahead_dist + k]: k + 1 ahead) */
 } Pipe;
 
+/* What the block did to global memory since its last barrier (order_global), per tensor
+ * argument: the kind of write (GMEM_STORED / GMEM_ADDED / GMEM_MAXED; 0: none) and the register
+ * LOAD of it (-1: none; GMEM_LOADS_MIXED: several that differ, or a copy into shared memory).
+ * Saved at a branch or a loop and joined where the paths meet. */
+typedef struct GmemState {
+  unsigned char *kind;
+  int *load;
+} GmemState;
+
 typedef struct Nest {
   TirOp op;
   Pipe *pipe;            /* FOR: its pipeline, or NULL */
@@ -93,7 +102,7 @@ typedef struct Nest {
   LLVMValueRef counter, hi, step;
   int ind;               /* FOR: the induction register */
   int first;             /* the FOR / IF instruction */
-  struct GmemState *gm;  /* global-memory order state at the FOR / IF (a loop that runs no
+  GmemState *gm;         /* global-memory order state at the FOR / IF (a loop that runs no
                             iteration, a branch not taken: joined at the end) and, after an
                             ELSE, of the THEN branch */
 } Nest;
@@ -125,11 +134,7 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
-  unsigned char *gmem;               /* per tensor argument: GMEM_STORED / GMEM_ADDED / GMEM_MAXED
-                                        since the last barrier (order_global), else 0 */
-  int *gmem_load;                    /* per tensor argument: the register LOAD of it since the
-                                        last barrier (-1: none; GMEM_LOADS_MIXED: several that
-                                        differ, or a copy into shared memory) */
+  GmemState *gm;                     /* global memory since the last barrier (order_global) */
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
@@ -226,6 +231,8 @@ static LLVMValueRef ovl2(Cg *g, const char *name, LLVMValueRef x, LLVMValueRef y
 }
 
 static void inline_asm0(Cg *g, const char *text);
+static void gmem_set(Cg *g, const GmemState *s);
+
 static void barrier(Cg *g) {
   /* wgmma reads shared memory through the async proxy: every thread's shared writes (st.shared,
    * cp.async landed) are made visible to it before the barrier that publishes them. */
@@ -239,10 +246,8 @@ static void barrier(Cg *g) {
   }
   g->dirty = false;
   g->red_read[0] = g->red_read[1] = false;
-  if (g->gmem)
-    memset(g->gmem, 0, (size_t)g->f->nargs);
-  for (int k = 0; g->gmem_load && k < g->f->nargs; k++)
-    g->gmem_load[k] = -1;
+  if (g->gm)
+    gmem_set(g, NULL);
 }
 
 static void inline_asm0(Cg *g, const char *text) {
@@ -3066,19 +3071,24 @@ static int gmem_access(TirOp op) {
   return op == TIR_STORE ? GMEM_STORED : op == TIR_ATOMIC_ADD ? GMEM_ADDED : op == TIR_ATOMIC_MAX ? GMEM_MAXED : 0;
 }
 
-/* The order state of Cg.gmem and Cg.gmem_load, saved at a branch or a loop. */
-typedef struct GmemState {
-  unsigned char *kind;
-  int *load;
-} GmemState;
+/* The block's state becomes s (NULL: nothing since a barrier). */
+static void gmem_set(Cg *g, const GmemState *s) {
+  for (int k = 0; k < g->f->nargs; k++) {
+    g->gm->kind[k] = s ? s->kind[k] : 0;
+    g->gm->load[k] = s ? s->load[k] : -1;
+  }
+}
 
+/* A copy of the block's state (of an empty one before plan made it). */
 static GmemState *gmem_save(Cg *g) {
-  int n = g->f->nargs + 1;
+  size_t n = (size_t)g->f->nargs + 1;
   GmemState *s = arena_alloc(g->f->arena, sizeof *s);
-  s->kind = arena_alloc(g->f->arena, (size_t)n);
-  s->load = arena_alloc(g->f->arena, sizeof(int) * (size_t)n);
-  memcpy(s->kind, g->gmem, (size_t)n);
-  memcpy(s->load, g->gmem_load, sizeof(int) * (size_t)n);
+  s->kind = arena_alloc(g->f->arena, n);
+  s->load = arena_alloc(g->f->arena, sizeof(int) * n);
+  for (size_t k = 0; k < n; k++) {
+    s->kind[k] = g->gm ? g->gm->kind[k] : 0;
+    s->load[k] = g->gm ? g->gm->load[k] : -1;
+  }
   return s;
 }
 
@@ -3086,17 +3096,21 @@ static GmemState *gmem_save(Cg *g) {
  * a write of two kinds as a store, loads of two places as mixed. */
 static void gmem_join(Cg *g, const GmemState *s) {
   for (int k = 0; k < g->f->nargs; k++) {
-    unsigned char a = s->kind[k], b = g->gmem[k];
-    g->gmem[k] = a && b && a != b ? GMEM_STORED : a ? a : b;
-    int la = s->load[k], lb = g->gmem_load[k];
-    g->gmem_load[k] = la == -1 ? lb : lb == -1 || la == lb ? la : GMEM_LOADS_MIXED;
+    unsigned char a = s->kind[k], b = g->gm->kind[k];
+    g->gm->kind[k] = a && b && a != b ? GMEM_STORED : a ? a : b;
+    int la = s->load[k], lb = g->gm->load[k];
+    g->gm->load[k] = la == -1 ? lb : lb == -1 || la == lb ? la : GMEM_LOADS_MIXED;
   }
 }
 
-/* Whether STORE or atomic st writes exactly the elements register LOAD ld read, each from the
- * thread that read it: the same index registers (each written once, outside loop FOR `loop` when
- * st is in its next iteration, so the same values) or equal constants, the same sizes, and the value in the loaded tile's
- * layout, which holds no element twice. */
+/* The register tile an access moves: a LOAD's result, a STORE's or an atomic's value. */
+static int access_tile(const TirInst *in) { return in->op == TIR_LOAD ? in->dst : in->args[0]; }
+
+/* Whether access st (a STORE, an atomic, or another register LOAD) moves exactly the elements
+ * register LOAD ld read, each in the thread that read it: the same index registers (each written
+ * once, outside loop FOR `loop` when st is in its next iteration, so the same values) or equal
+ * constants, the same sizes, and st's tile in the loaded tile's layout, which holds no element
+ * twice. */
 static bool same_thread_elements(const Cg *g, const TirInst *ld, const TirInst *st, int loop) {
   const TirFunc *f = g->f;
   int end = loop >= 0 ? tir_region_end(f, loop) : -1;
@@ -3109,7 +3123,7 @@ static bool same_thread_elements(const Cg *g, const TirInst *ld, const TirInst *
       return false;
   }
   const Layout *l = g->tiles[ld->dst].lay;
-  return layout_equal(l, g->tiles[st->args[0]].lay) && !layout_zero_mask(l, LAY_LANE) && !layout_zero_mask(l, LAY_WARP);
+  return layout_equal(l, g->tiles[access_tile(st)].lay) && !layout_zero_mask(l, LAY_LANE) && !layout_zero_mask(l, LAY_WARP);
 }
 
 /* Whether instruction in reads or writes a tensor the block accessed since the last barrier in a
@@ -3120,19 +3134,21 @@ static bool same_thread_elements(const Cg *g, const TirInst *ld, const TirInst *
 static bool gmem_conflict(const Cg *g, const TirInst *in, int loop) {
   if (!tir_op_addresses(in->op) || in->arg_index < 0)
     return false;
-  int was = g->gmem[in->arg_index], ld = g->gmem_load[in->arg_index];
+  int was = g->gm->kind[in->arg_index], ld = g->gm->load[in->arg_index];
   if (was && (was == GMEM_STORED || gmem_access(in->op) != was))
     return true;
   return gmem_access(in->op) && ld != -1 &&
          (ld == GMEM_LOADS_MIXED || !same_thread_elements(g, &g->f->insts[ld], in, loop));
 }
 
-/* Records load in (index i) in the order state. */
+/* Records load in (index i) in the order state: the first register load, kept while the others
+ * read the same elements in the same threads. */
 static void gmem_note_load(Cg *g, const TirInst *in, int i) {
-  int *ld = &g->gmem_load[in->arg_index];
-  bool same = *ld >= 0 && !g->tiles[in->dst].shared && !g->tiles[g->f->insts[*ld].dst].shared &&
-              same_thread_elements(g, &g->f->insts[*ld], in, -1);
-  *ld = g->tiles[in->dst].shared ? GMEM_LOADS_MIXED : *ld == -1 || same ? (*ld == -1 ? i : *ld) : GMEM_LOADS_MIXED;
+  int *ld = &g->gm->load[in->arg_index];
+  if (*ld == -1 && !g->tiles[in->dst].shared)
+    *ld = i;
+  else if (*ld < 0 || g->tiles[in->dst].shared || !same_thread_elements(g, &g->f->insts[*ld], in, -1))
+    *ld = GMEM_LOADS_MIXED;
 }
 
 /* Whether the iterations of loop FOR `first` touch disjoint elements of tensor argument arg:
@@ -3171,7 +3187,7 @@ static void order_global(Cg *g, const TirInst *in) {
       break;
     }
   if (gmem_access(in->op))
-    g->gmem[in->arg_index] = (unsigned char)gmem_access(in->op);
+    g->gm->kind[in->arg_index] = (unsigned char)gmem_access(in->op);
   else if (in->op == TIR_LOAD && in->arg_index >= 0)
     gmem_note_load(g, in, i);
 }
@@ -3699,8 +3715,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     LLVMBuildBr(g->b, ns->end_bb);
     LLVMPositionBuilderAtEnd(g->b, ns->false_bb);
     GmemState *then = gmem_save(g); /* the ELSE starts from the state at the IF */
-    memcpy(g->gmem, ns->gm->kind, (size_t)g->f->nargs);
-    memcpy(g->gmem_load, ns->gm->load, sizeof(int) * (size_t)g->f->nargs);
+    gmem_set(g, ns->gm);
     ns->gm = then;
     return;
   }
@@ -3951,11 +3966,7 @@ static void plan_pipes(Cg *g) {
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
-  g->gmem = arena_alloc(f->arena, (size_t)f->nargs + 1);
-  memset(g->gmem, 0, (size_t)f->nargs + 1);
-  g->gmem_load = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nargs + 1));
-  for (int k = 0; k <= f->nargs; k++)
-    g->gmem_load[k] = -1;
+  g->gm = gmem_save(g); /* empty */
   plan_pipes(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
@@ -4859,12 +4870,10 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
   g->red_next = s->red_next, g->stage_ahead = s->stage_ahead;
   for (int r = 0; r < f->nregs; r++)
     g->tiles[r].in_flight = s->in_flight[r] || (merge && g->tiles[r].in_flight);
-  if (!merge) {
-    memset(g->gmem, 0, (size_t)f->nargs);
-    for (int k = 0; k < f->nargs; k++)
-      g->gmem_load[k] = -1;
-  }
-  gmem_join(g, s->gm);
+  if (merge)
+    gmem_join(g, s->gm);
+  else
+    gmem_set(g, s->gm);
   if (!merge)
     memcpy(g->red_pair, s->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
 }
