@@ -1490,3 +1490,89 @@ Test(schedule, whole_tile_reads_are_not_progressive) {
   unsetenv("TILEC_PROGRESSIVE");
   arena_free(a);
 }
+
+/* The LOADs of tensor `arg` whose tiles hold more than one element, in order, into at[]. */
+static int tile_loads_of(const TirFunc *f, int arg, int *at, int max) {
+  int n = 0;
+  for (int i = 0; i < f->ninsts && n < max; i++)
+    if (f->insts[i].op == TIR_LOAD && f->insts[i].arg_index == arg && tile_numel(&f->regs[f->insts[i].dst].type) > 1)
+      at[n++] = i;
+  return n;
+}
+
+/* L2 priorities (TirInst.l2): cross-entropy backward reads each row twice (the logsumexp pass,
+ * then dX), so the first pass keeps the row's lines in L2 and the second lets them go; the
+ * label's one element and the tensors read once keep the default. */
+Test(schedule, tensors_read_twice_keep_their_lines_in_l2) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *defs[] = {"BN=2048", "WARPS=8", "STAGES=3", NULL};
+  static const GpuArch archs[] = {ARCH_SM80, ARCH_SM90A};
+  for (int ai = 0; ai < 2; ai++) {
+    GpuArch arch = archs[ai];
+    TirFunc *k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), defs,
+                                   arch, 0, &d);
+    cr_assert(layout_assign_wgmma(k, &d, false));
+    SchedOptions o = {.arch = arch, .stage_cap = 8};
+    TirFunc *f = tir_schedule(k, &o, &d);
+    cr_assert(f);
+    g_src = d.file;
+    int at[4];
+    cr_assert_eq(tile_loads_of(f, 0, at, 4), 2, "X: the two passes' chunks");
+    cr_assert_eq(f->insts[at[0]].l2, TIR_L2_KEEP);
+    cr_assert_eq(f->insts[at[1]].l2, TIR_L2_EVICT_FIRST);
+    for (int i = 0; i < f->ninsts; i++)
+      if (i != at[0] && i != at[1])
+        cr_assert_eq(f->insts[i].l2, TIR_L2_NORMAL, "instruction %d (%s)", i, tir_op_info[f->insts[i].op].name);
+    cr_assert_str_eq(verify_msg(a, f), "");
+
+    f->insts[at[1]].l2 = TIR_L2_NORMAL;
+    cr_assert(strstr(verify_msg(a, f), "L2 lines kept (evict_last) that no later load of the tensor lets go"));
+    f->insts[at[1]].l2 = TIR_L2_EVICT_FIRST;
+    int st = find_op(f, 0, TIR_STORE);
+    f->insts[st].l2 = TIR_L2_EVICT_FIRST;
+    cr_assert(strstr(verify_msg(a, f), "an L2 priority on store"));
+
+    setenv("TILEC_L2_HINTS", "0", 1);
+    f = tir_schedule(k, &o, &d);
+    unsetenv("TILEC_L2_HINTS");
+    for (int i = 0; i < f->ninsts; i++)
+      cr_assert_eq(f->insts[i].l2, TIR_L2_NORMAL, "TILEC_L2_HINTS=0: none");
+
+    NvptxOptions no = {.arch = arch, .opt_level = 3};
+    k = source_tir_kernel(a, "cross_entropy_backward", example_text(a, "cross_entropy_backward"), defs, arch,
+                          0, &d);
+    char *ptx = nvptx_compile(k, &no, &d, NULL);
+    cr_assert(ptx);
+    cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_last.b64"));
+    cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_first.b64"));
+    cr_assert(strstr(ptx, "cp.async.cg.shared.global.L2::cache_hint"));
+    ptxas_assert_clean(ptx, arch);
+  }
+  /* read once: no policy anywhere */
+  cr_assert_null(strstr(module_ptx(a, "softmax", NULL, ARCH_SM90A), "createpolicy"));
+  arena_free(a);
+}
+
+/* The same priorities on loads into registers: a row read twice (its max, then the output). */
+Test(schedule, register_loads_read_twice_carry_a_cache_policy) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *src =
+      "kernel twice(X: f16[M, N], Y: out f16[M, N]) grid (M) threads (128)\n"
+      "{\n"
+      "  require N <= 1024;\n"
+      "  let r = block.x;\n"
+      "  let m = max(to_f32(X[r : +1, 0 : +1024]), 1, keep);\n"
+      "  Y[r : +1, 0 : +1024] = to(f16, to_f32(X[r : +1, 0 : +1024]) - m);\n"
+      "}\n";
+  TirFunc *f = source_tir(a, "twice.tile", src, NULL, ARCH_SM90A, &d);
+  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
+  char *ptx = nvptx_compile(f, &o, &d, NULL);
+  cr_assert(ptx);
+  cr_assert(strstr(ptx, "ld.global.L2::cache_hint.v4.b32"), "%s", ptx);
+  cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_last.b64"));
+  cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_first.b64"));
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
+}
