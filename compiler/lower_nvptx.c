@@ -1664,35 +1664,31 @@ static void asm_regs(char *buf, size_t cap, int first, int words) {
 
 static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 2 ? ".v2" : ""; }
 
-/* A LOAD's L2 priority (TirInst.l2) for the line holding global address p, as a prefetch after
- * the access: evict_last keeps the line, evict_normal hands a kept line back. Not the access's own
- * cache policy (createpolicy + .L2::cache_hint): ptxas 13.0 encodes some cp.async copies with one
- * as LDGSTS with its policy descriptor in an odd uniform register (desc[UR1]), an illegal
- * instruction on the H200 (run ad1: cross-entropy backward's second pass). */
-static void l2_prefetch(Cg *g, LLVMValueRef p, int l2) {
-  if (l2 == TIR_L2_NORMAL)
-    return;
-  const char *text = l2 == TIR_L2_KEEP ? "prefetch.global.L2::evict_last [$0];" : "prefetch.global.L2::evict_normal [$0];";
-  LLVMValueRef a = LLVMBuildPtrToInt(g->b, p, g->i64, "");
-  asm_call_void(g, text, "l", &a, 1);
+/* The createpolicy of an L2 priority (TirL2): no side effects, so LLVM hoists and merges it. */
+static LLVMValueRef l2_policy(Cg *g, int l2) {
+  const char *text = l2 == TIR_L2_KEEP ? "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;"
+                                       : "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;";
+  LLVMTypeRef ft = LLVMFunctionType(g->i64, NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "=l", 2, 0, 0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(g->b, ft, fn, NULL, 0, "");
 }
 
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
  * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
 static void vec_load_words(Cg *g, LLVMValueRef p, int words, int l2, LLVMValueRef *out) {
-  char regs[48], text[96];
-  static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
+  char regs[48], text[128], cons[24];
+  static const char *outs[5] = {NULL, "=r", "=r,=r", NULL, "=r,=r,=r,=r"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
-  LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
+  snprintf(text, sizeof text, "ld.global%s%s.b32 %s, [$%d]%s;", l2 ? ".L2::cache_hint" : "", vec_suffix(words), regs,
+           words, l2 ? words == 4 ? ", $5" : words == 2 ? ", $3" : ", $2" : "");
+  snprintf(cons, sizeof cons, "%s,l%s", outs[words], l2 ? ",l" : "");
+  LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32}, at[2] = {g->i64, g->i64};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
-  LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons[words], strlen(cons[words]), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef addr = LLVMBuildPtrToInt(g->b, p, g->i64, "");
-  LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
-  l2_prefetch(g, p, l2);
+  LLVMTypeRef ft = LLVMFunctionType(ret, at, l2 ? 2 : 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[2] = {LLVMBuildPtrToInt(g->b, p, g->i64, ""), l2 ? l2_policy(g, l2) : NULL};
+  LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, args, l2 ? 2 : 1, "");
   for (int w = 0; w < words; w++)
     out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
 }
@@ -1862,14 +1858,23 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
 
 /* .cg (L2 only) for the pipelined loads, which every block reads once; .ca (through L1) for
  * async_shared_load's, typically weights that every block of a SM reads. l2: the LOAD's L2
- * priority (TirInst.l2) for a whole 16-byte copy (a zero-size copy reads nothing). */
+ * priority (TirInst.l2; the intrinsics take no cache policy, so those copies are inline PTX). */
 static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size, bool l1, int l2) {
+  if (l2 != TIR_L2_NORMAL) {
+    char text[96];
+    snprintf(text, sizeof text, "cp.async.%s.shared.global.L2::cache_hint [$0], [$1], 16, %s;", l1 ? "ca" : "cg",
+             src_size ? "$2, $3" : "$2");
+    LLVMValueRef args[4] = {LLVMBuildPtrToInt(g->b, dst, g->i32, ""), LLVMBuildPtrToInt(g->b, src, g->i64, ""),
+                            src_size, l2_policy(g, l2)};
+    if (!src_size)
+      args[2] = args[3];
+    asm_call_void(g, text, src_size ? "r,l,r,l,~{memory}" : "r,l,l,~{memory}", args, src_size ? 4 : 3);
+    return;
+  }
   LLVMValueRef args[3] = {dst, src, src_size};
   const char *name = l1 ? (src_size ? "llvm.nvvm.cp.async.ca.shared.global.16.s" : "llvm.nvvm.cp.async.ca.shared.global.16")
                         : (src_size ? "llvm.nvvm.cp.async.cg.shared.global.16.s" : "llvm.nvvm.cp.async.cg.shared.global.16");
   call_intrin(g, name, NULL, 0, args, src_size ? 3 : 2);
-  if (!src_size)
-    l2_prefetch(g, src, l2);
 }
 
 static void cp_async_commit(Cg *g) { intrin0(g, "llvm.nvvm.cp.async.commit.group"); }

@@ -308,9 +308,8 @@ typedef struct TirInst {
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
 
 /* L2 eviction priority of a scheduled LOAD (tir_schedule.c plan_l2): a tensor a block reads
- * again later keeps its lines (KEEP: evict_last) until its last read hands them back (RELEASE:
- * evict_normal again). */
-typedef enum { TIR_L2_NORMAL, TIR_L2_KEEP, TIR_L2_RELEASE } TirL2;
+ * again later keeps its lines (evict_last) until its last read, which lets them go first. */
+typedef enum { TIR_L2_NORMAL, TIR_L2_KEEP, TIR_L2_EVICT_FIRST } TirL2;
 
 typedef struct TirReg {
   TileType type;

@@ -1533,8 +1533,8 @@ static int progressive_parts(const Layout *L, int eb, int cols, int max_parts) {
 /* L2 priorities (TirInst.l2): a block that reads a tensor twice (cross-entropy backward's
  * logsumexp pass, then its dX pass over the same row) finds the second read in L2 only if the
  * lines outlive everything the other blocks stream through it meanwhile. So every LOAD of a
- * tensor the kernel reads again later keeps its lines (evict_last), and the last read of it hands
- * them back (evict_normal), so that none outlive the kernel at that priority. Tiles of
+ * tensor the kernel reads again later keeps its lines (evict_last), and the last read of it lets
+ * them go first (evict_first), which also hands the space back before the kernel ends. Tiles of
  * one element (a row's label, its statistics) are left as they are: they are not what fills L2.
  * Tensors the kernel writes are left too (a re-read there may see its own stores). The loads of
  * one LOAD instruction across loop iterations are different elements (a row's chunks), not
@@ -1564,7 +1564,7 @@ static void plan_l2(TirFunc *g) {
       if (in->op == TIR_LOAD && in->arg_index == a && tile_numel(&g->regs[in->dst].type) > 1)
         in->l2 = TIR_L2_KEEP;
     }
-    g->insts[last].l2 = TIR_L2_RELEASE;
+    g->insts[last].l2 = TIR_L2_EVICT_FIRST;
   }
 }
 
@@ -2110,7 +2110,7 @@ static bool verify_progressive(const SchedVerifier *v, const TirProgressive *pg)
 }
 
 /* L2 priorities: only on LOADs; lines kept (evict_last) are read again by a later LOAD of the
- * tensor, which hands them back (evict_normal), so none outlive the kernel kept. */
+ * tensor, and that tensor's last LOAD lets them go (evict_first), so none outlive the kernel. */
 static bool verify_l2(const SchedVerifier *v) {
   const TirFunc *f = v->f;
   for (int j = 0; j < f->ninsts; j++) {
@@ -2121,10 +2121,10 @@ static bool verify_l2(const SchedVerifier *v) {
       continue;
     int k = j + 1;
     while (k < f->ninsts && !(f->insts[k].op == TIR_LOAD && f->insts[k].arg_index == in->arg_index &&
-                              f->insts[k].l2 == TIR_L2_RELEASE))
+                              f->insts[k].l2 == TIR_L2_EVICT_FIRST))
       k++;
     if (k == f->ninsts)
-      return sfail(v, j, "L2 lines kept (evict_last) that no later load of the tensor hands back");
+      return sfail(v, j, "L2 lines kept (evict_last) that no later load of the tensor lets go");
   }
   return true;
 }

@@ -1501,7 +1501,7 @@ static int tile_loads_of(const TirFunc *f, int arg, int *at, int max) {
 }
 
 /* L2 priorities (TirInst.l2): cross-entropy backward reads each row twice (the logsumexp pass,
- * then dX), so the first pass keeps the row's lines in L2 and the second hands them back; the
+ * then dX), so the first pass keeps the row's lines in L2 and the second lets them go; the
  * label's one element and the tensors read once keep the default. */
 Test(schedule, tensors_read_twice_keep_their_lines_in_l2) {
   Arena *a = arena_new();
@@ -1520,17 +1520,17 @@ Test(schedule, tensors_read_twice_keep_their_lines_in_l2) {
     int at[4];
     cr_assert_eq(tile_loads_of(f, 0, at, 4), 2, "X: the two passes' chunks");
     cr_assert_eq(f->insts[at[0]].l2, TIR_L2_KEEP);
-    cr_assert_eq(f->insts[at[1]].l2, TIR_L2_RELEASE);
+    cr_assert_eq(f->insts[at[1]].l2, TIR_L2_EVICT_FIRST);
     for (int i = 0; i < f->ninsts; i++)
       if (i != at[0] && i != at[1])
         cr_assert_eq(f->insts[i].l2, TIR_L2_NORMAL, "instruction %d (%s)", i, tir_op_info[f->insts[i].op].name);
     cr_assert_str_eq(verify_msg(a, f), "");
 
     f->insts[at[1]].l2 = TIR_L2_NORMAL;
-    cr_assert(strstr(verify_msg(a, f), "L2 lines kept (evict_last) that no later load of the tensor hands back"));
-    f->insts[at[1]].l2 = TIR_L2_RELEASE;
+    cr_assert(strstr(verify_msg(a, f), "L2 lines kept (evict_last) that no later load of the tensor lets go"));
+    f->insts[at[1]].l2 = TIR_L2_EVICT_FIRST;
     int st = find_op(f, 0, TIR_STORE);
-    f->insts[st].l2 = TIR_L2_RELEASE;
+    f->insts[st].l2 = TIR_L2_EVICT_FIRST;
     cr_assert(strstr(verify_msg(a, f), "an L2 priority on store"));
 
     setenv("TILEC_L2_HINTS", "0", 1);
@@ -1544,19 +1544,18 @@ Test(schedule, tensors_read_twice_keep_their_lines_in_l2) {
                           0, &d);
     char *ptx = nvptx_compile(k, &no, &d, NULL);
     cr_assert(ptx);
-    /* prefetches beside the copies, no cache policy on them (ptxas 13.0: an illegal LDGSTS) */
-    cr_assert(strstr(ptx, "prefetch.global.L2::evict_last"));
-    cr_assert(strstr(ptx, "prefetch.global.L2::evict_normal"));
-    cr_assert_null(strstr(ptx, "cache_hint"));
+    cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_last.b64"));
+    cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_first.b64"));
+    cr_assert(strstr(ptx, "cp.async.cg.shared.global.L2::cache_hint"));
     ptxas_assert_clean(ptx, arch);
   }
   /* read once: no policy anywhere */
-  cr_assert_null(strstr(module_ptx(a, "softmax", NULL, ARCH_SM90A), "prefetch.global"));
+  cr_assert_null(strstr(module_ptx(a, "softmax", NULL, ARCH_SM90A), "createpolicy"));
   arena_free(a);
 }
 
 /* The same priorities on loads into registers: a row read twice (its max, then the output). */
-Test(schedule, register_loads_read_twice_keep_their_lines_in_l2) {
+Test(schedule, register_loads_read_twice_carry_a_cache_policy) {
   Arena *a = arena_new();
   Diag d;
   static const char *src =
@@ -1571,9 +1570,9 @@ Test(schedule, register_loads_read_twice_keep_their_lines_in_l2) {
   NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
   char *ptx = nvptx_compile(f, &o, &d, NULL);
   cr_assert(ptx);
-  const char *ld = strstr(ptx, "ld.global.v4.b32"), *keep = strstr(ptx, "prefetch.global.L2::evict_last");
-  cr_assert(ld && keep && ld < keep, "the first read, then its lines kept");
-  cr_assert(strstr(keep, "prefetch.global.L2::evict_normal"), "the second read hands them back");
+  cr_assert(strstr(ptx, "ld.global.L2::cache_hint.v4.b32"), "%s", ptx);
+  cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_last.b64"));
+  cr_assert(strstr(ptx, "createpolicy.fractional.L2::evict_first.b64"));
   ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
