@@ -1664,31 +1664,21 @@ static void asm_regs(char *buf, size_t cap, int first, int words) {
 
 static const char *vec_suffix(int words) { return words == 4 ? ".v4" : words == 2 ? ".v2" : ""; }
 
-/* The createpolicy of an L2 priority (TirL2): no side effects, so LLVM hoists and merges it. */
-static LLVMValueRef l2_policy(Cg *g, int l2) {
-  const char *text = l2 == TIR_L2_KEEP ? "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;"
-                                       : "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;";
-  LLVMTypeRef ft = LLVMFunctionType(g->i64, NULL, 0, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "=l", 2, 0, 0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(g->b, ft, fn, NULL, 0, "");
-}
-
 /* A 4/8/16-byte global load as inline PTX. A plain LLVM vector load whose elements are used one
  * by one gets scalarized by the optimizer; this keeps ld.global.v4.b32. Side effects on (and no
  * memory attributes): it stays ordered with the kernel's own stores (and the other loads). */
-static void vec_load_words(Cg *g, LLVMValueRef p, int words, int l2, LLVMValueRef *out) {
-  char regs[48], text[128], cons[24];
-  static const char *outs[5] = {NULL, "=r", "=r,=r", NULL, "=r,=r,=r,=r"};
+static void vec_load_words(Cg *g, LLVMValueRef p, int words, LLVMValueRef *out) {
+  char regs[48], text[96];
+  static const char *cons[5] = {NULL, "=r,l", "=r,=r,l", NULL, "=r,=r,=r,=r,l"};
   asm_regs(regs, sizeof regs, 0, words);
-  snprintf(text, sizeof text, "ld.global%s%s.b32 %s, [$%d]%s;", l2 ? ".L2::cache_hint" : "", vec_suffix(words), regs,
-           words, l2 ? words == 4 ? ", $5" : words == 2 ? ", $3" : ", $2" : "");
-  snprintf(cons, sizeof cons, "%s,l%s", outs[words], l2 ? ",l" : "");
-  LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32}, at[2] = {g->i64, g->i64};
+  snprintf(text, sizeof text, "ld.global%s.b32 %s, [$%d];", vec_suffix(words), regs, words);
+  LLVMTypeRef wt[4] = {g->i32, g->i32, g->i32, g->i32};
   LLVMTypeRef ret = words == 1 ? g->i32 : LLVMStructTypeInContext(g->ctx, wt, (unsigned)words, 0);
-  LLVMTypeRef ft = LLVMFunctionType(ret, at, l2 ? 2 : 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef args[2] = {LLVMBuildPtrToInt(g->b, p, g->i64, ""), l2 ? l2_policy(g, l2) : NULL};
-  LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, args, l2 ? 2 : 1, "");
+  LLVMTypeRef ft = LLVMFunctionType(ret, &g->i64, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), (char *)cons[words], strlen(cons[words]), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef addr = LLVMBuildPtrToInt(g->b, p, g->i64, "");
+  LLVMValueRef r = LLVMBuildCall2(g->b, ft, fn, &addr, 1, "");
   for (int w = 0; w < words; w++)
     out[w] = words == 1 ? r : LLVMBuildExtractValue(g->b, r, (unsigned)w, "");
 }
@@ -1816,7 +1806,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, in->l2, w + k * words);
+      vec_load_words(g, c.p[k], words, w + k * words);
     for (int k = 0; k < nch; k++)
       store_words_shared(g, w + k * words, words, sp[k]);
     LLVMBuildBr(g->b, bb[2]);
@@ -1824,7 +1814,7 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, in->l2, w);
+      vec_load_words(g, c.p[k], words, w);
       store_words_shared(g, w, words, sp[k]);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);
@@ -1857,20 +1847,8 @@ static void lower_load_shared(Cg *g, const TirInst *in) {
  * partly masked or unaligned chunk falls back to masked scalar loads and st.shared. */
 
 /* .cg (L2 only) for the pipelined loads, which every block reads once; .ca (through L1) for
- * async_shared_load's, typically weights that every block of a SM reads. l2: the LOAD's L2
- * priority (TirInst.l2; the intrinsics take no cache policy, so those copies are inline PTX). */
-static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size, bool l1, int l2) {
-  if (l2 != TIR_L2_NORMAL) {
-    char text[96];
-    snprintf(text, sizeof text, "cp.async.%s.shared.global.L2::cache_hint [$0], [$1], 16, %s;", l1 ? "ca" : "cg",
-             src_size ? "$2, $3" : "$2");
-    LLVMValueRef args[4] = {LLVMBuildPtrToInt(g->b, dst, g->i32, ""), LLVMBuildPtrToInt(g->b, src, g->i64, ""),
-                            src_size, l2_policy(g, l2)};
-    if (!src_size)
-      args[2] = args[3];
-    asm_call_void(g, text, src_size ? "r,l,r,l,~{memory}" : "r,l,l,~{memory}", args, src_size ? 4 : 3);
-    return;
-  }
+ * async_shared_load's, typically weights that every block of a SM reads. */
+static void cp_async16(Cg *g, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef src_size, bool l1) {
   LLVMValueRef args[3] = {dst, src, src_size};
   const char *name = l1 ? (src_size ? "llvm.nvvm.cp.async.ca.shared.global.16.s" : "llvm.nvvm.cp.async.ca.shared.global.16")
                         : (src_size ? "llvm.nvvm.cp.async.cg.shared.global.16.s" : "llvm.nvvm.cp.async.cg.shared.global.16");
@@ -1955,7 +1933,7 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
                                      LLVMBuildICmp(g->b, LLVMIntSLE, LLVMBuildAdd(g->b, back, ci64(g, ch), ""), gr->extent, ""), "");
   LLVMBasicBlockRef bb[3];
   split3(g, LLVMBuildAnd(g->b, valid, inside, ""), bb);
-  cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1, in->l2);
+  cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   for (int p = 0; p < ch; p++) {
@@ -2100,7 +2078,7 @@ static void copy_chunks(Cg *g, const TirInst *in, Access *ac, Tile *t, LLVMValue
   LLVMBasicBlockRef bb[3];
   split3(g, c->all, bb);
   for (int k = k0; k < k1; k++)
-    cp_async16(g, sp[k], c->p[k], NULL, l1, in->l2);
+    cp_async16(g, sp[k], c->p[k], NULL, l1);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
   if (shifted_here(g, t))
@@ -2108,7 +2086,7 @@ static void copy_chunks(Cg *g, const TirInst *in, Access *ac, Tile *t, LLVMValue
   for (int k = k0; k < (shifted_here(g, t) ? k0 : k1); k++) {
     LLVMBasicBlockRef cb[3];
     split3(g, c->ok[k], cb);
-    cp_async16(g, sp[k], c->p[k], NULL, l1, in->l2);
+    cp_async16(g, sp[k], c->p[k], NULL, l1);
     LLVMBuildBr(g->b, cb[2]);
     LLVMPositionBuilderAtEnd(g->b, cb[1]);
     LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
@@ -2121,7 +2099,7 @@ static void copy_chunks(Cg *g, const TirInst *in, Access *ac, Tile *t, LLVMValue
       load_shared_scalars(g, in, ac, tt, L, lw, k * ch, ch, sp[k], fill);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[1]);
-      cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0), l1, in->l2);
+      cp_async16(g, sp[k], g->tensor_ptr[in->arg_index], ci32(g, 0), l1);
       LLVMBuildBr(g->b, db[2]);
       LLVMPositionBuilderAtEnd(g->b, db[2]);
     } else {
@@ -3312,14 +3290,14 @@ static void lower_load(Cg *g, const TirInst *in) {
     LLVMValueRef *w = vals_new(g, nch * words);
     split3(g, c.all, bb);
     for (int k = 0; k < nch; k++)
-      vec_load_words(g, c.p[k], words, in->l2, w + k * words);
+      vec_load_words(g, c.p[k], words, w + k * words);
     words_store(g, w, nch * words, wtmp, 0);
     LLVMBuildBr(g->b, bb[2]);
     LLVMPositionBuilderAtEnd(g->b, bb[1]);
     for (int k = 0; k < nch; k++) {
       LLVMBasicBlockRef cb[3];
       split3(g, c.ok[k], cb);
-      vec_load_words(g, c.p[k], words, in->l2, w);
+      vec_load_words(g, c.p[k], words, w);
       words_store(g, w, words, wtmp, k * words);
       LLVMBuildBr(g->b, cb[2]);
       LLVMPositionBuilderAtEnd(g->b, cb[1]);

@@ -302,14 +302,9 @@ typedef struct TirInst {
   int k_steps;             /* scheduled DOT: only its first k_steps k16 steps (0: all); a rotated
                               loop's last, unread product, which only has to define its result */
   bool early_set;          /* PIPE_WAIT, PIPE_RELEASE: of the ring's early set (TirPipe.early) */
-  uint8_t l2;              /* scheduled LOAD: its L2 eviction priority (TirL2) */
   SrcLoc loc;
 } TirInst;
 /* STORE: args[0] is the value; LOAD: dst is the tile. Result tile dims = the range sizes. */
-
-/* L2 eviction priority of a scheduled LOAD (tir_schedule.c plan_l2): a tensor a block reads
- * again later keeps its lines (evict_last) until its last read, which lets them go first. */
-typedef enum { TIR_L2_NORMAL, TIR_L2_KEEP, TIR_L2_EVICT_FIRST } TirL2;
 
 typedef struct TirReg {
   TileType type;

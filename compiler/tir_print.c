@@ -125,8 +125,6 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
     print_address(out, f, in);
     fputs(" fill ", out);
     print_number(out, in->imm, in->dst >= 0 && in->dst < f->nregs ? f->regs[in->dst].type.elem : TY_F32);
-    if (in->l2)
-      fputs(in->l2 == TIR_L2_KEEP ? " l2 evict_last" : " l2 evict_first", out);
     break;
   case TIR_WINDOW:
     print_args(out, f, in, 3);

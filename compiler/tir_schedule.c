@@ -1530,44 +1530,6 @@ static int progressive_parts(const Layout *L, int eb, int cols, int max_parts) {
   return parts;
 }
 
-/* L2 priorities (TirInst.l2): a block that reads a tensor twice (cross-entropy backward's
- * logsumexp pass, then its dX pass over the same row) finds the second read in L2 only if the
- * lines outlive everything the other blocks stream through it meanwhile. So every LOAD of a
- * tensor the kernel reads again later keeps its lines (evict_last), and the last read of it lets
- * them go first (evict_first), which also hands the space back before the kernel ends. Tiles of
- * one element (a row's label, its statistics) are left as they are: they are not what fills L2.
- * Tensors the kernel writes are left too (a re-read there may see its own stores). The loads of
- * one LOAD instruction across loop iterations are different elements (a row's chunks), not
- * re-reads. TILEC_L2_HINTS=0 turns it off, to compare. */
-static void plan_l2(TirFunc *g) {
-  if (env_off("TILEC_L2_HINTS"))
-    return;
-  for (int a = 0; a < g->nargs; a++) {
-    if (g->args[a].kind != ARG_TENSOR)
-      continue;
-    int last = -1, reads = 0;
-    bool written = false;
-    for (int i = 0; i < g->ninsts; i++) {
-      const TirInst *in = &g->insts[i];
-      if (in->arg_index != a)
-        continue;
-      written |= in->op == TIR_STORE || in->op == TIR_ATOMIC_ADD || in->op == TIR_ATOMIC_MAX;
-      if (in->op == TIR_LOAD && tile_numel(&g->regs[in->dst].type) > 1) {
-        reads++;
-        last = i;
-      }
-    }
-    if (written || reads < 2)
-      continue;
-    for (int i = 0; i < last; i++) {
-      TirInst *in = &g->insts[i];
-      if (in->op == TIR_LOAD && in->arg_index == a && tile_numel(&g->regs[in->dst].type) > 1)
-        in->l2 = TIR_L2_KEEP;
-    }
-    g->insts[last].l2 = TIR_L2_EVICT_FIRST;
-  }
-}
-
 /* Progressive copies (TirSchedule.progs): kernels without pipes only (a pipelined loop commits
  * groups of its own at run time); TILEC_PROGRESSIVE=P turns them on with at most P parts. */
 static void plan_progressive(const TirFunc *f, TirSchedule *s) {
@@ -1676,7 +1638,6 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   plan_block_order(f, s);
   plan_progressive(f, s);
   insert_sync(g, f, s);
-  plan_l2(g);
   if (o->rotate && s->ws)
     rotate(g, &pipes[0]);
   if (s->npipes == 1 && pipes[0].early && !pipes[0].rotated) {
@@ -2109,26 +2070,6 @@ static bool verify_progressive(const SchedVerifier *v, const TirProgressive *pg)
   return true;
 }
 
-/* L2 priorities: only on LOADs; lines kept (evict_last) are read again by a later LOAD of the
- * tensor, and that tensor's last LOAD lets them go (evict_first), so none outlive the kernel. */
-static bool verify_l2(const SchedVerifier *v) {
-  const TirFunc *f = v->f;
-  for (int j = 0; j < f->ninsts; j++) {
-    const TirInst *in = &f->insts[j];
-    if (in->l2 && in->op != TIR_LOAD)
-      return sfail(v, j, "an L2 priority on %s", tir_op_info[in->op].name);
-    if (in->l2 != TIR_L2_KEEP)
-      continue;
-    int k = j + 1;
-    while (k < f->ninsts && !(f->insts[k].op == TIR_LOAD && f->insts[k].arg_index == in->arg_index &&
-                              f->insts[k].l2 == TIR_L2_EVICT_FIRST))
-      k++;
-    if (k == f->ninsts)
-      return sfail(v, j, "L2 lines kept (evict_last) that no later load of the tensor lets go");
-  }
-  return true;
-}
-
 bool tir_verify_schedule(const TirFunc *f, Diag *d) {
   SchedVerifier v = {f, d};
   if (!f->sched)
@@ -2143,7 +2084,7 @@ bool tir_verify_schedule(const TirFunc *f, Diag *d) {
         (f->insts[j].axis < 0 || f->insts[j].axis >= f->sched->npipes))
       return sfail(&v, j, "%s of no pipe", tir_op_info[op].name);
   }
-  if (!verify_turns(&v) || !verify_l2(&v))
+  if (!verify_turns(&v))
     return false;
   for (int k = 0; k < f->sched->npipes; k++)
     if (!verify_pipe(&v, k))
