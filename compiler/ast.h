@@ -154,7 +154,8 @@ typedef enum {
   X(BI_SUM, "sum", 2, 3) X(BI_MAX, "max", 2, 3) X(BI_MIN, "min", 2, 3)              \
   X(BI_DOT, "dot", 2, 2) X(BI_TRANS, "trans", 1, 1) X(BI_FILL, "fill", 2, 2)       \
   X(BI_ATOMIC_ADD, "atomic_add", 2, 2) X(BI_ATOMIC_MAX, "atomic_max", 2, 2)       \
-  X(BI_SQUEEZE, "squeeze", 2, 2) X(BI_EXPAND_DIMS, "expand_dims", 2, 2)
+  X(BI_SQUEEZE, "squeeze", 2, 2) X(BI_EXPAND_DIMS, "expand_dims", 2, 2)             \
+  X(BI_CLUSTER_SUM, "cluster_sum", 1, 1) X(BI_CLUSTER_MAX, "cluster_max", 1, 1)
 
 typedef enum {
 #define X(e, name, lo, hi) e,
@@ -316,6 +317,8 @@ typedef struct AstKernel {
   AstExpr *grid[3]; int ngrid;
   AstExpr *threads;
   int threads_value;                   /* sema */
+  AstExpr *cluster;                    /* `cluster (K)` or NULL */
+  int cluster_value;                   /* sema: blocks a cluster along x (1: no cluster) */
   AstStmt *body;                       /* ST_BLOCK */
   int ndecls;                          /* sema: AstDecl ids are 0..ndecls-1 */
   AstStmt **requires; int nrequires;   /* sema: the top-level require statements */

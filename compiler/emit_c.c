@@ -1636,6 +1636,13 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
       diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(im[i].arch), st.message);
       return false;
     }
+    if (ki->cluster > 1) {
+      diag_plain(d, DIAG_ERROR,
+                 "--emit=c: kernel %s runs in clusters of %d blocks, which the generated launcher cannot launch "
+                 "(it has no cuLaunchKernelEx); load its PTX (--emit=ptx) with libtilert instead",
+                 names[j], ki->cluster);
+      return false;
+    }
     /* A warp-specialized entry (sm_90a) is per image, picked per launch (tensor maps of the
      * launch's views): not part of the contract, which must agree across arches. Clusters are
      * left to libtilert (the generated launcher has no cuLaunchKernelEx). */

@@ -7,6 +7,7 @@
  * The element kernels (ew_exec) are also what constant folding calls (interp_eval_elem), so a
  * folded constant is bit-for-bit what the interpreter would have computed. */
 #include "tilec.h"
+#include "tilert.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -556,9 +557,13 @@ static bool inst_exec(Machine *m, const TirInst *in) {
 }
 
 /* One block: a pc walk; markers jump between their precomputed partners. */
-static bool block_exec(Machine *m) {
+/* Runs the block from *pcp until it ends (BLOCK_DONE), faults (BLOCK_FAULT) or reaches a cluster
+ * reduction (BLOCK_AT_CLUSTER, *pcp at it: the cluster's other blocks must get there too). */
+enum { BLOCK_FAULT, BLOCK_DONE, BLOCK_AT_CLUSTER };
+
+static int block_exec(Machine *m, int *pcp) {
   const TirFunc *f = m->f;
-  int pc = 0;
+  int pc = *pcp;
   while (pc < f->ninsts) {
     const TirInst *in = &f->insts[pc];
     switch (in->op) {
@@ -605,13 +610,17 @@ static bool block_exec(Machine *m) {
     case TIR_HEAD_RELEASE:
       pc++;
       continue;
+    case TIR_CLUSTER_SUM:
+    case TIR_CLUSTER_MAX:
+      *pcp = pc;
+      return BLOCK_AT_CLUSTER;
     default:
       if (!inst_exec(m, in))
-        return false;
+        return BLOCK_FAULT;
       pc++;
     }
   }
-  return true;
+  return BLOCK_DONE;
 }
 
 /* Marker partners from one stack walk (the IR is verified, so nesting is sound). */
@@ -694,6 +703,59 @@ static bool check_args(Machine *m) {
   return true;
 }
 
+/* One cluster (blocks x0 .. x0 + n - 1 of row y, z), its blocks in lockstep: each runs to the
+ * next cluster reduction, which then combines their operands in rank order (the GPU's order) and
+ * hands every block the result. */
+static bool cluster_exec(Machine *ms, int n, int64_t x0, int64_t y, int64_t z) {
+  const TirFunc *f = ms[0].f;
+  int pc[TILERT_MAX_CLUSTER] = {0};
+  for (int b = 0; b < n; b++)
+    ms[b].block[0] = x0 + b, ms[b].block[1] = y, ms[b].block[2] = z;
+  for (;;) {
+    int state[TILERT_MAX_CLUSTER];
+    for (int b = 0; b < n; b++)
+      if ((state[b] = block_exec(&ms[b], &pc[b])) == BLOCK_FAULT)
+        return false; /* (the machines share one message buffer) */
+    for (int b = 1; b < n; b++)
+      if (state[b] != state[0] || (state[0] == BLOCK_AT_CLUSTER && pc[b] != pc[0]))
+        return fault(&ms[b], state[b] == BLOCK_DONE ? NULL : &f->insts[pc[b]],
+                     "the blocks of a cluster reached different cluster reductions");
+    if (state[0] == BLOCK_DONE)
+      return true;
+    const TirInst *in = &f->insts[pc[0]];
+    float r = *(const float *)ms[0].regs[in->args[0]];
+    for (int b = 1; b < n; b++) {
+      float v = *(const float *)ms[b].regs[in->args[0]];
+      r = in->op == TIR_CLUSTER_SUM ? r + v : fmaxf(r, v);
+    }
+    for (int b = 0; b < n; b++) {
+      *(float *)ms[b].regs[in->dst] = r;
+      pc[b]++;
+    }
+  }
+}
+
+static bool clusters_run(Machine *m, const int64_t grid[3]) {
+  const TirFunc *f = m->f;
+  int n = f->cluster;
+  if (grid[0] % n)
+    return fault(m, NULL, "grid x %" PRId64 " is not a multiple of the cluster size %d", grid[0], n);
+  Machine ms[TILERT_MAX_CLUSTER];
+  bool ok = check_args(m);
+  int ready = 0;
+  for (; ok && ready < n; ready++) {
+    ms[ready] = *m;
+    ok = machine_init(&ms[ready]);
+  }
+  for (int64_t z = 0; ok && z < grid[2]; z++)
+    for (int64_t y = 0; ok && y < grid[1]; y++)
+      for (int64_t x = 0; ok && x < grid[0]; x += n)
+        ok = cluster_exec(ms, n, x, y, z);
+  for (int b = 0; b < ready; b++)
+    machine_free(&ms[b]);
+  return ok;
+}
+
 bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_values,
                 const int64_t grid[3], char *err, size_t errlen) {
   Machine m = {.f = f, .args = args, .dims = dim_values, .err = err, .errlen = errlen};
@@ -702,12 +764,15 @@ bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_valu
   for (int i = 0; i < 3; i++)
     if (grid[i] < 0 || grid[i] > INT32_MAX)
       return fault(&m, NULL, "grid size %" PRId64 " on axis %d out of range", grid[i], i);
+  if (f->cluster > 1)
+    return clusters_run(&m, grid);
   bool ok = check_args(&m) && machine_init(&m);
   for (int64_t z = 0; ok && z < grid[2]; z++)
     for (int64_t y = 0; ok && y < grid[1]; y++)
       for (int64_t x = 0; ok && x < grid[0]; x++) {
         m.block[0] = x, m.block[1] = y, m.block[2] = z;
-        ok = block_exec(&m);
+        int pc = 0;
+        ok = block_exec(&m, &pc) == BLOCK_DONE || fault(&m, &f->insts[pc], "a cluster reduction without a cluster");
       }
   machine_free(&m);
   return ok;

@@ -111,7 +111,7 @@ typedef struct Nest {
  * per-warp partials of cross-warp reductions, used in turn, so a reduction right after another
  * (softmax's max then sum, layernorm's mean then variance) needs no barrier before writing its
  * partials: the previous reduction read the other slot. */
-enum { SLOT_A, SLOT_B, SLOT_RED0, SLOT_RED1, NSLOTS };
+enum { SLOT_A, SLOT_B, SLOT_RED0, SLOT_RED1, SLOT_CLUSTER, NSLOTS };
 
 typedef struct Cg {
   TirFunc *f;
@@ -175,6 +175,7 @@ typedef struct Cg {
                                         pitch 0: none; plan_shifted_store); view_of >= 0: it is
                                         that ring tile's current stage (shift_stage_alias) */
   LLVMValueRef crank;                /* cluster: this block's rank in it (0, 1) */
+  int cluster_ops;                   /* cluster reductions emitted: each has 4 bytes of SLOT_CLUSTER */
   int *retry_cap;                    /* set when shared memory overflows with stages: retry with this cap */
   SrcLoc loc;                        /* of the instruction being lowered */
   bool wgmma;                        /* DOTs on wgmma (sm_90a, layout_kernel_uses_wgmma) */
@@ -3730,6 +3731,42 @@ static void lower_marker(Cg *g, const TirInst *in) {
   }
 }
 
+/* Every thread of every block of the cluster arrives, then waits: the release / acquire order
+ * each block's shared-memory writes before its peers' reads (and is a block barrier too). */
+static void cluster_barrier(Cg *g) {
+  inline_asm0(g, "barrier.cluster.arrive.release.aligned;");
+  inline_asm0(g, "barrier.cluster.wait.acquire.aligned;");
+}
+
+/* CLUSTER_SUM / CLUSTER_MAX (at the top level: every thread of every block gets here once, in
+ * the same order): thread 0 writes the block's value to its own 4-byte slot (one per reduction,
+ * never rewritten, so no barrier protects a slot from the next reduction), a cluster barrier,
+ * then every thread reads all the blocks' slots through distributed shared memory (mapa) and
+ * combines them in rank order, so every block gets the same bits. The kernel's end has one more
+ * cluster barrier (a block's shared memory goes with it). */
+static void lower_cluster_reduce(Cg *g, const TirInst *in) {
+  int k = g->cluster_ops++, n = g->f->cluster;
+  LLVMValueRef v, off = ci32(g, 4 * k);
+  get_tile(g, in->args[0], &v);
+  LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, g->i8, slot_base(g, SLOT_CLUSTER, 4 * (k + 1)), &off, 1, "");
+  LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, g->tid, ci32(g, 0), ""));
+  LLVMBuildStore(g->b, v, slot);
+  end_if(g, j);
+  cluster_barrier(g);
+  LLVMTypeRef at[2] = {g->i32, g->i32};
+  LLVMTypeRef ft = LLVMFunctionType(g->f32, at, 2, 0);
+  static const char text[] = "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $1, $2;\nld.shared::cluster.f32 $0, [ra];\n}";
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, (char *)text, strlen(text), "=f,r,r,~{memory}", 16, 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef local = LLVMBuildPtrToInt(g->b, slot, g->i32, ""), r = NULL;
+  for (int b = 0; b < n; b++) {
+    LLVMValueRef args[2] = {local, ci32(g, b)};
+    LLVMValueRef x = LLVMBuildCall2(g->b, ft, fn, args, 2, "");
+    r = !r ? x : in->op == TIR_CLUSTER_SUM ? LLVMBuildFAdd(g->b, r, x, "") : ovl2(g, "llvm.maxnum", r, x);
+  }
+  store_regs(g, in->dst, &r);
+}
+
 static void lower_inst(Cg *g, const TirInst *in) {
   g->loc = in->loc;
   unsigned fl = tir_op_info[in->op].flags;
@@ -3764,6 +3801,8 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_WG_PASS: lower_turn(g, in); break;
     case TIR_HEAD_WAIT:
     case TIR_HEAD_RELEASE: lower_head_sync(g, in); break;
+    case TIR_CLUSTER_SUM:
+    case TIR_CLUSTER_MAX: lower_cluster_reduce(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }
@@ -4934,6 +4973,7 @@ static int build_kernel(Cg *g) {
   g->slot_ph[SLOT_B] = new_smem_global(g, "tilec_slot_b");
   g->slot_ph[SLOT_RED0] = new_smem_global(g, "tilec_slot_red0");
   g->slot_ph[SLOT_RED1] = new_smem_global(g, "tilec_slot_red1");
+  g->slot_ph[SLOT_CLUSTER] = new_smem_global(g, "tilec_slot_cluster");
   build_signature(g);
   annotate(g);
   g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");
@@ -4985,6 +5025,8 @@ static int build_kernel(Cg *g) {
     inline_asm0(g, "cp.async.bulk.wait_group.read 0;");
     end_if(g, j);
   }
+  if (g->cluster_ops) /* no block leaves while a peer may still read its slots */
+    cluster_barrier(g);
   LLVMBuildRetVoid(g->b);
   int smem = finish_smem(g);
   report_smem(g, smem);

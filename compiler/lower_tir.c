@@ -396,6 +396,11 @@ static int lower_call(Lower *L, const AstExpr *e) {
     int x = lower_expr(L, e->args[0]);
     return x < 0 ? -1 : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
   }
+  case BI_CLUSTER_SUM:
+  case BI_CLUSTER_MAX: {
+    int x = operand(L, e->args[0], e->ty);
+    return x < 0 ? -1 : emit1(L, b == BI_CLUSTER_SUM ? TIR_CLUSTER_SUM : TIR_CLUSTER_MAX, e->ty, x, e->loc);
+  }
   case BI_FILL: {
     const AstExpr *v = e->args[1];
     if (e->args[0]->kind != AST_SLICE || !v->is_const)
@@ -717,6 +722,7 @@ static void lower_header(Lower *L) {
   const AstKernel *k = L->k;
   TirFunc *f = L->f;
   f->threads = k->threads_value;
+  f->cluster = k->cluster_value > 1 ? k->cluster_value : 1;
   f->params = arena_alloc(L->a, sizeof *f->params * (size_t)(k->nparams + 1));
   for (int i = 0; i < k->nparams; i++) /* type parameters live on in the args' element types */
     if (!k->params[i].is_type)

@@ -31,6 +31,8 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes) {
     return arena_strdup(a, "");
   fprintf(m, "// tilec: kernel %s\n", f->name);
   fprintf(m, "// tilec: threads %d\n", f->threads);
+  if (f->cluster > 1)
+    fprintf(m, "// tilec: cluster %d\n", f->cluster);
   fprintf(m, "// tilec: smem %d\n", dynamic_smem_bytes);
   for (int i = 0; i < f->ndims; i++) {
     if (f->dims[i].pinned)

@@ -197,7 +197,7 @@ static AstStmt *mk_softmax(Arena *a, yyscan_t scanner, const char *name, SrcLoc 
 }
 
 %token TOK_EOF 0 "end of file"
-%token KW_KERNEL "'kernel'" KW_GRID "'grid'" KW_THREADS "'threads'" KW_LET "'let'"
+%token KW_KERNEL "'kernel'" KW_GRID "'grid'" KW_THREADS "'threads'" KW_CLUSTER "'cluster'" KW_LET "'let'"
 %token KW_REG "'reg'" KW_SHARED "'shared'" KW_OUT "'out'" KW_FOR "'for'" KW_IN "'in'"
 %token KW_STEP "'step'" KW_PIPELINE "'pipeline'" KW_IF "'if'" KW_ELSE "'else'"
 %token KW_REQUIRE "'require'" KW_ONLINE_SOFTMAX "'online_softmax'" KW_BLOCK "'block'"
@@ -230,7 +230,7 @@ static AstStmt *mk_softmax(Arena *a, yyscan_t scanner, const char *name, SrcLoc 
 %type <smlist> sm_items
 %type <smitem> sm_item
 %type <op> assign_op
-%type <expr> step_opt pipeline_opt
+%type <expr> step_opt pipeline_opt cluster_opt
 
 %%
 
@@ -241,9 +241,10 @@ program
   | program error
   ;
 
-/* kernel: 'kernel' NAME ['<' params '>'] '(' args ')' 'grid' '(' exprs ')' 'threads' '(' expr ')' block */
+/* kernel: 'kernel' NAME ['<' params '>'] '(' args ')' 'grid' '(' exprs ')' ['cluster' '(' expr ')']
+ *         'threads' '(' expr ')' block */
 kernel
-  : KW_KERNEL IDENT params_opt '(' args_opt ')' KW_GRID '(' expr_list ')' KW_THREADS '(' expr ')' block
+  : KW_KERNEL IDENT params_opt '(' args_opt ')' KW_GRID '(' expr_list ')' cluster_opt KW_THREADS '(' expr ')' block
     {
       AstKernel *k = arena_alloc(A, sizeof *k);
       k->name = $2; k->loc = @2;
@@ -256,8 +257,9 @@ kernel
         CTX->nerrors++;
         diag_report(CTX->diag, DIAG_ERROR, $9.v[3]->loc, "a grid has at most 3 dimensions, found %d", $9.n);
       }
-      k->threads = $13;
-      k->body = $15;
+      k->cluster = $11;
+      k->threads = $14;
+      k->body = $16;
       AstProgram *p = CTX->prog;
       AstKernel **tail = &p->kernels;
       while (*tail)
@@ -265,6 +267,12 @@ kernel
       *tail = k;
       p->nkernels++;
     }
+  ;
+
+/* cluster_opt: ['cluster' '(' expr ')']: that many blocks adjacent along x run as one cluster */
+cluster_opt
+  : %empty                        { $$ = NULL; }
+  | KW_CLUSTER '(' expr ')'       { $$ = $3; }
   ;
 
 /* params: '<' param (',' param)* '>';  param: NAME '=' value | NAME ':' KIND '=' value

@@ -69,6 +69,9 @@ typedef struct Sema {
   const AstExpr *stmt_call; /* the call that is a whole expression statement (atomics) */
 } Sema;
 
+static void check_cluster(Sema *S);
+static bool check_cluster_reduce(Sema *S, AstExpr *e);
+
 static void *grow(Arena *a, void *v, int n, int *cap, size_t elem) {
   if (n < *cap)
     return v;
@@ -1389,6 +1392,9 @@ static bool check_call(Sema *S, AstExpr *e) {
   case BI_SQUEEZE:
   case BI_EXPAND_DIMS:
     return check_reshape(S, e);
+  case BI_CLUSTER_SUM:
+  case BI_CLUSTER_MAX:
+    return check_cluster_reduce(S, e);
   case BI_TRANS: {
     AstExpr *x = e->args[0];
     if (x->ty.rank != 2) {
@@ -2285,6 +2291,51 @@ static void check_launch(Sema *S) {
     else
       k->threads_value = (int)t;
   }
+  check_cluster(S);
+}
+
+/* cluster (K): K blocks adjacent along x run as one cluster (sm_90: at most 8, the portable size),
+ * whose blocks combine scalars with cluster_sum / cluster_max. */
+static void check_cluster(Sema *S) {
+  AstKernel *k = S->k;
+  k->cluster_value = 1;
+  if (!k->cluster)
+    return;
+  S->launch_ctx = "cluster";
+  bool ok = check_expr(S, k->cluster);
+  S->launch_ctx = NULL;
+  int64_t c;
+  if (!ok || !const_int(S, k->cluster, "the cluster size", &c))
+    return;
+  if (c < 1 || c > TILERT_MAX_CLUSTER)
+    ERR(S, k->cluster->loc, "the cluster size must be between 1 and %d blocks, found %lld", TILERT_MAX_CLUSTER,
+        (long long)c);
+  else if (S->arch < ARCH_SM90)
+    ERR(S, k->cluster->loc, "clusters need sm_90 or newer, not %s (--arch=sm_90a)", arch_name(S->arch));
+  else
+    k->cluster_value = (int)c;
+}
+
+/* cluster_sum(x), cluster_max(x): an f32 scalar combined over the blocks of the cluster, at the
+ * top level of the body (every block of the cluster reaches it, once, in the same order). */
+static bool check_cluster_reduce(Sema *S, AstExpr *e) {
+  AstExpr *x = e->args[0];
+  if (!S->k->cluster) {
+    ERR(S, e->name_loc, "'%s' needs a kernel with a cluster clause: `grid (...) cluster (K) threads (...)`",
+        e->name);
+    return false;
+  }
+  if (S->depth > 0) {
+    ERR(S, e->name_loc, "'%s' is only allowed at the top level of a kernel body (every block of the cluster "
+        "must reach it once)", e->name);
+    return false;
+  }
+  if (x->ty.rank != 0 || x->ty.elem != TY_F32) {
+    ERR(S, x->loc, "'%s' takes an f32 scalar, found %s", e->name, tstr(S, &x->ty));
+    return false;
+  }
+  e->ty = x->ty;
+  return true;
 }
 
 static void check_smem(Sema *S) {

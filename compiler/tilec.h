@@ -257,7 +257,11 @@ enum {
   /* head loads (warp-specialized entry): the shared tiles loaded once before the loop  \
      (attention's Q) landed / may be overwritten by the next tile's */                 \
   X(TIR_HEAD_WAIT, "head_wait", 0, OPF_SIDEFX)                                         \
-  X(TIR_HEAD_RELEASE, "head_release", 0, OPF_SIDEFX)
+  X(TIR_HEAD_RELEASE, "head_release", 0, OPF_SIDEFX)                                   \
+  /* dst:f32 = the sum / max of args[0]:f32 over the blocks of the cluster (rank order); at \
+     the top level only: every block of the cluster reaches it once */                   \
+  X(TIR_CLUSTER_SUM, "cluster_sum", 1, OPF_SIDEFX | OPF_FLOAT_OK)                        \
+  X(TIR_CLUSTER_MAX, "cluster_max", 1, OPF_SIDEFX | OPF_FLOAT_OK)
 
 typedef enum {
 #define X(e, name, nargs, flags) e,
@@ -357,6 +361,7 @@ typedef struct TirFunc {
   TirInst *insts; int ninsts, cap_insts;
   TirExpr grid[3];         /* unused axes are "1" */
   int threads;             /* threads per block, compile-time */
+  int cluster;             /* blocks per cluster along x (1: none; sm_90) */
   TirExpr *requires; int nrequires; /* launch-time conditions ("N <= BLOCK") */
   TirParamValue *params; int nparams; /* the compile-time parameters it was specialized with */
   struct TirSchedule *sched; /* set by tir_schedule on its copy; NULL before */

@@ -121,6 +121,7 @@ TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc) {
   f->name = arena_strdup(a, name);
   f->loc = loc;
   f->threads = 128;
+  f->cluster = 1;
   for (int i = 0; i < 3; i++)
     f->grid[i] = (TirExpr){.rpn = "1", .text = "1", .loc = loc};
   return f;

@@ -192,7 +192,10 @@ static void print_expr(FILE *out, const char *what, const TirExpr *e) {
 }
 
 static void print_header(FILE *out, const TirFunc *f) {
-  fprintf(out, "kernel %s threads %d\n", f->name, f->threads);
+  fprintf(out, "kernel %s threads %d", f->name, f->threads);
+  if (f->cluster > 1)
+    fprintf(out, " cluster %d", f->cluster);
+  fputc('\n', out);
   for (int i = 0; i < f->nparams; i++) {
     fprintf(out, "  param %s = ", f->params[i].name);
     print_number(out, f->params[i].value, TY_COUNT); /* exact double */

@@ -1627,7 +1627,7 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   TirPipe *pipes = arena_alloc(a, sizeof(TirPipe) * (size_t)(f->ninsts + 1));
   find_pipes(&S, pipes, &s->npipes);
   s->pipes = pipes;
-  if (s->npipes == 1) {
+  if (s->npipes == 1 && f->cluster == 1) { /* (a cluster's blocks meet at its reductions: no roles) */
     plan_ws(&S, &pipes[0]);
     plan_early_set(&S, &pipes[0]);
   }

@@ -4,6 +4,7 @@
  * instruction's source position with the stage that produced the IR; later passes and backends
  * may then assume all of these rules without checking them again. */
 #include "tilec.h"
+#include "tilert.h"
 
 #include <math.h>
 #include <string.h>
@@ -392,6 +393,15 @@ static bool check_types(Verifier *v) {
   case TIR_ATOMIC_ADD:
   case TIR_ATOMIC_MAX:
     return check_memory(v);
+  case TIR_CLUSTER_SUM:
+  case TIR_CLUSTER_MAX: { /* at the top level: tir_verify's loop */
+    const TileType *x = rt(v, in->args[0]), *d = rt(v, in->dst);
+    if (v->f->cluster < 2)
+      return fail(v, "a cluster reduction in a kernel without a cluster");
+    if (x->rank != 0 || x->elem != TY_F32 || d->rank != 0 || d->elem != TY_F32)
+      return fail(v, "a cluster reduction of a value that is not an f32 scalar");
+    return true;
+  }
   default:
     return check_leaf(v);
   }
@@ -444,6 +454,8 @@ static bool check_header(Verifier *v) {
   }
   if (f->threads < 32 || f->threads > 1024 || f->threads % 32)
     return fail(v, "threads %d is not a multiple of 32 in [32, 1024]", f->threads);
+  if (f->cluster < 1 || f->cluster > TILERT_MAX_CLUSTER)
+    return fail(v, "a cluster of %d blocks", f->cluster);
   for (int i = 0; i < 3; i++)
     if (!f->grid[i].rpn || !*f->grid[i].rpn)
       return fail(v, "grid axis %d has no expression", i);
@@ -467,6 +479,8 @@ bool tir_verify(const TirFunc *f, Diag *d, const char *stage) {
       return fail(&v, "unknown op %d", (int)v.in->op);
     if (!check_operands(&v) || !check_types(&v) || !check_nesting(&v, stack, &depth))
       return false;
+    if ((v.in->op == TIR_CLUSTER_SUM || v.in->op == TIR_CLUSTER_MAX) && depth > 0)
+      return fail(&v, "a cluster reduction inside a loop or branch (every block of the cluster reaches it once)");
     if (v.in->dst >= 0)
       written[v.in->dst] = true;
   }

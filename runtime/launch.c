@@ -383,6 +383,9 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     if (grid[ax] > k->dev->max_grid[ax])
       return tilert__err(TILERT_ERROR_SHAPE, "grid axis %c is %lld; %s allows %d", "xyz"[ax],
                          (long long)grid[ax], k->dev->name, k->dev->max_grid[ax]);
+  if (k->info.cluster > 1 && grid[0] % k->info.cluster)
+    return tilert__err(TILERT_ERROR_SHAPE, "%s: grid x is %lld, not a multiple of its cluster of %d blocks",
+                       k->info.name, (long long)grid[0], k->info.cluster);
   Params *p = malloc(sizeof *p);
   if (!p)
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -391,7 +394,7 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
   tilert_status st = tilert__gpu_enter(k->dev, &d);
   if (!st.code) {
     CUfunction fn = k->fn;
-    int threads = k->info.threads, smem = k->info.smem_bytes, cluster = 1;
+    int threads = k->info.threads, smem = k->info.smem_bytes, cluster = k->info.cluster > 1 ? k->info.cluster : 1;
     int64_t launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];
     /* A persistent entry decodes tiles in 32-bit unsigned arithmetic. */
     bool fits = !k->info.ws_persistent || total <= INT32_MAX, locked = k->ws_fn && fits;
@@ -427,7 +430,8 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     CUresult r;
     if (cluster > 1) {
       CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, .value.clusterDim = {(unsigned)cluster, 1, 1}};
-      CUlaunchConfig cfg = {.gridDimX = (unsigned)launch[0], .gridDimY = 1, .gridDimZ = 1, .blockDimX = (unsigned)threads,
+      CUlaunchConfig cfg = {.gridDimX = (unsigned)launch[0], .gridDimY = (unsigned)launch[1],
+                            .gridDimZ = (unsigned)launch[2], .blockDimX = (unsigned)threads,
                             .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = (unsigned)smem,
                             .hStream = stream ? stream->s : NULL, .attrs = &at, .numAttrs = 1};
       r = d->LaunchKernelEx(&cfg, fn, p->ptr, NULL);

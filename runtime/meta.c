@@ -251,7 +251,7 @@ void tilert__expr_dims(const tilert_kernel_info *info, const char *rpn, const in
 typedef struct Parser {
   tilert_kernel_info *info;
   int lineno;                  /* of the line being parsed, 1-based in the text */
-  bool have_threads, have_smem, have_grid;
+  bool have_threads, have_smem, have_grid, have_cluster;
 } Parser;
 
 #define PERR(p, ...) meta_err((p), __VA_ARGS__)
@@ -517,6 +517,8 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
     return parse_count(p, t, n, &p->have_threads, 1, TILERT_MAX_THREADS, &p->info->threads);
   if (!strcmp(t[0], "smem"))
     return parse_count(p, t, n, &p->have_smem, 0, 1 << 24, &p->info->smem_bytes);
+  if (!strcmp(t[0], "cluster"))
+    return parse_count(p, t, n, &p->have_cluster, 2, TILERT_MAX_CLUSTER, &p->info->cluster);
   if (!strcmp(t[0], "arg"))
     return parse_arg(p, t, n);
   if (!strcmp(t[0], "grid"))

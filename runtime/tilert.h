@@ -26,6 +26,7 @@ extern "C" {
                                           requirement's source text */
 #define TILERT_MAX_EXPR_TOKENS 80      /* tokens of one grid or require expression (RPN) */
 #define TILERT_MAX_THREADS 1024        /* threads per block */
+#define TILERT_MAX_CLUSTER 8           /* blocks per cluster (the portable size on sm_90) */
 
 typedef enum {
   TILERT_OK = 0,
@@ -162,6 +163,8 @@ typedef struct tilert_kernel_info {
    * constant bound (`require N <= BLOCK`) pinned to it. tilert_launch takes it when the launch's
    * dims equal the dims that entry pins (TILERT_FULL=0: never). */
   char full_name[TILERT_MAX_KERNEL_NAME];
+  int cluster;                   /* blocks per cluster along grid x (`cluster (K)`; 0 or 1: none):
+                                    launched with cuLaunchKernelEx, grid x a multiple of it */
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

@@ -35,6 +35,20 @@ typedef struct Case {
   double f32_tol;         /* bound for f32 outputs (0: 1e-5); attention's dQacc sums f16 products */
 } Case;
 
+/* The cases whose source is not dsl/examples/<example>.tile (the example names the reference). */
+static const struct {
+  const char *prefix, *file;
+} case_files[] = {{"xent_split_", "bench/ab/cross_entropy_backward_split.tile"}};
+
+/* The case's source file. */
+static const char *case_file(const Case *c, char *buf, size_t size) {
+  for (size_t i = 0; i < sizeof case_files / sizeof case_files[0]; i++)
+    if (!strncmp(c->id, case_files[i].prefix, strlen(case_files[i].prefix)))
+      return case_files[i].file;
+  snprintf(buf, size, "dsl/examples/%s.tile", c->example);
+  return buf;
+}
+
 /* Ragged sizes everywhere: none of 1, 17, 1000, 4097 is a multiple of any tile. */
 static const Case cases[] = {
     {"vadd_n1", "vadd", "", "N=1", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
@@ -216,6 +230,19 @@ static const Case cases[] = {
      "cross_entropy_backward_row", 0},
     {"xent_bwd_row_big", "cross_entropy_backward", "-D BLOCK=32768 -D C=4096 -D WARPS=16", "M=300,N=32000", SUITE_GPU, 0,
      "cross_entropy_backward_row", 0},
+    /* the row split over a cluster (bench/ab/cross_entropy_backward_split.tile, sm_90): the last
+     * block's part ragged, or empty (SPLIT 4 x 256 > 700 + 256); bf16 rows that start anywhere;
+     * the bench's 50257 (misaligned) and 128256 columns, 4 and 8 blocks a cluster */
+    {"xent_split_ragged", "cross_entropy_backward", "-D PART=256 -D C=64 -D WARPS=2 -D SPLIT=4", "M=5,N=1000",
+     SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_split_empty", "cross_entropy_backward", "-D PART=256 -D C=128 -D WARPS=2 -D SPLIT=4", "M=4,N=700",
+     SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_split_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D PART=512 -D C=128 -D WARPS=2 -D SPLIT=2",
+     "M=7,N=1001", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"xent_split_big", "cross_entropy_backward", "-D PART=16384 -D C=4096 -D WARPS=8 -D SPLIT=4", "M=300,N=50257",
+     SUITE_GPU, 0, NULL, 0},
+    {"xent_split_8", "cross_entropy_backward", "-D PART=16384 -D C=4096 -D WARPS=8 -D SPLIT=8", "M=64,N=128256",
+     SUITE_GPU, 0, NULL, 0},
     {"ln_bwd_odd", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_SMALL | SUITE_GPU, 0,
      "layernorm_backward", 0},
     {"ln_bwd_odd_shift", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,
@@ -568,9 +595,9 @@ static const char *case_flags(const Case *c, char *buf, size_t size) {
 }
 
 static bool compile_ptx(const Options *o, const Case *c, const char *ptx_path, Result *r) {
-  char cmd[1024], flags[256];
-  snprintf(cmd, sizeof cmd, "%s dsl/examples/%s.tile %s --arch=%s --emit=ptx -o %s", o->tilec,
-           c->example, case_flags(c, flags, sizeof flags), o->arch, ptx_path);
+  char cmd[1024], flags[256], file[256];
+  snprintf(cmd, sizeof cmd, "%s %s %s --arch=%s --emit=ptx -o %s", o->tilec, case_file(c, file, sizeof file),
+           case_flags(c, flags, sizeof flags), o->arch, ptx_path);
   double t0 = now_ms();
   int rc = system(cmd);
   r->compile_ms = now_ms() - t0;
@@ -587,8 +614,8 @@ static void fail(Result *r, const char *what, tilert_status st) {
 
 /* Lowers the example in-process (the interpreter and the argument list need the IR). */
 static TirFunc *front_end(Arena *a, const Case *c, Result *r) {
-  char path[256];
-  snprintf(path, sizeof path, "dsl/examples/%s.tile", c->example);
+  char buf[256];
+  const char *path = case_file(c, buf, sizeof buf);
   static SourceFile src;
   src.name = arena_strdup(a, path);
   char *text = read_file(path);
@@ -840,10 +867,11 @@ int main(int argc, char **argv) {
   if (!parse_args(argc, argv, &o))
     return 2;
   if (o.list) {
-    char flags[256];
+    char flags[256], file[256];
     for (int i = 0; i < NCASES; i++)
       if (cases[i].suites & o.suite)
-        printf("%s dsl/examples/%s.tile %s\n", cases[i].id, cases[i].example, case_flags(&cases[i], flags, sizeof flags));
+        printf("%s %s %s\n", cases[i].id, case_file(&cases[i], file, sizeof file),
+               case_flags(&cases[i], flags, sizeof flags));
     return 0;
   }
   if (!o.seed)
