@@ -588,9 +588,6 @@ static int buf_bytes(const Layout *l, ElemType e, int pitch) {
 static const TileType *rtype(Cg *g, int r) { return &g->f->regs[r].type; }
 
 static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals); /* reads through the LOAD's Access */
-static void shifted_chunk(Cg *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef shift, ElemType e, LLVMValueRef *out);
-static LLVMValueRef row_shift(Cg *g, const Tile *t, LLVMValueRef *aligned);
-static void split3(Cg *g, LLVMValueRef pred, LLVMBasicBlockRef bb[3]);
 
 /* Values of register `r` in its own layout. */
 static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
@@ -1058,7 +1055,6 @@ typedef struct Window {
   LLVMValueRef r0, c0;     /* the starts */
   int32_t rows, cols;      /* the source tile's logical extent (rank 1: one row) */
   double fill;
-  LLVMValueRef shift;      /* a shifted row: how far its elements sit past their places; else 0 */
 } Window;
 
 /* The window inside the tile, the usual case (one test, uniform across the block): the buffer
@@ -1068,30 +1064,6 @@ static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
   LLVMValueRef first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, w->r0, ci32(g, w->src->pitch), ""), w->c0, "");
   LLVMValueRef base = smem_at(g, tile_base(g, w->src), LLVMBuildMul(g->b, first, ci32(g, eb), ""));
   buf_read_chunks(g, base, w->dst->lay, w->e, w->src->pitch, ch, w->dst->pad, vals);
-}
-
-/* The same inside a row that starts anywhere (its elements `shift` past their places): whole
- * 16-byte chunks (a column start known to be a multiple of them) as two aligned vector reads and
- * funnel shifts each (shifted_chunk), else element by element. */
-static void window_inside_shifted(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
-  const Tile *d = w->dst;
-  int eb = elem_bytes(w->e), full = 16 / eb;
-  LLVMValueRef lw = layout_lw(g, d->lay), base = tile_base(g, w->src);
-  bool chunks = ch == full && layout_vec_chunk(d->lay, w->e) >= full;
-  for (int r = 0; r < d->n; r += chunks ? full : 1) {
-    LLVMValueRef idx = LLVMBuildAdd(g->b, w->c0, buf_index(g, d->lay, lw, r, 0), "");
-    if (chunks) {
-      shifted_chunk(g, base, idx, w->shift, w->e, vals + r);
-      continue;
-    }
-    idx = LLVMBuildAdd(g->b, idx, w->shift, "");
-    LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
-    LLVMSetAlignment(v, (unsigned)eb);
-    vals[r] = from_mem(g, w->e, v);
-  }
-  for (int r = 0; d->pad && r < d->n; r++)
-    if (d->pad[r])
-      vals[r] = LLVMGetUndef(reg_type(g, w->e));
 }
 
 /* A window that reaches outside the tile: element by element, those outside read the fill (and
@@ -1110,7 +1082,7 @@ static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
     LLVMValueRef row = rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, d->lay, lw, k, 0), "") : w->r0;
     LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, col, ci32(g, w->cols)), in_range(g, row, ci32(g, w->rows)), "");
     LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, w->src->pitch), ""), col, "");
-    idx = LLVMBuildSelect(g->b, ok, LLVMBuildAdd(g->b, idx, w->shift, ""), ci32(g, 0), "");
+    idx = LLVMBuildSelect(g->b, ok, idx, ci32(g, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
     LLVMSetAlignment(v, (unsigned)eb);
     vals[k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, v), fill, "");
@@ -1122,28 +1094,23 @@ static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
 static void lower_window(Cg *g, const TirInst *in) {
   const TileType *st = rtype(g, in->args[0]), *dt = rtype(g, in->dst);
   Window w = {&g->tiles[in->args[0]], &g->tiles[in->dst], dt->elem, NULL, NULL,
-              st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm, NULL};
-  if (w.src->swz || w.src->view_of >= 0 || (w.src->shifted && st->rank != 1)) {
+              st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
+  if (w.src->swz || w.src->view_of >= 0 || w.src->shifted) {
     const char *name = g->f->regs[in->args[0]].name;
-    cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, a shifted tile "
-             "of rows or a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
+    cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, shifted or "
+             "a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
              arch_name(g->o->arch));
     return;
   }
   get_tile(g, in->args[1], &w.r0);
   get_tile(g, in->args[2], &w.c0);
-  LLVMValueRef aligned = NULL;
-  w.shift = ci32(g, 0);
-  if (shifted_here(g, w.src)) /* the row's elements sit `shift` past their places (copy_shifted) */
-    w.shift = row_shift(g, w.src, &aligned);
-  int room = aligned ? 16 / elem_bytes(dt->elem) : 0; /* the chunk past the last one, which the shift spills into */
   /* Inside: every element of the window in the tile, and every element of its padded layout (which
    * the vector reads also load, then drop) in the tile's buffer. */
   const Layout *sl = w.src->lay, *dl = w.dst->lay;
   int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
   int32_t prows = dt->rank == 2 ? dl->shape[0] : 1, pcols = dl->shape[dl->rank - 1];
   int32_t bufrows = sl->rank == 2 ? sl->shape[0] : 1;
-  int32_t chi = w.cols - dcols < w.src->pitch - room - pcols ? w.cols - dcols : w.src->pitch - room - pcols;
+  int32_t chi = w.cols - dcols < w.src->pitch - pcols ? w.cols - dcols : w.src->pitch - pcols;
   int32_t rhi = w.rows - drows < bufrows - prows ? w.rows - drows : bufrows - prows;
   LLVMValueRef inside = chi < 0 || rhi < 0 ? LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0)
                         : LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, chi), ""),
@@ -1152,22 +1119,8 @@ static void lower_window(Cg *g, const TirInst *in) {
   LLVMBasicBlockRef fast = new_bb(g, "win"), slow = new_bb(g, "wout"), join = new_bb(g, "wj");
   LLVMBuildCondBr(g->b, inside, fast, slow);
   LLVMPositionBuilderAtEnd(g->b, fast);
-  int ch = window_chunk(g, in, w.src, layout_vec_chunk(w.dst->lay, w.e));
-  if (aligned) {
-    LLVMBasicBlockRef bb[3];
-    split3(g, aligned, bb);
-    window_inside(g, &w, ch, vals);
-    store_regs(g, in->dst, vals);
-    LLVMBuildBr(g->b, bb[2]);
-    LLVMPositionBuilderAtEnd(g->b, bb[1]);
-    window_inside_shifted(g, &w, ch, vals);
-    store_regs(g, in->dst, vals);
-    LLVMBuildBr(g->b, bb[2]);
-    LLVMPositionBuilderAtEnd(g->b, bb[2]);
-  } else {
-    window_inside(g, &w, ch, vals);
-    store_regs(g, in->dst, vals);
-  }
+  window_inside(g, &w, window_chunk(g, in, w.src, layout_vec_chunk(w.dst->lay, w.e)), vals);
+  store_regs(g, in->dst, vals);
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, slow);
   window_masked(g, &w, vals);
@@ -2077,19 +2030,6 @@ static void shifted_chunk(Cg *g, LLVMValueRef base, LLVMValueRef idx, LLVMValueR
   for (int i = 0; i < 4; i++)
     words[i] = funnel_right(g, u[i + 1], u[i], bits);
   words_to_elems(g, e, 4, words, out);
-}
-
-/* A shifted row tile's shift (its row's misalignment in elements, copy_shifted) and, in *aligned,
- * whether the row is aligned after all (the plain reads). */
-static LLVMValueRef row_shift(Cg *g, const Tile *t, LLVMValueRef *aligned) {
-  const TirInst *in = t->shifted;
-  int eb = elem_bytes(rtype(g, in->dst)->elem);
-  Access ac;
-  access_init(g, in, &ac);
-  LLVMValueRef off, ok;
-  access_elem(g, in, &ac, rtype(g, in->dst), t->lay, layout_lw(g, t->lay), 0, 1, &off, &ok);
-  *aligned = rows_aligned(g, in, &ac, eb);
-  return elem_misalign(g, in, off, eb);
 }
 
 /* Reads of a shifted tile: row i's elements sit shift_i past their places (copy_shifted, which
@@ -3941,34 +3881,20 @@ static bool moves_16_byte_chunks(Cg *g, const TirInst *in, const Tile *t, const 
  * (get_tile: DOT operands and transposed views read the plain layout). Opt-in: on the H200 it
  * made cross-entropy's misaligned rows (50257 columns) 5-14% faster but its aligned ones 4%
  * slower (runs n3, n4; docs/performance.md). */
-static bool read_through_windows(const TirFunc *f, int r) {
-  for (int j = 0; j < f->ninsts; j++)
-    if (f->insts[j].op == TIR_WINDOW && f->insts[j].args[0] == r)
-      return true;
-  return false;
-}
-
 static void plan_shifted(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
-  if (in->op != TIR_LOAD || g->ws)
+  if (in->op != TIR_LOAD || g->ws || !shifted_wanted(g, i))
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
-  /* a row copied once at the top level (async_shared_load) and read through windows (a long
-   * row's loops, 50257 logits): shifted by default, since each window tests the row's alignment
-   * once and aligned rows read as before (TILEC_SHIFTED=0: never) */
-  bool row = t->pipe < 0 && tt->rank == 1 && tir_nest_depth(f, -1, i) == 0 && async_shared_enabled() &&
-             tir_pipelining_enabled() && read_through_windows(f, in->dst);
-  if (row ? env_off("TILEC_SHIFTED") : !shifted_wanted(g, i))
-    return;
-  if (tt->place != PLACE_SHARED || (t->pipe < 0 && !row) || t->view_of >= 0 || !moves_16_byte_chunks(g, in, t, tt) ||
+  if (tt->place != PLACE_SHARED || t->pipe < 0 || t->view_of >= 0 || !moves_16_byte_chunks(g, in, t, tt) ||
       (g->wgmma && layout_is_wgmma_operand_tile(f, in->dst)))
     return;
   for (int j = 0; j < f->ninsts; j++) {
     const TirInst *u = &f->insts[j];
-    if ((j != i && u->dst == in->dst) || ((u->op == TIR_DOT || u->op == TIR_TRANS || (u->op == TIR_WINDOW && !row)) &&
-                                          tir_inst_reads(u, in->dst)))
+    if ((j != i && u->dst == in->dst) ||
+        ((u->op == TIR_DOT || u->op == TIR_TRANS || u->op == TIR_WINDOW) && tir_inst_reads(u, in->dst)))
       return;
   }
   t->shifted = in;
