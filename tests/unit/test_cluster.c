@@ -108,11 +108,7 @@ Test(cluster, verifier_keeps_reductions_at_the_top_level) {
 
 Test(cluster, ptx_meets_at_cluster_barriers) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir(a, "lse.tile", LSE, NULL, ARCH_SM90A, &d);
-  NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
-  char *ptx = nvptx_compile(f, &o, &d, NULL);
-  cr_assert(ptx);
+  char *ptx = source_ptx(a, "lse.tile", LSE, NULL, ARCH_SM90A);
   char *e = ptx_entry(a, ptx, "lse");
   cr_assert(e);
   /* two reductions and the exit: three barriers; each reduction reads the 4 blocks' slots */

@@ -90,11 +90,7 @@ Test(dims, launch) {
 
 Test(dims, ptx) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir(a, "dims.tile", src, NULL, ARCH_SM80, &d);
-  NvptxOptions o = {.arch = ARCH_SM80, .opt_level = 3};
-  char *ptx = nvptx_compile(f, &o, &d, NULL);
-  cr_assert(ptx);
+  char *ptx = source_ptx(a, "dims.tile", src, NULL, ARCH_SM80);
   cr_assert(strstr(ptx, "// tilec: require Y$1 D 2 / == | axis 1 of Y == D / 2"));
   tilert_kernel_info info;
   tilert_status st = tilert_parse_kernel_info(ptx, &info);
