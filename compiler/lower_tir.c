@@ -397,9 +397,11 @@ static int lower_call(Lower *L, const AstExpr *e) {
     return x < 0 ? -1 : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
   }
   case BI_CLUSTER_SUM:
-  case BI_CLUSTER_MAX: {
+  case BI_CLUSTER_MAX: { /* a cluster of one block (`cluster (1)`) combines nothing */
     int x = operand(L, e->args[0], e->ty);
-    return x < 0 ? -1 : emit1(L, b == BI_CLUSTER_SUM ? TIR_CLUSTER_SUM : TIR_CLUSTER_MAX, e->ty, x, e->loc);
+    if (x < 0 || L->f->cluster == 1)
+      return x;
+    return emit1(L, b == BI_CLUSTER_SUM ? TIR_CLUSTER_SUM : TIR_CLUSTER_MAX, e->ty, x, e->loc);
   }
   case BI_FILL: {
     const AstExpr *v = e->args[1];

@@ -145,3 +145,34 @@ Test(cluster, metadata_rejects_bad_cluster_lines) {
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_assert_eq(info.cluster, 8);
 }
+
+/* cluster (1): a cluster of one block, whose reductions combine nothing (no instruction, no
+ * barrier, no cluster launch). */
+Test(cluster, a_cluster_of_one_block_combines_nothing) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *defs[] = {"SPLIT=1", "PART=256", NULL};
+  TirFunc *f = source_tir(a, "lse.tile", LSE, defs, ARCH_SM90A, &d);
+  cr_assert_eq(f->cluster, 1);
+  for (int i = 0; i < f->ninsts; i++)
+    cr_assert(f->insts[i].op != TIR_CLUSTER_SUM && f->insts[i].op != TIR_CLUSTER_MAX);
+  static float x[M * N], y[M], z[M];
+  for (int i = 0; i < M * N; i++)
+    x[i] = (float)(i % 13) * 0.5f;
+  InterpArg args[3] = {{.tensor = tensor(x, M, N)}, {.tensor = {y, {M}, {1}}}, {.tensor = tensor(z, M, 1)}};
+  int64_t dims[2] = {M, N}, grid[3] = {1, M, 1};
+  char err[256];
+  cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+  for (int r = 0; r < M; r++) {
+    float m = -INFINITY, s = 0;
+    for (int j = 0; j < N; j++)
+      m = fmaxf(m, x[r * N + j]);
+    for (int j = 0; j < N; j++)
+      s += expf(x[r * N + j] - m);
+    cr_assert_float_eq(y[r], m + logf(s), 1e-4f, "row %d", r);
+  }
+  char *ptx = source_ptx(a, "lse.tile", LSE, defs, ARCH_SM90A);
+  cr_assert_null(strstr(ptx, "barrier.cluster"));
+  cr_assert_null(strstr(ptx, "// tilec: cluster"));
+  arena_free(a);
+}
