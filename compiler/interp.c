@@ -703,16 +703,16 @@ static bool check_args(Machine *m) {
   return true;
 }
 
-/* One cluster (blocks x0 .. x0 + n - 1 of row y, z), its blocks in lockstep: each runs to the
- * next cluster reduction, which then combines their operands in rank order (the GPU's order) and
- * hands every block the result. */
+/* One cluster (blocks x0 .. x0 + n - 1 of row y, z; a kernel without a cluster clause runs
+ * clusters of one block), its blocks in lockstep: each runs to the next cluster reduction, which
+ * then combines their operands in rank order (the GPU's order) and hands every block the result. */
 static bool cluster_exec(Machine *ms, int n, int64_t x0, int64_t y, int64_t z) {
   const TirFunc *f = ms[0].f;
   int pc[TILERT_MAX_CLUSTER] = {0};
   for (int b = 0; b < n; b++)
     ms[b].block[0] = x0 + b, ms[b].block[1] = y, ms[b].block[2] = z;
   for (;;) {
-    int state[TILERT_MAX_CLUSTER];
+    int state[TILERT_MAX_CLUSTER] = {0};
     for (int b = 0; b < n; b++)
       if ((state[b] = block_exec(&ms[b], &pc[b])) == BLOCK_FAULT)
         return false; /* (the machines share one message buffer) */
@@ -735,9 +735,9 @@ static bool cluster_exec(Machine *ms, int n, int64_t x0, int64_t y, int64_t z) {
   }
 }
 
-static bool clusters_run(Machine *m, const int64_t grid[3]) {
-  const TirFunc *f = m->f;
-  int n = f->cluster;
+/* The grid, cluster by cluster (one machine per block of a cluster). */
+static bool grid_run(Machine *m, const int64_t grid[3]) {
+  int n = m->f->cluster;
   if (grid[0] % n)
     return fault(m, NULL, "grid x %" PRId64 " is not a multiple of the cluster size %d", grid[0], n);
   Machine ms[TILERT_MAX_CLUSTER];
@@ -764,16 +764,5 @@ bool interp_run(const TirFunc *f, const InterpArg *args, const int64_t *dim_valu
   for (int i = 0; i < 3; i++)
     if (grid[i] < 0 || grid[i] > INT32_MAX)
       return fault(&m, NULL, "grid size %" PRId64 " on axis %d out of range", grid[i], i);
-  if (f->cluster > 1)
-    return clusters_run(&m, grid);
-  bool ok = check_args(&m) && machine_init(&m);
-  for (int64_t z = 0; ok && z < grid[2]; z++)
-    for (int64_t y = 0; ok && y < grid[1]; y++)
-      for (int64_t x = 0; ok && x < grid[0]; x++) {
-        m.block[0] = x, m.block[1] = y, m.block[2] = z;
-        int pc = 0, st = block_exec(&m, &pc);
-        ok = st == BLOCK_DONE || (st == BLOCK_AT_CLUSTER && fault(&m, &f->insts[pc], "a cluster reduction without a cluster"));
-      }
-  machine_free(&m);
-  return ok;
+  return grid_run(&m, grid);
 }
