@@ -1,8 +1,9 @@
 # bench/bench.mk — included by the top-level Makefile.
 #
 #   make bench-prep   HERE (needs nvcc, and LLVM for build/tilec): builds build/bench/libbaselines.so
-#                     (hand-written CUDA baselines), build/libtilert.so, and every PTX variant of
-#                     bench/configs.txt into build/bench/ptx/ (a variant tilec cannot compile is
+#                     (hand-written CUDA baselines), build/libtilert.so, and the PTX of the bench set
+#                     (bench/bench_set.txt; BENCH_ALL=1: every variant of bench/configs.txt) into
+#                     build/bench/ptx/ (a variant tilec cannot compile is
 #                     recorded in NAME.err and becomes a "no PTX" row, it does not stop the build)
 #   make bench        ON THE GPU MACHINE, from a carried build/: runs bench/run_gpu.sh; builds nothing
 #   make tuned        the launch shapes the H200 picked (bench/tuned.txt, made by bench/tuned.py from
@@ -23,7 +24,12 @@ BENCH_NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompil
                    -Xcompiler -Wall -Ibench/baselines
 BENCH_CU := $(sort $(wildcard bench/baselines/*.cu))
 BENCH_CU_OBJ := $(BENCH_CU:bench/baselines/%.cu=$(BENCH_B)/baselines/%.o)
+# The bench set (bench/bench_set.txt: what a plain `make bench` times); BENCH_ALL=1: every variant.
+ifeq ($(BENCH_ALL),1)
 BENCH_VARIANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
+else
+BENCH_VARIANTS := $(shell sed 's/\#.*//' bench/bench_set.txt 2>/dev/null)
+endif
 BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
 
 .PHONY: bench-prep bench-ptx bench-baselines bench-dry-run tuned FORCE

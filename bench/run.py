@@ -38,6 +38,7 @@ ROOT = os.path.dirname(HERE)
 BUILD = os.path.join(ROOT, "build")
 PTX_DIR = os.path.join(BUILD, "bench", "ptx")
 CONFIGS = os.path.join(HERE, "configs.txt")
+BENCH_SET = os.path.join(HERE, "bench_set.txt")
 LIBTILERT = os.path.join(BUILD, "libtilert.so")
 LIBBASELINES = os.path.join(BUILD, "bench", "libbaselines.so")
 
@@ -218,6 +219,25 @@ def read_configs(path=CONFIGS, only=None):
             out.append({"name": parts[0], "example": parts[1], "match": match, "params": params,
                         "dtype": variant_dtype(parts[1], params)})
     return out
+
+
+def read_bench_set(path=BENCH_SET):
+    """The variant names of bench/bench_set.txt: what a plain `make bench` times."""
+    names = set()
+    with open(path) as f:
+        for ln in f:
+            names.update(ln.split("#", 1)[0].split())
+    return names
+
+
+def configs_of(a):
+    """The variants a run times: those --variants names; every one with --all (and in the CPU smoke
+    test); else the bench set, so that a plain run fits one device call."""
+    configs = read_configs(only=a.variants)
+    if a.variants or a.all or a.smoke_cpu:
+        return configs
+    names = read_bench_set()
+    return [v for v in configs if v["name"] in names]
 
 
 def case_matches(c, match):
@@ -567,7 +587,7 @@ class Worker:
         except Exception as e:  # noqa: BLE001
             self.bl_err = f"{type(e).__name__}: {e}"
             log(f"worker: baselines unavailable ({self.bl_err}); baseline rows will fail")
-        self.configs = read_configs(only=a.variants)
+        self.configs = configs_of(a)
         self.deadline = a.deadline
         self.flush_ms = None
 
@@ -1486,6 +1506,8 @@ def main():
     ap.add_argument("--dtypes", type=lambda s: s.split(","), help="only these dtypes (f32,f16,bf16)")
     ap.add_argument("--variants", help="only our variants whose name matches this regular expression (the peers run "
                     "as always), e.g. 'rotpk|_rot$|bn128$'")
+    ap.add_argument("--all", action="store_true", help="every variant of bench/configs.txt (several device calls), "
+                    "not only the bench set (bench/bench_set.txt)")
     ap.add_argument("--cases", help="only the cases whose key (kernel|B=..,H=..|dtype|causal, as in the JSON) matches "
                     "this regular expression, e.g. '\\|1$' for the causal attention rows")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for the whole run (default 420)")
@@ -1508,7 +1530,7 @@ def main():
         return 0
     if a.worker:
         return worker_main(a)
-    configs = read_configs(only=a.variants)
+    configs = configs_of(a)
     plan = plan_of(a)
     if a.dry_run:
         return dry_run(plan, configs)
@@ -1551,7 +1573,7 @@ def dry_run(plan, configs):
         if got and got != v["dtype"]:
             log(f"WARNING: {v['name']}: bench/configs.txt makes it {v['dtype']} but its PTX is {got} (make bench-prep)")
     log(f"rows: {nrows} to check and time, {nabsent} absent (no such variant)")
-    log(f"tilec variants in bench/configs.txt: {len(configs)}; PTX missing for {len(missing)}")
+    log(f"tilec variants timed (bench/configs.txt; the bench set unless --variants or --all): {len(configs)}; PTX missing for {len(missing)}")
     for p, what in ((LIBTILERT, "our runtime"), (LIBBASELINES, "baselines")):
         log(f"{what}: {p} {'present' if os.path.exists(p) else 'MISSING (make bench-prep)'}")
     return 0
@@ -1593,6 +1615,8 @@ def parent_main(a, plan, configs):
             cmd += ["--dtypes", ",".join(a.dtypes)]
         if a.variants:
             cmd += ["--variants", a.variants]
+        if a.all:
+            cmd.append("--all")
         if a.cases:
             cmd += ["--cases", a.cases]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

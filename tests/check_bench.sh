@@ -80,10 +80,18 @@ for c in plan:
     for name in vs:
         v = next(x for x in configs if x["name"] == name)
         assert v["dtype"] == c["dtype"], f"{name} ({v['dtype']}) serves {run.case_key(c)}"
+# the bench set names variants of configs.txt and serves every case of the plan by itself
+names = run.read_bench_set()
+known = {v["name"] for v in configs}
+assert names and names <= known, f"bench_set.txt names unknown variants: {sorted(names - known)}"
+in_set = [v for v in configs if v["name"] in names]
+for c in plan:
+    impls, _ = run.impls_for(c, in_set)
+    assert any(i == "tilec" for i, v in impls), f"the bench set has no variant for {run.case_key(c)}"
 assert run.variant_dtype("softmax", {"T": "bf16"}) == "bf16"
 assert run.variant_dtype("softmax", {}) == "f16" and run.variant_dtype("vadd", {}) == "f32"
 PY
-echo "check_bench: every f16/bf16 case has tilec variants of its dtype"
+echo "check_bench: every f16/bf16 case has tilec variants of its dtype, in the bench set too"
 
 # 5. charts and tables from a fixture
 python3 bench/chart.py bench/fixtures/sample_results.json --out "$tmp/charts" >/dev/null
