@@ -48,8 +48,8 @@ EPS = 1e-5
 # family's: those rows are judged by FlashAttention-3's rule (ATTN_FACTOR below).
 TOL = {"f32": 1e-5, "f16": 5e-3, "bf16": 1e-2}
 ROW_FACTOR = 5.0
-IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch", "copy"]
-PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch")
+IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch-flex", "torch", "copy"]
+PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch-flex", "torch")
 ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
 # Training kernels (issue 14), against torch autograd; several entries of one multi-kernel module each.
 BACKWARD = ("layernorm_backward", "cross_entropy_backward", "attention_backward")
@@ -1671,6 +1671,8 @@ def finish(a, plan, configs, started, stamp, journal, t0):
     table = render_tables(res)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table)
+    with open(os.path.join(a.out, "best.md"), "w") as f:
+        f.write(render_best(res))
     log("")
     log(table)
     log(summary(res))
@@ -1823,6 +1825,34 @@ def render_tables(res):
         kinds = sorted({(a["impl"], a["reason"]) for a in res["absent"]})
         lines += ["## Absent rows", ""] + [f"- {i}: {why}" for i, why in kinds] + [""]
     return "\n".join(lines)
+
+
+def render_best(res):
+    """One line per case (docs/performance.md, "Current results"): our fastest verified variant
+    against the fastest library peer, the hand-written baseline and, for memory-bound kernels, a
+    device copy of the same bytes, all from this run."""
+    lines = [f"Run {res['date']}, {res['gpu']}, commit {res['commit'][:7]}; ratios > 1: ours is faster.", "",
+             "| kernel | shape | dtype | tilec ms (variant) | best peer ms | tilec / peer | tilec / baseline "
+             "| % of floor | tilec / copy |", "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for kernel, cases in case_groups(res).items():
+        for (shape, dt), impls in cases.items():
+            t = impls.get("tilec")
+            if not t or not t.get("verified") or t.get("median_ms") is None:
+                lines.append(f"| {kernel} | {shape} | {dt} | ✗ | | | | | |")
+                continue
+            ms = t["median_ms"]
+
+            def ms_of(i):
+                r = impls.get(i)
+                return r["median_ms"] if r and r.get("verified") and r.get("median_ms") else None
+            peers = [(ms_of(i), i) for i in PEERS if ms_of(i)]
+            bp = min(peers) if peers else None
+            base, copy = ms_of("baseline"), ms_of("copy")
+            lines.append(f"| {kernel} | {shape} | {dt} | {ms:.4f} (`{t.get('variant')}`) | "
+                         + (f"{bp[0]:.4f} ({bp[1]})" if bp else "—") + f" | {fmt(bp and bp[0] / ms, '.2f')} | "
+                         f"{fmt(base and base / ms, '.2f')} | {fmt(t.get('pct_floor'), '.0f')} | "
+                         f"{fmt(copy and copy / ms, '.2f')} |")
+    return "\n".join(lines) + "\n"
 
 
 def summary(res):

@@ -3207,6 +3207,22 @@ static void order_global_carried(Cg *g, int first) {
   }
 }
 
+/* The last of the instructions from i on that only compute in registers (elementwise ops,
+ * conversions, broadcasts, constants): a later group waited for within them would cost a second
+ * barrier and overlap nothing (`d * inv * w + bias` with w and bias copied as two groups). */
+static int register_run_end(const TirFunc *f, int i) {
+  int j = i;
+  while (j + 1 < f->ninsts) {
+    TirOp op = f->insts[j + 1].op;
+    bool cheap = (tir_op_info[op].flags & OPF_ELEMWISE) || op == TIR_CVT || op == TIR_BCAST ||
+                 op == TIR_CONST || op == TIR_PARAM || op == TIR_DIM || op == TIR_BLOCK_ID || op == TIR_IOTA;
+    if (!cheap)
+      break;
+    j++;
+  }
+  return j;
+}
+
 /* Before instruction in: wait for the copies of the tiles it reads or writes (a copy that lands
  * after a later write to the same tile would undo it) and, at a FOR or an IF, of those its body
  * does, so that nothing waits in a loop or a branch. Copies only wait for the groups they need:
@@ -3232,6 +3248,8 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
     }
   }
   int need = groups_needed(g, i, opens ? tir_region_end(g->f, i) : i);
+  if (need > 0 && need < g->commits && !opens)
+    need = groups_needed(g, i, register_run_end(g->f, i));
   if (need < 0)
     flush_copies(g);
   else if (need > 0)
