@@ -61,7 +61,12 @@ bench-ptx: $(BENCH_PTX)
 	      echo "  note: $$v: $$f spills $$n bytes: the cp.async fallback entry (the bench launches $${f}__ws)"; \
 	    else echo "  WARNING: $$v: $$f spills $$n bytes (a launch shape this kernel does not fit; drop it from bench/configs.txt)"; fi; \
 	  done; \
-	  ! grep -qE 'C751[45]|are serialized' $(BENCH_B)/ptx/$$v.ptxas 2>/dev/null || echo "  WARNING: $$v: ptxas serialized its wgmmas (C7514/C7515)"; done; true
+	  grep -E 'C751[45]|are serialized' $$p.ptxas 2>/dev/null | sed -n "s/.*in the function '\([^']*\)'.*/\1/p" | sort -u | \
+	  while read f; do \
+	    if [ "$${f%__ws}" = "$$f" ] && grep -q "entry $${f}__ws(" $$p.ptx; then \
+	      echo "  note: $$v: $$f: ptxas serialized its wgmmas (C7514/C7515) in the cp.async fallback entry (the bench launches $${f}__ws)"; \
+	    else echo "  WARNING: $$v: $$f: ptxas serialized its wgmmas (C7514/C7515)"; fi; \
+	  done; done; true
 
 # The commit the run measures (the GPU machine gets a copy of the tree without .git).
 $(BENCH_B)/commit.txt: FORCE

@@ -40,9 +40,6 @@ variants+=("rmsnorm_n16k|dsl/examples/rmsnorm.tile|-D BLOCK=16384 -D WARPS=16")
 # the 64 registers of 2 blocks per SM (.minnctapersm) without a spill.
 variants+=("layernorm_n16k|dsl/examples/layernorm.tile|-D BLOCK=16384 -D WARPS=16")
 variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D ROWS=2 -D WARPS=8")
-# Layernorm with W and Bias staged in shared memory as two copy groups (bench/ab/): both are first
-# read in one expression, so one wait and one barrier cover both.
-variants+=("layernorm_staged_n4096|bench/ab/layernorm_staged.tile|-D BLOCK=4096 -D ROWS=2 -D WARPS=8")
 # Cross-entropy backward in one pass at the bench's 32000 columns: the 64 KB row read back in
 # windows of a shared tile; few registers (three blocks per SM), vector window reads.
 variants+=("xent_row_n32k|dsl/examples/cross_entropy_backward.tile|--kernel cross_entropy_backward_row -D BLOCK=32768 -D C=4096 -D WARPS=16")
