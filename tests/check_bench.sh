@@ -118,8 +118,13 @@ assert "attention_backward B16 H32 N1024 D64 causal bf16 tilec attnb_bf16_d64_c1
     "max err 0.093 > 2 x" in fails and "12 of 524288 rows over 2x" in fails, fails
 s = run.summary(res)
 assert "x0.30" in s, s
+# best.md: a line per case, our fastest verified variant against the fastest peer (a case whose
+# tilec rows all failed shows ✗ and no ratios)
+b = run.render_best(res)
+assert "| softmax | 16384x1024 | f16 | 0.0250 (`softmax_n1024_r4w8`) | 0.0350 (torch) | 1.40 | 0.88 |" in b, b
+assert "| gemm | 4096x4096x4096 | f16 | ✗ |" in b, b
 PY
-echo "check_bench: charts and tables render"
+echo "check_bench: charts, tables and best.md render"
 
 # 6. the baselines' ldmatrix / mma.sync fragment and shared-memory index arithmetic, replayed on
 #    the CPU against numpy (bench/tools/emulate_mma.py; skipped without numpy)
