@@ -55,17 +55,13 @@ bench-ptx: $(BENCH_PTX)
 	echo "bench-prep: $$ok of $$n PTX variants in $(BENCH_B)/ptx"; \
 	for v in $(BENCH_VARIANTS); do [ -s $(BENCH_B)/ptx/$$v.ptx ] || echo "  missing: $$v ($$(head -1 $(BENCH_B)/ptx/$$v.err 2>/dev/null))"; done; \
 	for v in $(BENCH_VARIANTS); do p=$(BENCH_B)/ptx/$$v; \
-	  awk '/Function properties for/ {f = $$NF} /bytes spill stores/ && $$5 + 0 > 0 {print f, $$5}' $$p.ptxas 2>/dev/null | \
-	  while read f n; do \
+	  { awk '/Function properties for/ {f = $$NF} /bytes spill stores/ && $$5 + 0 > 0 {print f, "spills", $$5, "bytes"}' $$p.ptxas 2>/dev/null; \
+	    sed -n "s/.*C751[45].*in the function '\([^']*\)'.*/\1 ptxas serialized its wgmmas (C7514\/C7515)/p" $$p.ptxas 2>/dev/null | sort -u; } | \
+	  while read f what; do \
 	    if [ "$${f%__ws}" = "$$f" ] && grep -q "entry $${f}__ws(" $$p.ptx; then \
-	      echo "  note: $$v: $$f spills $$n bytes: the cp.async fallback entry (the bench launches $${f}__ws)"; \
-	    else echo "  WARNING: $$v: $$f spills $$n bytes (a launch shape this kernel does not fit; drop it from bench/configs.txt)"; fi; \
-	  done; \
-	  grep -E 'C751[45]|are serialized' $$p.ptxas 2>/dev/null | sed -n "s/.*in the function '\([^']*\)'.*/\1/p" | sort -u | \
-	  while read f; do \
-	    if [ "$${f%__ws}" = "$$f" ] && grep -q "entry $${f}__ws(" $$p.ptx; then \
-	      echo "  note: $$v: $$f: ptxas serialized its wgmmas (C7514/C7515) in the cp.async fallback entry (the bench launches $${f}__ws)"; \
-	    else echo "  WARNING: $$v: $$f: ptxas serialized its wgmmas (C7514/C7515)"; fi; \
+	      echo "  note: $$v: $$f: $$what in the cp.async fallback entry (the bench launches $${f}__ws)"; \
+	    else case $$what in spills*) why=" (a launch shape this kernel does not fit; drop it from bench/configs.txt)";; *) why="";; esac; \
+	      echo "  WARNING: $$v: $$f: $$what$$why"; fi; \
 	  done; done; true
 
 # The commit the run measures (the GPU machine gets a copy of the tree without .git).

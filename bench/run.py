@@ -1744,6 +1744,12 @@ def case_groups(res):
     return out
 
 
+def verified_ms(impls, impl):
+    """The median of a case's `impl` row when it was verified and timed, else None."""
+    r = impls.get(impl)
+    return r["median_ms"] if r and r.get("verified") and r.get("median_ms") else None
+
+
 def fmt(v, spec):
     return "—" if v is None else format(v, spec)
 
@@ -1795,12 +1801,8 @@ def render_tables(res):
                   "|---|---|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if mb else "") + "---:|"
                   + ("---:|---:|" if fa3 else "") + ":-:|"]
         for (shape, dt), impls in cases.items():
-            cp = impls.get("copy")
-            copy_ms = cp.get("median_ms") if cp and cp.get("verified") else None
-            peer = [r for i, r in impls.items() if i in PEERS and r.get("verified") and r.get("median_ms")]
-            best_peer = min((r["median_ms"] for r in peer), default=None)
-            base = impls.get("baseline")
-            base_ms = base.get("median_ms") if base and base.get("verified") else None
+            copy_ms, base_ms = verified_ms(impls, "copy"), verified_ms(impls, "baseline")
+            best_peer = min((verified_ms(impls, i) for i in PEERS if verified_ms(impls, i)), default=None)
             for impl in sorted(impls, key=lambda i: IMPL_ORDER.index(i) if i in IMPL_ORDER else 99):
                 r = impls[impl]
                 ratio = best_peer / r["median_ms"] if best_peer and r.get("median_ms") else None
@@ -1841,13 +1843,9 @@ def render_best(res):
                 lines.append(f"| {kernel} | {shape} | {dt} | ✗ | | | | | |")
                 continue
             ms = t["median_ms"]
-
-            def ms_of(i):
-                r = impls.get(i)
-                return r["median_ms"] if r and r.get("verified") and r.get("median_ms") else None
-            peers = [(ms_of(i), i) for i in PEERS if ms_of(i)]
+            peers = [(verified_ms(impls, i), i) for i in PEERS if verified_ms(impls, i)]
             bp = min(peers) if peers else None
-            base, copy = ms_of("baseline"), ms_of("copy")
+            base, copy = verified_ms(impls, "baseline"), verified_ms(impls, "copy")
             lines.append(f"| {kernel} | {shape} | {dt} | {ms:.4f} (`{t.get('variant')}`) | "
                          + (f"{bp[0]:.4f} ({bp[1]})" if bp else "—") + f" | {fmt(bp and bp[0] / ms, '.2f')} | "
                          f"{fmt(base and base / ms, '.2f')} | {fmt(t.get('pct_floor'), '.0f')} | "

@@ -212,7 +212,7 @@ bool interp_eval_elem(TirOp op, ElemType at, ElemType dt, const double args[3], 
   uint32_t buf[3], res = 0;
   void *src[3];
   int n = tir_op_info[op].nargs;
-  if (!(tir_op_info[op].flags & OPF_ELEMWISE) && op != TIR_CVT)
+  if (!tir_op_maps_elements(op))
     return false;
   for (int i = 0; i < n && i < 3; i++) {
     ElemType t = op == TIR_SELECT && i == 0 ? TY_BOOL : at;
@@ -520,8 +520,7 @@ static bool shaped_exec(Machine *m, const TirInst *in) {
 }
 
 static bool inst_exec(Machine *m, const TirInst *in) {
-  unsigned flags = tir_op_info[in->op].flags;
-  if ((flags & OPF_ELEMWISE) || in->op == TIR_CVT) {
+  if (tir_op_maps_elements(in->op)) {
     void *src[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3 && in->args[i] >= 0; i++)
       src[i] = m->regs[in->args[i]];

@@ -3214,8 +3214,8 @@ static int register_run_end(const TirFunc *f, int i) {
   int j = i;
   while (j + 1 < f->ninsts) {
     TirOp op = f->insts[j + 1].op;
-    bool cheap = (tir_op_info[op].flags & OPF_ELEMWISE) || op == TIR_CVT || op == TIR_BCAST ||
-                 op == TIR_CONST || op == TIR_PARAM || op == TIR_DIM || op == TIR_BLOCK_ID || op == TIR_IOTA;
+    bool cheap = tir_op_maps_elements(op) || op == TIR_BCAST || op == TIR_CONST || op == TIR_PARAM ||
+                 op == TIR_DIM || op == TIR_BLOCK_ID || op == TIR_IOTA;
     if (!cheap)
       break;
     j++;
@@ -3790,7 +3790,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
   unsigned fl = tir_op_info[in->op].flags;
   if (fl & OPF_MARKER)
     lower_marker(g, in);
-  else if ((fl & OPF_ELEMWISE) || in->op == TIR_CVT)
+  else if (tir_op_maps_elements(in->op))
     lower_elemwise(g, in);
   else
     switch (in->op) {

@@ -284,6 +284,12 @@ typedef struct TirOpInfo {
 } TirOpInfo;
 extern const TirOpInfo tir_op_info[TIR_OP_COUNT];
 
+/* Ops computed element by element in registers: the elementwise table entries and CVT (whose
+ * result element type differs from its operand's). */
+static inline bool tir_op_maps_elements(TirOp op) {
+  return (tir_op_info[op].flags & OPF_ELEMWISE) || op == TIR_CVT;
+}
+
 /* One dimension of a LOAD/STORE address. */
 typedef struct TirIndex {
   bool is_range;  /* range keeps the dimension; a scalar index drops it */

@@ -64,7 +64,6 @@ static void make_const(TirInst *in, double v) {
 /* Folds one instruction whose dst has a single write; true when it became/is a constant. */
 static bool fold_inst(const TirFunc *f, TirInst *in, const Known *k, double *out) {
   ElemType dt = f->regs[in->dst].type.elem;
-  unsigned flags = tir_op_info[in->op].flags;
   switch (in->op) {
   case TIR_CONST:
     *out = round_to_elem(dt, in->imm);
@@ -86,7 +85,7 @@ static bool fold_inst(const TirFunc *f, TirInst *in, const Known *k, double *out
   default:
     break;
   }
-  if (!(flags & OPF_ELEMWISE) && in->op != TIR_CVT)
+  if (!tir_op_maps_elements(in->op))
     return false;
   double a[3] = {0, 0, 0};
   int n = tir_op_info[in->op].nargs;

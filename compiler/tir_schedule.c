@@ -91,7 +91,7 @@ static bool replayable_op(const TirInst *in, bool anywhere) {
   if ((in->op == TIR_DIV || in->op == TIR_REM) && !anywhere)
     return false;
   return in->op == TIR_CONST || in->op == TIR_PARAM || in->op == TIR_DIM || in->op == TIR_BLOCK_ID ||
-         in->op == TIR_CVT || (tir_op_info[in->op].flags & OPF_ELEMWISE);
+         tir_op_maps_elements(in->op);
 }
 
 /* Whether register r's value for a future iteration is computable at the load `before`;
