@@ -29,6 +29,7 @@ static const char tk_runtime_src[] =
     " * every entry point comes from cuGetProcAddress (ABI of CUDA 12.0, which the driver keeps). */\n"
     "#include <dlfcn.h>\n"
     "#include <stdarg.h>\n"
+    "#include <stddef.h>\n"
     "#include <stdio.h>\n"
     "#include <stdlib.h>\n"
     "#include <string.h>\n"
@@ -61,6 +62,23 @@ static const char tk_runtime_src[] =
     "typedef struct tk_CUtensorMap {\n"
     "  TK_ALIGN128 unsigned long long opaque[16];\n"
     "} tk_CUtensorMap;\n"
+    "/* CUlaunchAttribute and CUlaunchConfig (cuLaunchKernelEx), for clusters: the id, padding to 8\n"
+    " * bytes, a 64-byte union of values (of which only the cluster's dimensions are used here). */\n"
+    "typedef struct tk_CUlaunchAttribute {\n"
+    "  int id;\n"
+    "  char pad[4];\n"
+    "  union {\n"
+    "    char pad[64];\n"
+    "    unsigned long long align;\n"
+    "    unsigned cluster_dim[3];\n"
+    "  } value;\n"
+    "} tk_CUlaunchAttribute;\n"
+    "typedef struct tk_CUlaunchConfig {\n"
+    "  unsigned grid[3], block[3], smem;\n"
+    "  struct CUstream_st *stream;\n"
+    "  tk_CUlaunchAttribute *attrs;\n"
+    "  unsigned nattrs;\n"
+    "} tk_CUlaunchConfig;\n"
     "enum {\n"
     "  TK_CUDA_ERROR_STUB_LIBRARY = 34,\n"
     "  TK_CUDA_ERROR_NO_DEVICE = 100,\n"
@@ -82,7 +100,9 @@ static const char tk_runtime_src[] =
     "  TK_CU_TENSOR_MAP_SWIZZLE_128B = 3,\n"
     "  TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3,\n"
     "  TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,\n"
-    "  TK_MAX_TMAPS = 8\n"
+    "  TK_MAX_TMAPS = 8,\n"
+    "  /* clusters (sm_90): launched with cuLaunchKernelEx */\n"
+    "  TK_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4\n"
     "};\n"
     "#ifdef CUDA_VERSION /* compiled with cuda.h in sight: prove the copies above match it */\n"
     "typedef char tk_constants_match_cuda_h[\n"
@@ -107,7 +127,14 @@ static const char tk_runtime_src[] =
     "     (int)TK_CU_TENSOR_MAP_SWIZZLE_128B == (int)CU_TENSOR_MAP_SWIZZLE_128B &&\n"
     "     (int)TK_CU_TENSOR_MAP_L2_PROMOTION_L2_256B == (int)CU_TENSOR_MAP_L2_PROMOTION_L2_256B &&\n"
     "     (int)TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == (int)CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE &&\n"
-    "     sizeof(CUtensorMap) == 128) ? 1 : -1];\n"
+    "     (int)TK_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == (int)CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&\n"
+    "     sizeof(CUtensorMap) == 128 && sizeof(tk_CUlaunchAttribute) == sizeof(CUlaunchAttribute) &&\n"
+    "     offsetof(tk_CUlaunchAttribute, value) == offsetof(CUlaunchAttribute, value) &&\n"
+    "     sizeof(tk_CUlaunchConfig) == sizeof(CUlaunchConfig) &&\n"
+    "     offsetof(tk_CUlaunchConfig, smem) == offsetof(CUlaunchConfig, sharedMemBytes) &&\n"
+    "     offsetof(tk_CUlaunchConfig, stream) == offsetof(CUlaunchConfig, hStream) &&\n"
+    "     offsetof(tk_CUlaunchConfig, attrs) == offsetof(CUlaunchConfig, attrs) &&\n"
+    "     offsetof(tk_CUlaunchConfig, nattrs) == offsetof(CUlaunchConfig, numAttrs)) ? 1 : -1];\n"
     "#endif\n"
     "\n"
     "typedef struct tk_driver {\n"
@@ -131,6 +158,8 @@ static const char tk_runtime_src[] =
     "                                      const unsigned *, const unsigned *, int, int, int, int);\n"
     "  tk_CUresult (*LaunchKernel)(tk_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
     "                              unsigned, unsigned, struct CUstream_st *, void **, void **);\n"
+    "  tk_CUresult (*LaunchKernelEx)(const tk_CUlaunchConfig *, tk_CUfunction, void **, void **);\n"
+    "  tk_CUresult (*OccupancyMaxActiveClusters)(int *, tk_CUfunction, const tk_CUlaunchConfig *);\n"
     "} tk_driver;\n"
     "typedef tk_CUresult (*tk_getproc)(const char *, void **, int, unsigned long long, int *);\n"
     "\n"
@@ -204,6 +233,8 @@ static const char tk_runtime_src[] =
     "       (void *)&tk_drv.OccupancyMaxActiveBlocksPerMultiprocessor},\n"
     "      {\"cuTensorMapEncodeTiled\", (void *)&tk_drv.TensorMapEncodeTiled},\n"
     "      {\"cuLaunchKernel\", (void *)&tk_drv.LaunchKernel},\n"
+    "      {\"cuLaunchKernelEx\", (void *)&tk_drv.LaunchKernelEx},\n"
+    "      {\"cuOccupancyMaxActiveClusters\", (void *)&tk_drv.OccupancyMaxActiveClusters},\n"
     "  };\n"
     "  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {\n"
     "    void *p = NULL;\n"
@@ -267,6 +298,9 @@ static const char tk_runtime_src[] =
     "  int tile_group;                  /* persistent: rows of y per raster group (TILERT_TILE_GROUP\n"
     "                                      overrides) */\n"
     "  int walk_rows;                   /* persistent: a row walk, in chunks (tk_walk_chunk) */\n"
+    "  int cluster;                     /* persistent: 2 walks pairs of tiles, a cluster of two blocks\n"
+    "                                      multicasting their shared loads (1: none) */\n"
+    "  int cluster_axis;                /* the pair's grid axis (0: x, 1: y) */\n"
     "  int ntmaps;\n"
     "  const tk_tmap *tmaps;            /* passed by value after every other parameter */\n"
     "} tk_ws;\n"
@@ -310,6 +344,7 @@ static const char tk_runtime_src[] =
     "  const int *smem;                    /* dynamic shared bytes per block, per module image */\n"
     "  const struct tk_ws *ws;             /* the warp-specialized entry, per module image */\n"
     "  int full;                           /* its full-size entry's index in the module, or -1 */\n"
+    "  int cluster;                        /* blocks per cluster along x (`cluster (K)`; 1: none) */\n"
     "} tk_kernel;\n"
     "\n"
     "/* The file's one module: an image per arch (PTX, and cubin), each with every kernel. */\n"
@@ -571,6 +606,9 @@ static const char tk_runtime_src[] =
     "      return tk_fail(TILEC_ERROR_SHAPE, \"grid axis %c (%s) is %lld, outside %d..%lld\", \"xyz\"[ax],\n"
     "                     k->grid_text[ax], (long long)grid[ax], !empty, (long long)limit);\n"
     "  }\n"
+    "  if (grid[0] % k->cluster)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE, \"%s: grid x is %lld, not a multiple of its cluster of %d blocks\",\n"
+    "                   k->name, (long long)grid[0], k->cluster);\n"
     "  if (null_arg >= 0 && grid[0] && grid[1] && grid[2])\n"
     "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT,\n"
     "                   \"argument '%s': data pointer is NULL (allowed only when the launch is empty)\",\n"
@@ -592,6 +630,24 @@ static const char tk_runtime_src[] =
     "      best = i;\n"
     "  }\n"
     "  return best;\n"
+    "}\n"
+    "\n"
+    "/* A launch in clusters of `cluster` blocks along x, for cuLaunchKernelEx and\n"
+    " * cuOccupancyMaxActiveClusters. */\n"
+    "static void tk_cluster_config(tk_CUlaunchConfig *cfg, tk_CUlaunchAttribute *at, int cluster,\n"
+    "                              unsigned gx, unsigned gy, unsigned gz, unsigned threads,\n"
+    "                              unsigned smem, struct CUstream_st *stream) {\n"
+    "  memset(at, 0, sizeof *at);\n"
+    "  at->id = TK_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;\n"
+    "  at->value.cluster_dim[0] = (unsigned)cluster;\n"
+    "  at->value.cluster_dim[1] = at->value.cluster_dim[2] = 1;\n"
+    "  memset(cfg, 0, sizeof *cfg);\n"
+    "  cfg->grid[0] = gx, cfg->grid[1] = gy, cfg->grid[2] = gz;\n"
+    "  cfg->block[0] = threads, cfg->block[1] = cfg->block[2] = 1;\n"
+    "  cfg->smem = smem;\n"
+    "  cfg->stream = stream;\n"
+    "  cfg->attrs = at;\n"
+    "  cfg->nattrs = 1;\n"
     "}\n"
     "\n"
     "/* Kernel i's warp-specialized entry (ws[img]), as libtilert picks it: where the device runs\n"
@@ -623,7 +679,18 @@ static const char tk_runtime_src[] =
     "    if (tk_drv.CtxGetDevice(&dev) != 0 ||\n"
     "        tk_drv.DeviceGetAttribute(&sms, TK_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != 0)\n"
     "      return;\n"
-    "    s->ws_walkers[i] = pe && !strcmp(pe, \"0\") ? 0 : (long long)ws_per_sm * sms;\n"
+    "    long long resident = (long long)ws_per_sm * sms;\n"
+    "    if (w->cluster == 2) { /* as libtilert: pairs fit the GPCs, not just the SMs */\n"
+    "      int clusters = 0;\n"
+    "      tk_CUlaunchAttribute at;\n"
+    "      tk_CUlaunchConfig cfg;\n"
+    "      tk_cluster_config(&cfg, &at, 2, (unsigned)(2 * resident), 1, 1, (unsigned)w->threads,\n"
+    "                        (unsigned)w->smem, NULL);\n"
+    "      if (tk_drv.OccupancyMaxActiveClusters(&clusters, fn, &cfg) != 0 || clusters < 1)\n"
+    "        return;\n"
+    "      resident = 2LL * clusters;\n"
+    "    }\n"
+    "    s->ws_walkers[i] = pe && !strcmp(pe, \"0\") ? 0 : resident;\n"
     "  }\n"
     "  s->ws_fn[i] = fn;\n"
     "}\n"
@@ -806,6 +873,7 @@ static const char tk_runtime_src[] =
     "    }\n"
     "  tk_CUfunction fn = s->fn[ki];\n"
     "  unsigned threads = (unsigned)k->threads, smem = (unsigned)k->smem[s->image];\n"
+    "  int cluster = k->cluster;\n"
     "  long long launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];\n"
     "  const tk_ws *w = &k->ws[s->image];\n"
     "  int ws = s->ws_fn[ki] && (!w->persistent || total <= 2147483647LL); /* tiles decode in 32 bits */\n"
@@ -817,28 +885,41 @@ static const char tk_runtime_src[] =
     "      const char *ge = getenv(\"TILERT_TILE_GROUP\"), *we = getenv(\"TILERT_PERSISTENT_WAVES\");\n"
     "      const char *ce = getenv(\"TILERT_WALK_CHUNK\");\n"
     "      int32_t v[4] = {(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2], w->tile_group};\n"
-    "      long long walkers = s->ws_walkers[ki], waves = we && atoi(we) >= 1 ? atoi(we) : 0;\n"
+    "      long long walkers = s->ws_walkers[ki] / w->cluster, waves = we && atoi(we) >= 1 ? atoi(we) : 0;\n"
     "      long long chunk = !w->walk_rows ? 1 : tk_walk_chunk(grid[0], grid[1] * grid[2], walkers,\n"
     "                                                          ce && *ce ? (atoi(ce) > 0 ? atoi(ce) : 0) : -1);\n"
     "      /* as libtilert: the resident blocks walk any grid of more tiles than they are\n"
     "       * (TILERT_PERSISTENT_WAVES = n: grids of at most n waves only); a row walk in chunks */\n"
-    "      int walk = walkers && total > walkers && chunk && (!waves || total <= waves * walkers);\n"
+    "      int walk;\n"
+    "      cluster = w->cluster;\n"
+    "      if (cluster == 2) /* the kernel walks pairs: the grid halved along the pair's axis */\n"
+    "        total = total / grid[w->cluster_axis] * ((grid[w->cluster_axis] + 1) / 2);\n"
+    "      walk = walkers && total > walkers && chunk && (!waves || total <= waves * walkers);\n"
     "      if (ge && atoi(ge) >= 1)\n"
     "        v[3] = atoi(ge);\n"
     "      if (w->walk_rows)\n"
     "        v[3] = (int32_t)(walk ? chunk : 1);\n"
     "      for (int i = 0; i < 4; i++)\n"
     "        slot[n] = 0, memcpy(&slot[n], &v[i], 4), ptr[n] = &slot[n], n++;\n"
-    "      launch[0] = walk ? walkers : total;\n"
+    "      launch[0] = cluster * (walk ? walkers : total);\n"
     "      launch[1] = launch[2] = 1;\n"
     "    }\n"
     "    for (int i = 0; i < w->ntmaps; i++)\n"
     "      ptr[n++] = &maps[i];\n"
     "  }\n"
-    "  tk_CUresult r = tk_drv.LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1],\n"
-    "                                      (unsigned)launch[2], threads, 1, 1, smem, stream, ptr, NULL);\n"
+    "  tk_CUresult r;\n"
+    "  if (cluster > 1) {\n"
+    "    tk_CUlaunchAttribute at;\n"
+    "    tk_CUlaunchConfig cfg;\n"
+    "    tk_cluster_config(&cfg, &at, cluster, (unsigned)launch[0], (unsigned)launch[1],\n"
+    "                      (unsigned)launch[2], threads, smem, stream);\n"
+    "    r = tk_drv.LaunchKernelEx(&cfg, fn, ptr, NULL);\n"
+    "  } else {\n"
+    "    r = tk_drv.LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2],\n"
+    "                            threads, 1, 1, smem, stream, ptr, NULL);\n"
+    "  }\n"
     "  if (r != 0)\n"
-    "    return tk_cu_fail(\"cuLaunchKernel\", r, k->name);\n"
+    "    return tk_cu_fail(cluster > 1 ? \"cuLaunchKernelEx\" : \"cuLaunchKernel\", r, k->name);\n"
     "  return TILEC_OK;\n"
     "}\n";
 
@@ -1436,11 +1517,12 @@ static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
 static void put_ws_entry(FILE *fp, const Kernel *kn, const Image *im, int i) {
   const tilert_kernel_info *w = kn->ws[i];
   if (!w->ws_name[0]) {
-    fputs("    {NULL, 0, 0, 0, 0, 0, 0, 0, NULL},\n", fp);
+    fputs("    {NULL, 0, 0, 0, 0, 0, 0, 1, 0, 0, NULL},\n", fp);
     return;
   }
-  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads, w->ws_smem_bytes,
-          w->ws_persistent, w->ws_groups, w->ws_tile_group, w->ws_walk_rows, w->ntmaps, kn->sfx, arch_name(im[i].arch));
+  fprintf(fp, "    {\"%s\", %d, %d, %d, %d, %d, %d, %d, %d, %d, tk_tmaps%s_%s},\n", w->ws_name, w->ws_threads,
+          w->ws_smem_bytes, w->ws_persistent, w->ws_groups, w->ws_tile_group, w->ws_walk_rows, w->ws_cluster,
+          w->ws_cluster_axis, w->ntmaps, kn->sfx, arch_name(im[i].arch));
 }
 
 /* The kernel's warp-specialized entries, per image in tk_images' order (with their tensor maps). */
@@ -1483,8 +1565,8 @@ static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n)
           k->nargs, sfx, k->ndims);
   fprintf(fp, "    {tk_grid0%s, tk_grid1%s, tk_grid2%s},\n    {\"%s\", \"%s\", \"%s\"},\n", sfx,
           sfx, sfx, k->grid[0], k->grid[1], k->grid[2]);
-  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s, %d};\n", sfx, sfx,
-          sfx, k->nrequires, sfx, sfx, kn->full);
+  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s, %d, %d};\n", sfx, sfx,
+          sfx, k->nrequires, sfx, sfx, kn->full, k->cluster > 1 ? k->cluster : 1);
 }
 
 /* The module: its images, its kernels, and the load state they share. */
@@ -1636,24 +1718,16 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
       diag_plain(d, DIAG_ERROR, "--emit=c: PTX for %s: %s", arch_name(im[i].arch), st.message);
       return false;
     }
-    if (ki->cluster > 1) {
-      diag_plain(d, DIAG_ERROR,
-                 "--emit=c: kernel %s runs in clusters of %d blocks, which the generated launcher cannot launch "
-                 "(it has no cuLaunchKernelEx); load its PTX (--emit=ptx) with libtilert instead",
-                 names[j], ki->cluster);
-      return false;
-    }
     /* A warp-specialized entry (sm_90a) is per image, picked per launch (tensor maps of the
-     * launch's views): not part of the contract, which must agree across arches. Clusters are
-     * left to libtilert (the generated launcher has no cuLaunchKernelEx). */
+     * launch's views): not part of the contract, which must agree across arches. */
     tilert_kernel_info *ws = arena_alloc(a, sizeof *ws);
     *ws = *ki;
-    if (ws->ws_cluster > 1)
-      ws->ws_name[0] = 0;
     ks[j].ws[i] = ws;
     if (i == 0)
       ks[j].full_name = arena_strdup(a, ki->full_name);
+    int cluster = ki->cluster; /* part of the contract, behind the per-image fields */
     memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
+    ki->cluster = cluster;
     ks[j].smem[i] = ki->smem_bytes;
     other->smem_bytes = ks[j].info.smem_bytes;
     if (i > 0 && (found != nk || memcmp(&ks[j].info, other, sizeof *other) != 0)) {

@@ -139,7 +139,21 @@ TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/bundle_test"
 "$B/tilec" dsl/examples/gemm.tile --emit=c --arch=sm_90a -o "$M/gw"
 "$B/tilec" dsl/examples/attention.tile -D D=128 -D BM=128 -D BN=128 -D WARPS=8 -D CAUSAL=1 \
   --emit=c --arch=sm_90a -o "$M/aw"
-gcc -std=c99 -Wall -Wextra -Werror -I"$M" -Itests/aot tests/aot/ws_test.c "$M/gw.c" "$M/aw.c" -ldl -o "$M/ws_test"
+# clusters (cuLaunchKernelEx): a row split over 4 blocks, and a GEMM entry walking pairs of tiles
+C=$W/cluster
+mkdir -p "$C"
+"$B/tilec" bench/ab/cross_entropy_backward_split.tile --emit=c --arch=sm_90a -o "$C/xc"
+printf 'kernel pair_add(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) cluster (2) threads (128)\n{\n  Y[block.x * 256 : +256] = X[block.x * 256 : +256] + 1.0;\n}\n' > "$C/pair_add.tile"
+"$B/tilec" "$C/pair_add.tile" --emit=c --arch=sm_90a -o "$C/pc"
+TILEC_CLUSTER=1 "$B/tilec" dsl/examples/gemm.tile -D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4 \
+  --emit=c --arch=sm_90a -o "$C/gc"
+compile_all "$C"
+# Their GPU run (make gpu-prep builds it, make gpu-test runs it): compiled here.
+gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$C" -Itests/aot -Icompiler -Itests/ref -I"$CUDA/include" \
+  tests/aot/cluster_gpu.c "$C/xc.c" "$C/gc.c" tests/ref/*.c "$B/libtilec.a" -L"$CUDA/lib64/stubs" -lcuda -ldl -lm \
+  -o "$C/cluster_gpu"
+gcc -std=c99 -Wall -Wextra -Werror -I"$M" -I"$C" -Itests/aot tests/aot/ws_test.c "$M/gw.c" "$M/aw.c" "$C/xc.c" \
+  "$C/gc.c" "$C/pc.c" -ldl -o "$M/ws_test"
 TILERT_LIBCUDA="$W/fake_libcuda.so" FAKE_LIBCUDA_JIT=ok "$M/ws_test"
 # Its GPU run on the bench's GEMM tiles (make gpu-prep builds it, make gpu-test runs it): compiled here.
 mkdir -p "$M/big"

@@ -76,6 +76,11 @@ gpu-prep: all $(B)/example_runner
 	  --emit=c --arch=sm_90a -o $(B)/aot/gw
 	$(CC) -std=c11 -O2 -I$(B)/aot -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/ws_gpu.c \
 	  $(B)/aot/gw.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/aot/ws_gpu
+	$(B)/tilec bench/ab/cross_entropy_backward_split.tile --emit=c --arch=sm_90a -o $(B)/aot/xc
+	TILEC_CLUSTER=1 $(B)/tilec dsl/examples/gemm.tile -D BM=128 -D BN=128 -D BK=64 -D WARPS=8 -D STAGES=4 \
+	  --emit=c --arch=sm_90a -o $(B)/aot/gc
+	$(CC) -std=c11 -O2 -I$(B)/aot -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/cluster_gpu.c \
+	  $(B)/aot/xc.c $(B)/aot/gc.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/aot/cluster_gpu
 	@$(MAKE) --no-print-directory tuned
 	$(CC) -std=c11 -O2 -I$(B)/tuned -Icompiler -Itests/ref -I$(CUDA)/include tests/aot/tuned_gpu.c \
 	  $(B)/tuned/*.c $(REF_SRC) $(B)/libtilec.a -L$(CUDA)/lib64/stubs -lcuda -ldl -lm -o $(B)/tuned/tuned_gpu

@@ -7,8 +7,9 @@
  * With FAKE_LIBCUDA_JIT=ok its JIT accepts PTX instead, finds a function only when the loaded
  * image has an entry of that name, and logs what the caller did, for bundle_test.c and
  * ws_test.c to read with fake_libcuda_log(): "load; get NAME; launch NAME GXxGYxGZ THREADS;
- * unload; " and so on, "tmap RANK BOX0xBOX1 SWIZZLE; " for a tensor map (132 SMs, any kernel one
- * block per SM and up to 1024 threads). */
+ * unload; " and so on, "tmap RANK BOX0xBOX1 SWIZZLE; " for a tensor map, "launch NAME GXxGYxGZ
+ * THREADS cluster K; " for cuLaunchKernelEx (132 SMs, any kernel one block per SM and up to 1024
+ * threads; clusters of K blocks: 132 / K of them resident). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,42 @@ static CUresult launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   note("launch %s %ux%ux%u %u; ", f, gx, gy, gz, bx);
   return 0;
 }
+/* The part of CUlaunchConfig and CUlaunchAttribute read here (cuda.h's layout). */
+typedef struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    unsigned long long align;
+    unsigned dim[3];
+  } value;
+} LaunchAttribute;
+typedef struct LaunchConfig {
+  unsigned grid[3], block[3], smem;
+  void *stream;
+  LaunchAttribute *attrs;
+  unsigned nattrs;
+} LaunchConfig;
+
+/* The cluster size along x a configuration asks for (attribute 4), or 1. */
+static unsigned config_cluster(const LaunchConfig *c) {
+  for (unsigned i = 0; i < c->nattrs; i++)
+    if (c->attrs[i].id == 4)
+      return c->attrs[i].value.dim[0];
+  return 1;
+}
+static CUresult launch_ex(const LaunchConfig *c, void *f, void **params, void **extra) {
+  CUresult r = launch(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->smem,
+                      c->stream, params, extra);
+  calls[strlen(calls) - 2] = 0; /* "; " of the launch: the cluster joins it */
+  note("%s cluster %u; ", "", config_cluster(c), 0, 0, 0);
+  return r;
+}
+static CUresult occupancy_clusters(int *n, void *f, const LaunchConfig *c) {
+  (void)f;
+  *n = (int)(132 / config_cluster(c));
+  return 0;
+}
 static CUresult func_get_attribute(int *v, int attr, void *f) {
   (void)f;
   *v = attr == 0 ? 1024 : 0; /* max threads per block */
@@ -148,6 +185,7 @@ CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, unsigned 
       {"cuLaunchKernel", (void *)launch},            {"cuFuncGetAttribute", (void *)func_get_attribute},
       {"cuOccupancyMaxActiveBlocksPerMultiprocessor", (void *)occupancy},
       {"cuTensorMapEncodeTiled", (void *)encode_tiled},
+      {"cuLaunchKernelEx", (void *)launch_ex},       {"cuOccupancyMaxActiveClusters", (void *)occupancy_clusters},
   };
   (void)version, (void)flags;
   *fn = (void *)success;

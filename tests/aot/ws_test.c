@@ -9,10 +9,18 @@
  * 128 x 128 tiles, as aw.{h,c}) walks in chunks of its rows: folded pairs where a row has an even
  * number of tiles, else whole rows with 3+ rows per walker, else a block per tile;
  * TILERT_WALK_CHUNK forces a chunk.
+ * Clusters go through cuLaunchKernelEx: the row split over a cluster of 4
+ * (bench/ab/cross_entropy_backward_split.tile, as xc.{h,c}) on its own grid, and a GEMM whose
+ * entry walks pairs of tiles along y (TILEC_CLUSTER=1, 128 x 128 tiles, as gc.{h,c}): 66
+ * clusters resident, the grid halved along y. A grid x that is not a multiple of the cluster
+ * (pc.{h,c}: `grid (cdiv(N, 256)) cluster (2)`) is refused before any launch.
  * Exit status 0 = all checks passed. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "aw.h"
+#include "gc.h"
 #include "gw.h"
+#include "pc.h"
+#include "xc.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -135,6 +143,59 @@ int main(void) {
   unsetenv("TILERT_WALK_CHUNK");
   CHECK(strstr(s, "params 8 64 1 1 map0; launch attention__ws 512x1x1 384; "), "no walk: %s", s);
   aw_unload();
+  since(&mark);
+
+  /* Clusters. The row split: grid (4, M) in clusters of 4, M = 5 rows of 1000 columns. */
+  int64_t xs[2] = {5, 1000}, m1 = 5;
+  tilec_tensor x = tilec_tensor_contiguous(0x10000000ULL, TILEC_F16, 2, xs);
+  tilec_tensor label = tilec_tensor_contiguous(0x20000000ULL, TILEC_I32, 1, &m1);
+  tilec_tensor dloss = tilec_tensor_contiguous(0x30000000ULL, TILEC_F32, 1, &m1);
+  tilec_tensor loss = tilec_tensor_contiguous(0x40000000ULL, TILEC_F32, 1, &m1);
+  tilec_tensor dx = tilec_tensor_contiguous(0x50000000ULL, TILEC_F16, 2, xs);
+  EXPECT(xc_launch(NULL, &x, &label, &dloss, &loss, &dx), TILEC_OK, xc_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch cross_entropy_backward 4x5x1 256 cluster 4; "), "split: %s", s);
+  xc_unload();
+  int64_t n256 = 256, n512 = 512;
+  tilec_tensor px = tilec_tensor_contiguous(0x10000000ULL, TILEC_F32, 1, &n256);
+  tilec_tensor py = tilec_tensor_contiguous(0x20000000ULL, TILEC_F32, 1, &n256);
+  EXPECT(pc_check(&px, &py), TILEC_ERROR_SHAPE, pc_error, "pair_add: grid x is 1, not a multiple of its cluster of 2 blocks");
+  EXPECT(pc_launch(NULL, &px, &py), TILEC_ERROR_SHAPE, pc_error, "grid x is 1, not a multiple");
+  px.shape[0] = py.shape[0] = n512;
+  EXPECT(pc_launch(NULL, &px, &py), TILEC_OK, pc_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch pair_add 2x1x1 128 cluster 2; "), "pair_add: %s", s);
+  pc_unload();
+  since(&mark);
+  /* The GEMM's pairs along y: 4 x 4 tiles are 8 pairs, a cluster each; 16 x 16 tiles are 128
+   * pairs, walked by the 66 resident clusters; 4 x 5 tiles, 3 pairs a column (the last half
+   * empty). TILERT_WS=0: the cp.async entry, no cluster. */
+  EXPECT(gc_load(), TILEC_OK, gc_error, "");
+  s = since(&mark);
+  CHECK(!strcmp(s, "load; get gemm; attr gemm 8 131072; get gemm__ws; attr gemm__ws 8 131136; "),
+        "cluster load: %s", s);
+  p = problem(512, 512, 256);
+  EXPECT(gc_launch(NULL, &p.a, &p.b, &p.bias, &p.c), TILEC_OK, gc_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm__ws 16x1x1 384 cluster 2; "), "pairs: %s", s);
+  p = problem(2048, 2048, 256);
+  EXPECT(gc_launch(NULL, &p.a, &p.b, &p.bias, &p.c), TILEC_OK, gc_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm__ws 132x1x1 384 cluster 2; "), "pairs walked: %s", s);
+  p = problem(640, 512, 256);
+  EXPECT(gc_launch(NULL, &p.a, &p.b, &p.bias, &p.c), TILEC_OK, gc_error, "");
+  s = since(&mark);
+  CHECK(strstr(s, "launch gemm__ws 24x1x1 384 cluster 2; "), "odd pairs: %s", s);
+  gc_unload();
+  setenv("TILERT_WS", "0", 1);
+  EXPECT(gc_load(), TILEC_OK, gc_error, "");
+  p = problem(512, 512, 256);
+  EXPECT(gc_launch(NULL, &p.a, &p.b, &p.bias, &p.c), TILEC_OK, gc_error, "");
+  s = since(&mark);
+  CHECK(!strcmp(s, "unload; load; get gemm; attr gemm 8 131072; launch gemm 4x4x1 256; "), "cluster, TILERT_WS=0: %s",
+        s);
+  unsetenv("TILERT_WS");
+  gc_unload();
   since(&mark);
 
   /* TILERT_WS=0 at load: the warp-specialized entry is not even looked up */

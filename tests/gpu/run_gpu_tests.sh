@@ -72,6 +72,11 @@ if [ -x "$B/aot/ws_gpu" ] && "$B/aot/ws_gpu" > "$OUT/aot_ws.txt" 2>&1; then
 else
   cat "$OUT/aot_ws.txt" 2>/dev/null; echo "aot ws: FAILED (missing? make gpu-prep builds $B/aot/ws_gpu)"; status=1
 fi
+if [ -x "$B/aot/cluster_gpu" ] && timeout 120 "$B/aot/cluster_gpu" > "$OUT/aot_cluster.txt" 2>&1; then
+  tail -1 "$OUT/aot_cluster.txt"; echo "aot clusters (generated C, cuLaunchKernelEx): ok"
+else
+  cat "$OUT/aot_cluster.txt" 2>/dev/null; echo "aot clusters: FAILED (missing? make gpu-prep builds $B/aot/cluster_gpu)"; status=1
+fi
 if gcc -std=c11 -O2 -Iruntime tests/aot/gpu_runtime.c "$B/libtilert.a" -ldl -lm -o "$B/gpu_runtime" && "$B/gpu_runtime" >> "$OUT/aot_demo.txt" 2>&1; then
   echo "runtime GPU test: ok"
 else
