@@ -85,3 +85,15 @@ bench-dry-run:
 
 tuned: all
 	@python3 bench/tuned.py --build $(B)/tuned --tilec $(B)/tilec
+
+# The kernels a new user wrote from the docs alone (bench/user/), for bench/user_kernels.py on the
+# GPU: each at the user's own -D values, the GEMM also at the bench's tile beside the example.
+GEMM_BENCH_TILE := -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4
+.PHONY: user-prep
+user-prep: $(B)/tilec
+	@mkdir -p $(B)/user
+	@for k in geglu rmsres colmax colmax_atomic gemm_silu softmax_t; do \
+	  $(B)/tilec bench/user/$$k.tile --arch=sm_90a -o $(B)/user/$$k.ptx || exit 1; done
+	$(B)/tilec bench/user/gemm_silu.tile $(GEMM_BENCH_TILE) --arch=sm_90a -o $(B)/user/gemm_silu_tuned.ptx
+	$(B)/tilec dsl/examples/gemm.tile $(GEMM_BENCH_TILE) -D ACT=1 --arch=sm_90a -o $(B)/user/gemm_relu_example.ptx
+	@git rev-parse HEAD > $(B)/user/COMMIT

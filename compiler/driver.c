@@ -322,8 +322,56 @@ static bool run_parse_shapes(const TirFunc *f, const char *spec, RunBindings *b,
     }
     p = *comma ? comma + 1 : comma;
   }
+  return true;
+}
+
+/* Whether the RPN of a derived dim names dim i and, besides it, only dims with values. */
+static bool run_rpn_solvable_for(const TirFunc *f, const RunBindings *b, const char *rpn, int i) {
+  bool uses = false;
+  for (const char *p = rpn; *p;) {
+    size_t len = strcspn(p, " ");
+    for (int k = 0; k < f->ndims; k++)
+      if (strlen(f->dims[k].name) == len && !strncmp(f->dims[k].name, p, len)) {
+        if (k == i)
+          uses = true;
+        else if (!b->dim_set[k])
+          return false;
+      }
+    p += len + (p[len] == ' ');
+  }
+  return uses;
+}
+
+/* Dim i, which no --shape names, from an --in array's axis written as a linear expression of it
+ * (`X: f16[M, 2 * D]` and X given: D = X$1 / 2); the launch's requirement then checks it. */
+static bool run_solve_dim(const tilert_kernel_info *info, const TirFunc *f, RunBindings *b, int i) {
+  for (int j = 0; j < f->ndims; j++) {
+    if (!f->dims[j].derive || !b->dim_set[j] || !run_rpn_solvable_for(f, b, f->dims[j].derive, i))
+      continue;
+    int64_t y[3];
+    bool ok = true;
+    for (int t = 0; t < 3 && ok; t++) {
+      b->dims[i] = t;
+      ok = tilert_eval_expr(info, f->dims[j].derive, b->dims, &y[t]).code == TILERT_OK;
+    }
+    int64_t slope = y[1] - y[0], rest = b->dims[j] - y[0];
+    if (ok && slope != 0 && y[2] - y[1] == slope && rest % slope == 0 && rest / slope >= 0) {
+      b->dims[i] = rest / slope;
+      b->dim_set[i] = true;
+      return true;
+    }
+  }
+  b->dims[i] = -1;
+  return false;
+}
+
+/* Every dim written alone has a value: from --shape, an --in array, or solved (run_solve_dim). */
+static bool run_solve_dims(Arena *a, const TirFunc *f, RunBindings *b, Diag *d) {
+  tilert_kernel_info *info = arena_alloc(a, sizeof *info);
+  if (tilert_parse_kernel_info(meta_emit(a, f, 0), info).code != TILERT_OK)
+    return true; /* run_derive_dims reports it */
   for (int i = 0; i < f->ndims; i++)
-    if (!b->dim_set[i] && !f->dims[i].derive) {
+    if (!b->dim_set[i] && !f->dims[i].derive && !run_solve_dim(info, f, b, i)) {
       diag_plain(d, DIAG_ERROR, "--shape: no value for dim %s (e.g. --shape %s=1024)",
                  f->dims[i].name, f->dims[i].name);
       return false;
@@ -340,6 +388,8 @@ static double run_random(uint64_t *s) {
 /* A random input value in [-1, 1) as stored in an argument of type t: i32 inputs are spread
  * over [-100, 100), bools are true for positive draws. NaN (outputs) is kept as is. */
 static double run_input(double v, ElemType t) {
+  if (t == TY_I32 && isinf(v))
+    return v < 0 ? INT32_MIN : INT32_MAX;
   if (t == TY_I32)
     return isnan(v) ? 0 : v * 100;
   if (t == TY_BOOL)
@@ -442,7 +492,7 @@ static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o,
                             args[i].tensor.data, &lens[n]);
       n++;
     }
-  if (!out_write_files(a, paths, texts, lens, n, d))
+  if (!out_make_dir(a, o->out_dir, d) || !out_write_files(a, paths, texts, lens, n, d))
     return false;
   for (int i = 0; i < n; i++)
     printf("  wrote %s\n", paths[i]);
@@ -502,7 +552,8 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
   NpyArray *in[TILERT_MAX_ARGS] = {0};
   int64_t *numel = arena_alloc(a, sizeof *numel * (size_t)(f->nargs + 1));
   if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d) ||
-      !run_derive_dims(a, f, &b, d) || !run_sizes(f, &b, o->run_max_bytes, numel, d))
+      !run_solve_dims(a, f, &b, d) || !run_derive_dims(a, f, &b, d) ||
+      !run_sizes(f, &b, o->run_max_bytes, numel, d))
     return 1;
   tilert_device *dev = NULL;
   tilert_kernel *k = NULL;
@@ -536,8 +587,8 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
                              run_input_path(o, arg->name));
       continue;
     }
-    /* an atomic target starts at 0: the kernel adds to what is there */
-    double poison = tir_updates_atomically(f, i) ? 0 : NAN;
+    /* an atomic target starts at its updates' identity: the kernel combines with what is there */
+    double poison = tir_atomic_start(f, i);
     for (int64_t e = 0; e < numel[i]; e++)
       elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? poison : run_random(&seed), arg->elem));
     if (!arg->is_out)

@@ -105,3 +105,24 @@ bool out_write_files(Arena *a, const char *const *paths, const char *const *text
     ok = fwrite(texts[i], 1, lens[i], files[i].fp) == lens[i];
   return out_commit(files, opened, ok, d) && ok;
 }
+
+bool out_make_dir(Arena *a, const char *path, Diag *d) {
+  char *p = arena_strdup(a, path);
+  for (char *c = p + 1;; c++) { /* each prefix ending before a '/', then the whole path */
+    if (*c && *c != '/')
+      continue;
+    char saved = *c;
+    *c = 0;
+    struct stat st;
+    if (stat(p, &st) != 0 && mkdir(p, 0777) != 0 && errno != EEXIST) {
+      diag_plain(d, DIAG_ERROR, "cannot make directory '%s': %s", p, strerror(errno));
+      return false;
+    }
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      diag_plain(d, DIAG_ERROR, "cannot write into '%s': it is not a directory", p);
+      return false;
+    }
+    if (!(*c = saved))
+      return true;
+  }
+}

@@ -633,13 +633,30 @@ static bool has_char_tok(const yysymbol_kind_t *v, int n, const char *name) {
  * expression before X", "expected A, B or C before X", or "unexpected X". */
 /* Python-style slices, the usual slip of a new user: `X[a : a + BN]` (an end, not a length) and
  * `X[r, :HD]` (a prefix): a note with the form the language has. */
-static void slice_hint(ParseCtx *c, const yysymbol_kind_t *exp, int n, SrcLoc loc) {
-  if (n == 1 && has_char_tok(exp, n, "'+'"))
+static void slice_hint(ParseCtx *c, const yysymbol_kind_t *exp, int n, yysymbol_kind_t la, SrcLoc loc) {
+  if (la == YYSYMBOL_DOTDOT && has_char_tok(exp, n, "']'"))
+    diag_report(c->diag, DIAG_NOTE, loc, "a slice is written 'start : +size' ('X[r, 0 : +BLOCK]'); "
+                "'a .. b' is the range of a for loop");
+  else if (n == 1 && has_char_tok(exp, n, "'+'"))
     diag_report(c->diag, DIAG_NOTE, loc, "a range is written 'start : +size', with its length "
                 "(e.g. 'X[i0 : +BLOCK]'), not 'start : end'");
   else if (c->prev_tok == ':' && has_char_tok(exp, n, "']'"))
     diag_report(c->diag, DIAG_NOTE, loc, "':' alone takes the whole dimension; the first n "
                 "elements are '0 : +n'");
+}
+
+/* Forms other languages have and this one spells differently: `x ** 2`, `x.sum(0)`, `Y[r][c]`. */
+static void foreign_hint(ParseCtx *c, yysymbol_kind_t la, SrcLoc loc) {
+  const char *name = yysymbol_name(la);
+  if (!strcmp(name, "'*'") && c->prev_tok == '*')
+    diag_report(c->diag, DIAG_NOTE, loc, "there is no power operator: multiply ('x * x'), or "
+                "write 'exp(y * log(x))' for x > 0");
+  else if (!strcmp(name, "'.'") && (c->prev_tok == ')' || c->prev_tok == ']' || c->prev_tok == IDENT))
+    diag_report(c->diag, DIAG_NOTE, loc, "values have no methods: pass the value to the function "
+                "('sum(x, 0)', not 'x.sum(0)')");
+  else if (!strcmp(name, "'['") && c->prev_tok == ']')
+    diag_report(c->diag, DIAG_NOTE, loc, "index every dimension in one pair of brackets "
+                "('Y[r, 0 : +BLOCK]', not 'Y[r][0 : +BLOCK]')");
 }
 
 static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner) {
@@ -661,8 +678,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner) {
   if (has_char_tok(exp, n, "';'")) { /* ';' */
     SrcLoc at = c->prev_end.line ? c->prev_end : loc;
     diag_report(c->diag, DIAG_ERROR, at, "expected ';' before %s", found);
+    foreign_hint(c, la, loc);
   } else if (expr_start) {
     diag_report(c->diag, DIAG_ERROR, loc, "expected expression before %s", found);
+    foreign_hint(c, la, loc);
   } else if (n > 4 && (has_char_tok(exp, n, "')'") || has_char_tok(exp, n, "']'"))) {
     /* inside brackets, after a complete operand: the closer is the likely omission */
     diag_report(c->diag, DIAG_ERROR, loc, "expected %s before %s",
@@ -678,7 +697,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, yyscan_t scanner) {
         break;
     }
     diag_report(c->diag, DIAG_ERROR, loc, "expected %s before %s", list, found);
-    slice_hint(c, exp, n, loc);
+    slice_hint(c, exp, n, la, loc);
   } else {
     diag_report(c->diag, DIAG_ERROR, loc, "unexpected %s", found);
   }

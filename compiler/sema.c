@@ -604,6 +604,10 @@ static bool check_binary(Sema *S, AstExpr *e) {
     double v;
     if (!fold_arith(S, e, op, x->ty.elem, x->cval, y->cval, &v))
       return false;
+    /* `1 / 2 * x` with x a float: C's integer division, the usual slip in a GELU or a mean */
+    if (op == OP_DIV && x->kind == AST_INT && y->kind == AST_INT && v * y->cval != x->cval)
+      WARN(S, e->loc, "'%lld / %lld' divides integers and is %lld; write '%lld.0 / %lld.0' for a fraction",
+           (long long)x->cval, (long long)y->cval, (long long)v, (long long)x->cval, (long long)y->cval);
     if (!is_cmp(op) && op != OP_AND && op != OP_OR && !x->untyped)
       v = round_to_elem(x->ty.elem, v);
     mark_const(e, v, x->untyped && y->untyped);
@@ -1321,10 +1325,32 @@ static bool check_to(Sema *S, AstExpr *e) {
   return true;
 }
 
+/* Functions of other languages that this one writes with its builtins: how, instead of a "did
+ * you mean" that would change the maths (mean -> max, pow -> log, sin -> min). */
+static const struct {
+  const char *name, *how;
+} composed_builtins[] = {
+    {"mean", "divide a sum by the count: 'sum(x, 1, keep) / to_f32(N)'"},
+    {"pow", "multiply ('x * x'), or write 'exp(y * log(x))' for x > 0"},
+    {"relu", "write 'maximum(x, 0.0)'"},
+    {"silu", "write 'x * sigmoid(x)'"},
+    {"gelu", "write it with tanh: '0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))', "
+             "or erf: '0.5 * x * (1.0 + erf(x * 0.7071067812))'"},
+    {"softmax", "write 'exp(x - max(x, 1, keep))' and divide by its 'sum(..., 1, keep)'"},
+    {"clamp", "write 'minimum(maximum(x, lo), hi)'"},
+    {"sin", "there are no trigonometric functions"},
+    {"cos", "there are no trigonometric functions"},
+};
+
 static bool check_call(Sema *S, AstExpr *e) {
   AstBuiltin b;
   if (!ast_builtin_from_name(e->name, &b)) {
     const char *hint = suggest_builtin(e->name);
+    for (size_t i = 0; i < sizeof composed_builtins / sizeof composed_builtins[0]; i++)
+      if (!strcmp(e->name, composed_builtins[i].name)) {
+        ERR(S, e->name_loc, "there is no function '%s': %s", e->name, composed_builtins[i].how);
+        return false;
+      }
     if (hint)
       ERR(S, e->name_loc, "unknown function '%s'; did you mean '%s'?", e->name, hint);
     else
@@ -2395,7 +2421,20 @@ static void warn_registers(Sema *S) {
        (long long)big_regs, (long long)tile_numel(&big->ty), threads, MAX_REGS_PER_THREAD);
 }
 
+/* A kernel without an `out` tensor can write nothing its caller sees (said of a kernel that is
+ * otherwise sound: a store into a tensor not marked `out` is an error of its own). */
+static void warn_no_output(Sema *S, const AstKernel *k, int errors_before) {
+  if (S->d->nerrors > errors_before)
+    return;
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].is_out)
+      return;
+  WARN(S, k->loc, "kernel '%s' has no 'out' argument: nothing it computes can be seen (mark the "
+       "tensors it writes 'out', e.g. 'Y: out f32[N]')", k->name);
+}
+
 static void check_kernel(Sema *S, AstKernel *k) {
+  int errors_before = S->d->nerrors;
   S->k = k;
   S->scope = NULL;
   names_reset(S);
@@ -2415,6 +2454,7 @@ static void check_kernel(Sema *S, AstKernel *k) {
     check_smem(S);
     warn_registers(S);
     warn_unused(S);
+    warn_no_output(S, k, errors_before);
   }
   S->scope = NULL;
 }

@@ -385,7 +385,9 @@ bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CON
 /* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
 int64_t tir_known_multiple(const TirFunc *f, int r);
 int64_t tir_gcd(int64_t a, int64_t b);                 /* gcd(a, 0) = |a| */
-bool tir_updates_atomically(const TirFunc *f, int arg); /* an ATOMIC_* writes argument arg */
+/* Where `tilec run` and the tests start an out argument: the identity of the atomics that update
+ * it (0 under atomic_add, -inf under atomic_max alone), NaN (poison) when none does. */
+double tir_atomic_start(const TirFunc *f, int arg);
 void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
 /* Checks every structural and typing rule; reports through d (with locations) and returns
  * false on the first broken rule. `stage` names the pass that ran before, for the message. */
@@ -695,6 +697,9 @@ bool out_open(Arena *a, OutFile *o, const char *path, Diag *d);
 /* Closes the n files; when ok and every write succeeded, puts them all in place, else removes
  * them all (reporting the write error, if that was the cause). Returns whether they are in place. */
 bool out_commit(OutFile *files, int n, bool ok, Diag *d);
+/* Makes directory path and any missing parents (mkdir -p); false, reported, when one cannot be
+ * made or is not a directory. */
+bool out_make_dir(Arena *a, const char *path, Diag *d);
 /* Writes n memory buffers to n paths, all or nothing. */
 bool out_write_files(Arena *a, const char *const *paths, const char *const *texts,
                      const size_t *lens, int n, Diag *d);

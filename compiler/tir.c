@@ -1,6 +1,7 @@
 /* tir.c — tile IR: the op table and the builder. Printer: tir_print.c; verifier: tir_verify.c. */
 #include "tilec.h"
 
+#include <math.h>
 #include <string.h>
 
 const TirOpInfo tir_op_info[TIR_OP_COUNT] = {
@@ -108,11 +109,14 @@ bool tir_inst_reads(const TirInst *in, int r) {
   return false;
 }
 
-bool tir_updates_atomically(const TirFunc *f, int arg) {
+double tir_atomic_start(const TirFunc *f, int arg) {
+  double start = NAN;
   for (int i = 0; i < f->ninsts; i++)
-    if ((f->insts[i].op == TIR_ATOMIC_ADD || f->insts[i].op == TIR_ATOMIC_MAX) && f->insts[i].arg_index == arg)
-      return true;
-  return false;
+    if (f->insts[i].arg_index == arg && f->insts[i].op == TIR_ATOMIC_ADD)
+      return 0;
+    else if (f->insts[i].arg_index == arg && f->insts[i].op == TIR_ATOMIC_MAX)
+      start = -INFINITY;
+  return start;
 }
 
 TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc) {

@@ -62,6 +62,12 @@ printf 'kernel k(X: f32[A, B, C, D], Y: out f32[A, B, C, D])\n  grid (1) threads
 "$T" run "$W/r4.tile" --shape A=65536,B=65536,C=65536,D=65536 2>"$W/err" && bad "element count overflow accepted"
 grep -q "tensor 'X' has more than 2^63 elements" "$W/err" || bad "no overflow message: $(cat "$W/err")"
 "$T" run dsl/examples/softmax.tile --shape M=0,N=100 >/dev/null || bad "an empty run failed"
+# tilec run: an atomic_max target starts at -inf (its identity), not 0; --out makes its directory
+printf 'kernel colmax(X: f32[M, N], Y: out f32[N])\n  grid (M) threads (32)\n{\n  atomic_max(Y[0 : +32], X[block.x, 0 : +32] - 10.0);\n}\n' > "$W/colmax.tile"
+"$T" run "$W/colmax.tile" --shape M=5,N=32 --out "$W/made/here" >"$W/out" 2>"$W/err" ||
+  bad "run of an atomic_max kernel failed: $(head -3 "$W/err")"
+grep -Eq "^  Y .* max -(9|10)\." "$W/out" || bad "atomic_max did not start at -inf: $(grep '^  Y' "$W/out")"
+[ -f "$W/made/here/Y.npy" ] || bad "--out did not make its directory"
 
 # tilec run with dimension expressions: --shape gives the dims written alone, the others follow;
 # an --in array of the wrong size is the launch's requirement; a negative one is refused
@@ -74,6 +80,12 @@ grep -q "Y          f32          150 elements" "$W/out" || bad "run with D / 2: 
 grep -q "requirement 'axis 1 of Y == D / 2' failed: Y\$1 = 45, D = 100" "$W/err" || bad "no requirement message: $(cat "$W/err")"
 "$T" run "$W/de.tile" --shape M=3,D=10 2>"$W/err" && bad "a negative dimension accepted"
 grep -q "dim Z\$0 ('D 64 -' in RPN) is -54 with these shapes" "$W/err" || bad "no negative-dim message: $(cat "$W/err")"
+# a dim no --shape names is solved from an --in array whose axis is linear in it (X: [M, 2 * D])
+printf 'kernel glu(X: f32[M, 2 * D], Y: out f32[M, D])\n  grid (M) threads (32)\n{\n  Y[block.x, 0 : +32] = X[block.x, 0 : +32] * X[block.x, D : +32];\n}\n' > "$W/glu.tile"
+"$T" run "$W/glu.tile" --in X="$W/de100/Y.npy" >"$W/out" 2>&1 || bad "D not solved from X's 2 * D: $(cat "$W/out")"
+grep -q "Y          f32           75 elements" "$W/out" || bad "D from X's 2 * D: Y is not 3 x 25: $(cat "$W/out")"
+"$T" run "$W/glu.tile" --in X="$W/de90/Y.npy" 2>"$W/err" && bad "an X of 45 columns accepted for 2 * D"
+grep -q "no value for dim D" "$W/err" || bad "an X of 45 columns: $(cat "$W/err")"
 
 # --emit=schedule: the GPU schedule (warp roles and TMA boxes on sm_90a, cp.async rings on sm_80)
 "$T" dsl/examples/gemm.tile -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4 --emit=schedule -o "$W/s90" ||

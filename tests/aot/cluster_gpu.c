@@ -6,7 +6,8 @@
  * - gc.{h,c}: dsl/examples/gemm.tile compiled with TILEC_CLUSTER=1 (128 x 128 tiles): the
  *   warp-specialized entry walks pairs of tiles along M, multicasting B to both blocks of a
  *   cluster of 2: a ragged problem of fewer pairs than resident clusters, and one they walk.
- * tests/aot/ws_test.c checks on a fake driver which entry and cluster each launch takes. Built by
+ * (gemm_check.h, as ws_gpu.c). tests/aot/ws_test.c checks on a fake driver which entry and cluster
+ * each launch takes. Built by
  * make gpu-prep, run by tests/gpu/run_gpu_tests.sh; compiled only by tests/check_aot.sh. A
  * machine with a driver but no GPU skips. */
 #include <cuda.h>
@@ -18,6 +19,8 @@
 #include "ref.h"
 #include "tilec.h"
 #include "xc.h"
+
+#include "gemm_check.h" /* after the generated header and ref.h */
 
 static int report(const char *what, double err, double tol, int *failures) {
   printf("cluster_gpu: %-52s rel err %.2e  %s\n", what, err, err <= tol ? "ok" : "FAILED");
@@ -62,38 +65,16 @@ static int check_split(const char *what, int64_t M, int64_t N, int *failures) {
   return 0;
 }
 
-/* relu(A B + bias) of M x K by K x N (the example's default epilogue, ACT = 1). */
-static int check_gemm(const char *what, int64_t M, int64_t N, int64_t K, int *failures) {
-  int64_t mk[2] = {M, K}, kn[2] = {K, N}, mn[2] = {M, N};
-  Buf a, b, bias, c;
-  if (buf_new(&a, M * K, TY_F16, 1.0) || buf_new(&b, K * N, TY_F16, 1.0) || buf_new(&bias, N, TY_F16, 1.0) ||
-      buf_new(&c, M * N, TY_F16, 0))
-    return 1;
-  tilec_tensor ta = tilec_tensor_contiguous(a.d, TILEC_F16, 2, mk);
-  tilec_tensor tb = tilec_tensor_contiguous(b.d, TILEC_F16, 2, kn);
-  tilec_tensor tbias = tilec_tensor_contiguous(bias.d, TILEC_F16, 1, &N);
-  tilec_tensor tc = tilec_tensor_contiguous(c.d, TILEC_F16, 2, mn);
-  TK(gc_launch(NULL, &ta, &tb, &tbias, &tc), gc_error);
-  CU(cuCtxSynchronize());
-  if (buf_fetch(&c, TY_F16))
-    return 1;
-  double *want = malloc(sizeof(double) * (size_t)(M * N));
-  ref_gemm(M, N, K, a.v, b.v, bias.v, 1, want);
-  report(what, rel_err(c.v, want, M * N), 1e-2, failures);
-  free(want);
-  Buf *all[] = {&a, &b, &bias, &c};
-  buf_free_all(all, sizeof all / sizeof all[0]);
-  return 0;
-}
-
 int main(void) {
   int failures = 0;
   if (cu_no_device("cluster_gpu"))
     return 0;
   if (cu_primary_context() || check_split("row split, 5 x 1000 (empty blocks)", 5, 1000, &failures) ||
       check_split("row split, 64 x 50257 (misaligned rows)", 64, 50257, &failures) ||
-      check_gemm("GEMM pairs, 2000 x 2056 x 200 (ragged)", 2000, 2056, 200, &failures) ||
-      check_gemm("GEMM pairs, 4096 x 4096 x 256 (walked)", 4096, 4096, 256, &failures))
+      gemm_check("cluster_gpu", gc_launch, gc_error, "GEMM pairs, 2000 x 2056 x 200 (ragged)", 2000, 2056, 200, 0,
+                 1, &failures) ||
+      gemm_check("cluster_gpu", gc_launch, gc_error, "GEMM pairs, 4096 x 4096 x 256 (walked)", 4096, 4096, 256, 0,
+                 1, &failures))
     return 1;
   xc_unload();
   gc_unload();

@@ -1,5 +1,5 @@
 /* gpu_buf.h — host and device copies of a test tensor for the GPU programs in tests/aot/
- * (tuned_gpu.c, bundle_gpu.c, ws_gpu.c) and the relative error they judge outputs by. elem_load and
+ * (tuned_gpu.c, bundle_gpu.c, ws_gpu.c, cluster_gpu.c) and the relative error they judge outputs by. elem_load and
  * elem_store come from libtilec.a. */
 #ifndef TILEC_TESTS_GPU_BUF_H
 #define TILEC_TESTS_GPU_BUF_H

@@ -16,30 +16,11 @@
 #include "ref.h"
 #include "tilec.h"
 
+#include "gemm_check.h" /* after the generated header and ref.h */
+
 static int check(const char *what, int64_t M, int64_t N, int64_t K, int offset, int *failures) {
-  int64_t mk[2] = {M, K}, kn[2] = {K, N}, mn[2] = {M, N};
-  Buf a, b, bias, c;
-  if (buf_new(&a, M * K + offset, TY_F16, 1.0) || buf_new(&b, K * N, TY_F16, 1.0) ||
-      buf_new(&bias, N, TY_F16, 1.0) || buf_new(&c, M * N, TY_F16, 0))
-    return 1;
-  tilec_tensor ta = tilec_tensor_contiguous(a.d + 2 * (unsigned)offset, TILEC_F16, 2, mk);
-  tilec_tensor tb = tilec_tensor_contiguous(b.d, TILEC_F16, 2, kn);
-  tilec_tensor tbias = tilec_tensor_contiguous(bias.d, TILEC_F16, 1, &N);
-  tilec_tensor tc = tilec_tensor_contiguous(c.d, TILEC_F16, 2, mn);
   TK(gw_load(), gw_error);
-  TK(gw_launch(NULL, &ta, &tb, &tbias, &tc), gw_error);
-  CU(cuCtxSynchronize());
-  if (buf_fetch(&c, TY_F16))
-    return 1;
-  double *want = malloc(sizeof(double) * (size_t)(M * N));
-  ref_gemm(M, N, K, a.v + offset, b.v, bias.v, 2, want);
-  double err = rel_err(c.v, want, M * N);
-  printf("ws_gpu: %-44s rel err %.2e  %s\n", what, err, err <= 1e-2 ? "ok" : "FAILED");
-  *failures += !(err <= 1e-2);
-  free(want);
-  Buf *all[] = {&a, &b, &bias, &c};
-  buf_free_all(all, sizeof all / sizeof all[0]);
-  return 0;
+  return gemm_check("ws_gpu", gw_launch, gw_error, what, M, N, K, offset, 2, failures);
 }
 
 int main(void) {
