@@ -1,5 +1,6 @@
 """Kernels a new user wrote from the docs alone (bench/user/*.tile: GEGLU, RMSNorm + residual,
-column max two ways, GEMM + bias + SiLU, softmax with a temperature), on the GPU through the
+column max two ways, GEMM + bias + SiLU, softmax with a temperature; colmax_split.tile is our
+rewrite of the column max, at several -D values), on the GPU through the
 Python package, each against torch in the same process: the error against a float32 torch
 reference and the time against torch eager (CUDA events, L2 flushed, median).
 
@@ -80,15 +81,24 @@ def cases(ptx):
     xc = torch.randn(m, n, dtype=torch.float32, device="cuda") - 3.0  # all negative: max < 0
     yc = torch.empty(n, dtype=torch.float32, device="cuda")
     want_c = xc.amax(0)
-    k3 = tilec.load_ptx(ptx("colmax"))
-    out.append(("colmax (a strip per block)", "8192 x 8192 f32", lambda: k3(xc, yc), lambda: xc.amax(0),
-                lambda: rel_err(yc, want_c)))
+    for name in ("colmax", "colmax_bn32"):
+        k3 = tilec.load_ptx(ptx(name))
+        out.append((name + " (a strip per block)", "8192 x 8192 f32", lambda k3=k3: k3(xc, yc), lambda: xc.amax(0),
+                    lambda: rel_err(yc, want_c)))
     k4 = tilec.load_ptx(ptx("colmax_atomic"))
 
     def atomic():
         yc.fill_(float("-inf"))
         k4(xc, yc)
     out.append(("colmax (atomic_max)", "8192 x 8192 f32", atomic, lambda: xc.amax(0), lambda: rel_err(yc, want_c)))
+    # our rewrite (bench/user/colmax_split.tile) at the -D values of make user-prep
+    for name in sorted(n[:-4] for n in os.listdir(os.path.dirname(ptx("x"))) if n.startswith("colmax_split")):
+        ks = tilec.load_ptx(ptx(name))
+
+        def split(ks=ks):
+            yc.fill_(float("-inf"))
+            ks(xc, yc)
+        out.append((name + " (rewrite)", "8192 x 8192 f32", split, lambda: xc.amax(0), lambda: rel_err(yc, want_c)))
 
     s = 4096
     a = torch.randn(s, s, dtype=h, device="cuda") / 8
