@@ -98,8 +98,7 @@ user-prep: $(B)/tilec
 	$(B)/tilec dsl/examples/gemm.tile $(GEMM_BENCH_TILE) -D ACT=1 --arch=sm_90a -o $(B)/user/gemm_relu_example.ptx
 	$(B)/tilec bench/user/colmax_split.tile --arch=sm_90a -o $(B)/user/colmax_split.ptx
 	$(B)/tilec bench/user/colmax_split.tile -D ROWS=1024 --arch=sm_90a -o $(B)/user/colmax_split_r1024.ptx
-	$(B)/tilec bench/user/colmax_split.tile -D ROWS=256 --arch=sm_90a -o $(B)/user/colmax_split_r256.ptx
-	$(B)/tilec bench/user/colmax_split.tile -D BN=256 -D WARPS=8 --arch=sm_90a -o $(B)/user/colmax_split_bn256.ptx
-	$(B)/tilec bench/user/colmax_split.tile -D BM=64 -D ROWS=1024 -D STAGES=4 --arch=sm_90a -o $(B)/user/colmax_split_bm64.ptx
+	$(B)/tilec bench/user/colmax_split.tile -D ROWS=512 --arch=sm_90a -o $(B)/user/colmax_split_r512.ptx
+	$(B)/tilec bench/user/colmax_split.tile -D ROWS=1024 -D STAGES=4 --arch=sm_90a -o $(B)/user/colmax_split_r1024s4.ptx
 	$(B)/tilec bench/user/colmax.tile -D BN=32 --arch=sm_90a -o $(B)/user/colmax_bn32.ptx
 	@git rev-parse HEAD > $(B)/user/COMMIT
