@@ -106,11 +106,13 @@ def cases(ptx):
     bias = torch.randn(s, dtype=h, device="cuda")
     c = torch.empty(s, s, dtype=h, device="cuda")
     want_g = F.silu(torch.addmm(bias.float(), a.float(), b.float()))
-    for name in ("gemm_silu", "gemm_silu_tuned"):
+    for name, what in (("gemm_silu", "user's tile"), ("gemm_silu_tuned", "bench tile"),
+                       ("gemm_silu_pp", "user's tile, TILEC_PINGPONG=1")):
+        if not os.path.exists(ptx(name)):
+            continue
         kg = tilec.load_ptx(ptx(name))
-        out.append((name + " (user's tile)" if name == "gemm_silu" else name + " (bench tile)", "4096^3",
-                    lambda kg=kg: kg(a, b, bias, c), lambda: F.silu(torch.addmm(bias, a, b)),
-                    lambda: rel_err(c, want_g)))
+        out.append(("%s (%s)" % (name, what), "4096^3", lambda kg=kg: kg(a, b, bias, c),
+                    lambda: F.silu(torch.addmm(bias, a, b)), lambda: rel_err(c, want_g)))
     ke = tilec.load_ptx(ptx("gemm_relu_example"))
     want_e = F.relu(torch.addmm(bias.float(), a.float(), b.float()))
     out.append(("dsl/examples/gemm.tile ACT=1 (bench tile)", "4096^3", lambda: ke(a, b, bias, c),
