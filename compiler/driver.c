@@ -397,6 +397,37 @@ static double run_input(double v, ElemType t) {
   return v;
 }
 
+/* The NaN an out tensor starts as, with a payload no arithmetic makes, so that what is still there
+ * after the run was never written (a grid that does not cover the tensor): f32, f16 and bf16
+ * (other types start as 0, which a write may repeat). */
+static bool run_poison_bits(ElemType t, uint32_t *bits) {
+  *bits = t == TY_F32 ? 0x7fa0dead : t == TY_F16 ? 0x7d6d : t == TY_BF16 ? 0x7fad : 0;
+  return *bits != 0;
+}
+
+static void run_poison(void *data, int64_t n, ElemType t) {
+  uint32_t bits;
+  for (int64_t e = 0; e < n; e++)
+    if (!run_poison_bits(t, &bits))
+      elem_store(data, e, t, 0);
+    else if (t == TY_F32)
+      memcpy((char *)data + 4 * e, &bits, 4);
+    else
+      memcpy((char *)data + 2 * e, &(uint16_t){(uint16_t)bits}, 2);
+}
+
+/* How many elements still hold the poison of run_poison. */
+static int64_t run_unwritten(const void *data, int64_t n, ElemType t) {
+  uint32_t bits, v = 0;
+  int64_t count = 0;
+  int size = elem_bytes(t);
+  for (int64_t e = 0; run_poison_bits(t, &bits) && e < n; e++) {
+    memcpy(&v, (const char *)data + size * e, (size_t)size);
+    count += (size == 4 ? v : (v & 0xffff)) == bits;
+  }
+  return count;
+}
+
 static void run_print_stats(const TirArg *arg, const void *data, int64_t n) {
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   int64_t nan = 0;
@@ -427,6 +458,12 @@ static bool run_load_inputs(Arena *a, const TirFunc *f, const TilecOptions *o, b
     if (i == f->nargs) {
       if (lenient)
         continue;
+      for (int s = 0; s < f->nargs; s++)
+        if (f->args[s].kind == ARG_SCALAR && strlen(f->args[s].name) == len && !strncmp(f->args[s].name, spec, len)) {
+          diag_plain(d, DIAG_ERROR, "--in: '%.*s' is a scalar argument of kernel '%s': give its value with "
+                     "--shape %.*s=VALUE", (int)len, spec, f->name, (int)len, spec);
+          return false;
+        }
       diag_plain(d, DIAG_ERROR, "--in: kernel '%s' has no tensor argument named '%.*s'", f->name,
                  (int)len, spec);
       return false;
@@ -480,19 +517,22 @@ static bool run_fill_input(const TirFunc *f, const TirArg *arg, const NpyArray *
 }
 
 /* --out DIR: every out tensor as DIR/NAME.npy, all or none. */
-static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o,
+/* Each out tensor to DIR/NAME.npy, or DIR/KERNEL/NAME.npy when the run has several kernels (two
+ * of them may have outputs of one name). */
+static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o, bool per_kernel,
                               const tilert_arg *args, Diag *d) {
   const char *paths[TILERT_MAX_ARGS], *texts[TILERT_MAX_ARGS];
+  const char *dir = per_kernel ? arena_printf(a, "%s/%s", o->out_dir, f->name) : o->out_dir;
   size_t lens[TILERT_MAX_ARGS];
   int n = 0;
   for (int i = 0; i < f->nargs; i++)
     if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out) {
-      paths[n] = arena_printf(a, "%s/%s.npy", o->out_dir, f->args[i].name);
+      paths[n] = arena_printf(a, "%s/%s.npy", dir, f->args[i].name);
       texts[n] = npy_format(a, f->args[i].elem, f->args[i].rank, args[i].tensor.shape,
                             args[i].tensor.data, &lens[n]);
       n++;
     }
-  if (!out_make_dir(a, o->out_dir, d) || !out_write_files(a, paths, texts, lens, n, d))
+  if (!out_make_dir(a, dir, d) || !out_write_files(a, paths, texts, lens, n, d))
     return false;
   for (int i = 0; i < n; i++)
     printf("  wrote %s\n", paths[i]);
@@ -562,6 +602,7 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     st = exec_cpu_kernel(dev, a, f, &k);
   tilert_arg *args = arena_alloc(a, sizeof *args * (size_t)(f->nargs + 1));
   void **bufs = arena_alloc(a, sizeof *bufs * (size_t)(f->nargs + 1)); /* what to free */
+  bool *poisoned = arena_alloc(a, sizeof *poisoned * (size_t)(f->nargs + 1)); /* run_poison'ed */
   const char *sources = ""; /* "X random, W from w.npy": what the inputs were */
   uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)o->seed;
   for (int i = 0; i < f->nargs && st.code == TILERT_OK; i++) {
@@ -587,10 +628,15 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
                              run_input_path(o, arg->name));
       continue;
     }
-    /* an atomic target starts at its updates' identity: the kernel combines with what is there */
-    double poison = tir_atomic_start(f, i);
-    for (int64_t e = 0; e < numel[i]; e++)
-      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? poison : run_random(&seed), arg->elem));
+    /* an atomic target starts at its updates' identity: the kernel combines with what is there;
+     * other outputs as a NaN that shows what no store reached */
+    double start = tir_atomic_start(f, i);
+    if (arg->is_out && isnan(start))
+      run_poison(bufs[i], numel[i], arg->elem);
+    else
+      for (int64_t e = 0; e < numel[i]; e++)
+        elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? start : run_random(&seed), arg->elem));
+    poisoned[i] = arg->is_out && isnan(start);
     if (!arg->is_out)
       sources = arena_printf(a, "%s%s%s random", sources, *sources ? ", " : "", arg->name);
   }
@@ -611,9 +657,14 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
       printf("  inputs: %s%s\n", sources,
              strstr(sources, " random") ? arena_printf(a, " (seed %u)", o->seed) : "");
     for (int i = 0; i < f->nargs; i++)
-      if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out)
+      if (f->args[i].kind == ARG_TENSOR && f->args[i].is_out) {
         run_print_stats(&f->args[i], bufs[i], numel[i]);
-    if (o->out_dir && !run_write_outputs(a, f, o, args, d))
+        int64_t left = poisoned[i] ? run_unwritten(bufs[i], numel[i], f->args[i].elem) : 0;
+        if (left)
+          printf("  note: %lld of the %lld elements of %s were never written (they hold NaN): the "
+                 "grid or the stores do not cover them\n", (long long)left, (long long)numel[i], f->args[i].name);
+      }
+    if (o->out_dir && !run_write_outputs(a, f, o, lenient, args, d))
       rc = 1;
   }
   for (int i = 0; i < f->nargs; i++)

@@ -1338,6 +1338,8 @@ static const struct {
              "or erf: '0.5 * x * (1.0 + erf(x * 0.7071067812))'"},
     {"softmax", "write 'exp(x - max(x, 1, keep))' and divide by its 'sum(..., 1, keep)'"},
     {"clamp", "write 'minimum(maximum(x, lo), hi)'"},
+    {"argmax", "take the max, then the first index that holds it: with m = max(x, 0, keep), "
+               "'min(where(x == m, index(0, n), 2147483647), 0)' (col_index for a row of a 2-D tile)"},
     {"sin", "there are no trigonometric functions"},
     {"cos", "there are no trigonometric functions"},
 };
@@ -2453,7 +2455,8 @@ static void check_kernel(Sema *S, AstKernel *k) {
   if (!diag_too_many(S->d)) {
     check_smem(S);
     warn_registers(S);
-    warn_unused(S);
+    if (S->d->nerrors == errors_before) /* an erroneous expression may not have recorded its uses */
+      warn_unused(S);
     warn_no_output(S, k, errors_before);
   }
   S->scope = NULL;

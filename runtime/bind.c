@@ -28,8 +28,8 @@ tilert_status tilert__check_scalar(const tilert_arg_info *ai, const tilert_arg *
   if (ai->dtype == TILERT_I32) {
     if (!(a->scalar >= INT32_MIN && a->scalar <= INT32_MAX) || a->scalar != floor(a->scalar))
       return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
-                         "argument '%s' is an i32 scalar; %g is not an integer in range", ai->name,
-                         a->scalar);
+                         "argument '%s' is an i32 scalar; %.17g is not an integer in range "
+                         "(-2147483648 to 2147483647)", ai->name, a->scalar);
   }
   return tilert__ok();
 }

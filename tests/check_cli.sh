@@ -68,6 +68,22 @@ printf 'kernel colmax(X: f32[M, N], Y: out f32[N])\n  grid (M) threads (32)\n{\n
   bad "run of an atomic_max kernel failed: $(head -3 "$W/err")"
 grep -Eq "^  Y .* max -(9|10)\." "$W/out" || bad "atomic_max did not start at -inf: $(grep '^  Y' "$W/out")"
 [ -f "$W/made/here/Y.npy" ] || bad "--out did not make its directory"
+# a file of two kernels with outputs of one name: --out DIR writes DIR/KERNEL/NAME.npy
+printf 'kernel one(X: f32[N], Y: out f32[N])\n  grid (1) threads (32)\n{\n  Y[0 : +32] = X[0 : +32];\n}\nkernel two(X: f32[N], Y: out f32[N])\n  grid (1) threads (32)\n{\n  Y[0 : +32] = X[0 : +32] * 2.0;\n}\n' > "$W/two_y.tile"
+"$T" run "$W/two_y.tile" --shape N=32 --out "$W/two_out" >/dev/null 2>"$W/err" || bad "run of two kernels: $(cat "$W/err")"
+[ -f "$W/two_out/one/Y.npy" ] && [ -f "$W/two_out/two/Y.npy" ] || bad "two kernels' Y: $(ls -R "$W/two_out")"
+# a grid that does not cover an output: the elements no store reached are counted
+printf 'kernel half(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (128)\n{\n  Y[block.x * 128 : +128] = X[block.x * 128 : +128];\n}\n' > "$W/half.tile"
+"$T" run "$W/half.tile" --shape N=1000 >"$W/out" 2>&1 || bad "run of half: $(cat "$W/out")"
+grep -q "note: 488 of the 1000 elements of Y were never written (they hold NaN)" "$W/out" ||
+  bad "an uncovered output: $(cat "$W/out")"
+"$T" run "$W/half.tile" --shape N=128 >"$W/out" 2>&1 && ! grep -q "never written" "$W/out" ||
+  bad "a covered output reported: $(cat "$W/out")"
+# a scalar given with --in: how to give it
+printf 'kernel sc(X: f32[N], Y: out f32[N], a: f32)\n  grid (1) threads (32)\n{\n  Y[0 : +32] = X[0 : +32] * a;\n}\n' > "$W/sc.tile"
+"$T" run "$W/sc.tile" --in a="$W/made/here/Y.npy" 2>"$W/err" >/dev/null && bad "--in of a scalar accepted"
+grep -q "'a' is a scalar argument of kernel 'sc': give its value with --shape a=VALUE" "$W/err" ||
+  bad "--in of a scalar: $(cat "$W/err")"
 
 # tilec run with dimension expressions: --shape gives the dims written alone, the others follow;
 # an --in array of the wrong size is the launch's requirement; a negative one is refused

@@ -148,13 +148,18 @@ def describe(name, v):
         return _numpy(name, v)
     if hasattr(v, "__cuda_array_interface__"):
         return _cai(name, v)
-    if hasattr(v, "__array_interface__"):
-        np = sys.modules.get("numpy")
-        if np is not None:
-            return _numpy(name, np.asarray(v))
+    if hasattr(v, "__array_interface__"):  # read through numpy, imported only now
+        try:
+            import numpy as np
+        except ImportError:
+            raise ArgumentError("TILERT_ERROR_INVALID_ARGUMENT",
+                                "argument '%s': a %s (__array_interface__) is read through numpy, "
+                                "which is not installed" % (name, type(v).__name__)) from None
+        return _numpy(name, np.asarray(v))
     raise ArgumentError("TILERT_ERROR_INVALID_ARGUMENT",
                         "argument '%s' is a tensor: pass a numpy array, a torch tensor or an object "
-                        "with __cuda_array_interface__, not %s" % (name, type(v).__name__))
+                        "with __cuda_array_interface__ or __array_interface__, not %s"
+                        % (name, type(v).__name__))
 
 
 def stream_handle(s):
