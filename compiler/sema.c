@@ -1266,8 +1266,9 @@ static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what
  * there, so only as a statement, to an `out` tensor, of a type the hardware updates in place. */
 static bool check_atomic(Sema *S, AstExpr *e) {
   AstExpr *sl = e->args[0], *v = e->args[1];
-  /* Both operands first, so their names count as used whatever is wrong here. */
-  bool ok = sl->kind == AST_SLICE ? check_slice(S, sl, true) : check_expr(S, sl);
+  /* Both operands first (a first argument that is no slice is not checked as a value: it is not
+   * read, and "must be sliced to be read" would mislead). */
+  bool ok = sl->kind == AST_SLICE ? check_slice(S, sl, true) : true;
   ok &= check_expr(S, v);
   if (S->stmt_call != e) {
     ERR(S, e->loc, "'%s' updates memory and has no value; use it as a statement: %s(T[...], "
@@ -1655,6 +1656,9 @@ static bool check_write(Sema *S, AstExpr *v, const TileType *t, const char *what
   if (v->ty.elem != t->elem) {
     ERR(S, v->loc, "%s '%s' holds %s but the value is %s (convert it with to_%s)", what, name,
         elem_name(t->elem), tstr(S, &v->ty), t->elem == TY_BOOL ? "i32" : elem_name(t->elem));
+    if (v->kind == AST_CALL && v->builtin == BI_SUM && t->elem == TY_F32)
+      diag_report(S->d, DIAG_NOTE, v->loc, "a sum keeps its total in f32 only when its operand is f32: "
+                  "convert before it, sum(to_f32(x), axis), not after");
     return false;
   }
   if (!check_row_bcast(S, v, t->rank))
