@@ -366,10 +366,7 @@ static bool run_solve_dim(const tilert_kernel_info *info, const TirFunc *f, RunB
 }
 
 /* Every dim written alone has a value: from --shape, an --in array, or solved (run_solve_dim). */
-static bool run_solve_dims(Arena *a, const TirFunc *f, RunBindings *b, Diag *d) {
-  tilert_kernel_info *info = arena_alloc(a, sizeof *info);
-  if (tilert_parse_kernel_info(meta_emit(a, f, 0), info).code != TILERT_OK)
-    return true; /* run_derive_dims reports it */
+static bool run_solve_dims(const tilert_kernel_info *info, const TirFunc *f, RunBindings *b, Diag *d) {
   for (int i = 0; i < f->ndims; i++)
     if (!b->dim_set[i] && !f->dims[i].derive && !run_solve_dim(info, f, b, i)) {
       diag_plain(d, DIAG_ERROR, "--shape: no value for dim %s (e.g. --shape %s=1024)",
@@ -405,15 +402,18 @@ static bool run_poison_bits(ElemType t, uint32_t *bits) {
   return *bits != 0;
 }
 
-static void run_poison(void *data, int64_t n, ElemType t) {
+/* Fills a float tensor with that NaN; false (nothing written) for other types. */
+static bool run_poison(void *data, int64_t n, ElemType t) {
   uint32_t bits;
+  if (!run_poison_bits(t, &bits))
+    return false;
+  uint16_t half = (uint16_t)bits;
   for (int64_t e = 0; e < n; e++)
-    if (!run_poison_bits(t, &bits))
-      elem_store(data, e, t, 0);
-    else if (t == TY_F32)
+    if (t == TY_F32)
       memcpy((char *)data + 4 * e, &bits, 4);
     else
-      memcpy((char *)data + 2 * e, &(uint16_t){(uint16_t)bits}, 2);
+      memcpy((char *)data + 2 * e, &half, 2);
+  return true;
 }
 
 /* How many elements still hold the poison of run_poison. */
@@ -516,9 +516,8 @@ static bool run_fill_input(const TirFunc *f, const TirArg *arg, const NpyArray *
   return true;
 }
 
-/* --out DIR: every out tensor as DIR/NAME.npy, all or none. */
-/* Each out tensor to DIR/NAME.npy, or DIR/KERNEL/NAME.npy when the run has several kernels (two
- * of them may have outputs of one name). */
+/* --out DIR: every out tensor as DIR/NAME.npy, or DIR/KERNEL/NAME.npy when the run has several
+ * kernels (two of them may have outputs of one name), all or none. */
 static bool run_write_outputs(Arena *a, const TirFunc *f, const TilecOptions *o, bool per_kernel,
                               const tilert_arg *args, Diag *d) {
   const char *paths[TILERT_MAX_ARGS], *texts[TILERT_MAX_ARGS];
@@ -568,9 +567,19 @@ static bool run_sizes(const TirFunc *f, const RunBindings *b, int64_t cap, int64
 /* Dims written as expressions (X: f32[N, D / 2]) take the value of their expression, evaluated
  * as the runtime does (its parser and evaluator on the kernel's own metadata); one an --in array
  * gave already keeps it, and the launch's requirement then says whether it fits. */
-static bool run_derive_dims(Arena *a, const TirFunc *f, RunBindings *b, Diag *d) {
+/* The kernel's launch contract as the runtime reads it (what its dim expressions evaluate in), or
+ * NULL, reported. */
+static const tilert_kernel_info *run_contract(Arena *a, const TirFunc *f, Diag *d) {
   tilert_kernel_info *info = arena_alloc(a, sizeof *info);
   tilert_status st = tilert_parse_kernel_info(meta_emit(a, f, 0), info);
+  if (st.code == TILERT_OK)
+    return info;
+  diag_plain(d, DIAG_ERROR, "run '%s': %s: %s", f->name, tilert_code_name(st.code), st.message);
+  return NULL;
+}
+
+static bool run_derive_dims(const tilert_kernel_info *info, const TirFunc *f, RunBindings *b, Diag *d) {
+  tilert_status st = {.code = TILERT_OK};
   for (int i = 0; i < f->ndims && st.code == TILERT_OK; i++)
     if (f->dims[i].derive && !b->dim_set[i]) {
       st = tilert_eval_expr(info, f->dims[i].derive, b->dims, &b->dims[i]);
@@ -591,8 +600,9 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
   RunBindings b = run_bindings(a, f);
   NpyArray *in[TILERT_MAX_ARGS] = {0};
   int64_t *numel = arena_alloc(a, sizeof *numel * (size_t)(f->nargs + 1));
-  if (!run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d) ||
-      !run_solve_dims(a, f, &b, d) || !run_derive_dims(a, f, &b, d) ||
+  const tilert_kernel_info *info = run_contract(a, f, d);
+  if (!info || !run_load_inputs(a, f, o, lenient, in, &b, d) || !run_parse_shapes(f, o->shapes, &b, lenient, d) ||
+      !run_solve_dims(info, f, &b, d) || !run_derive_dims(info, f, &b, d) ||
       !run_sizes(f, &b, o->run_max_bytes, numel, d))
     return 1;
   tilert_device *dev = NULL;
@@ -631,12 +641,9 @@ static int run_kernel(Arena *a, TirFunc *f, const TilecOptions *o, bool lenient,
     /* an atomic target starts at its updates' identity: the kernel combines with what is there;
      * other outputs as a NaN that shows what no store reached */
     double start = tir_atomic_start(f, i);
-    if (arg->is_out && isnan(start))
-      run_poison(bufs[i], numel[i], arg->elem);
-    else
-      for (int64_t e = 0; e < numel[i]; e++)
-        elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? start : run_random(&seed), arg->elem));
-    poisoned[i] = arg->is_out && isnan(start);
+    poisoned[i] = arg->is_out && isnan(start) && run_poison(bufs[i], numel[i], arg->elem);
+    for (int64_t e = 0; e < numel[i] && !poisoned[i]; e++)
+      elem_store(bufs[i], e, arg->elem, run_input(arg->is_out ? start : run_random(&seed), arg->elem));
     if (!arg->is_out)
       sources = arena_printf(a, "%s%s%s random", sources, *sources ? ", " : "", arg->name);
   }
