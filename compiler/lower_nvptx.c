@@ -99,6 +99,8 @@ typedef struct Nest {
   TirOp op;
   Pipe *pipe;            /* FOR: its pipeline, or NULL */
   LLVMBasicBlockRef cond, exit, false_bb, end_bb;
+  LLVMBasicBlockRef join; /* FOR with an overlapped dot (cp.async entry): where the path of a
+                             loop that runs no iteration meets the drained one, or NULL */
   LLVMValueRef counter, hi, step;
   int ind;               /* FOR: the induction register */
   int first;             /* the FOR / IF instruction */
@@ -3667,6 +3669,18 @@ static void lower_marker(Cg *g, const TirInst *in) {
     ns->hi = LLVMBuildSExt(g->b, hi, g->i64, "");
     ns->step = LLVMBuildSExt(g->b, step, g->i64, "");
     LLVMBuildStore(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->counter);
+    ns->join = NULL;
+    if (ns->pipe && !g->ws && ns->pipe->tp->overlap_dot >= 0) {
+      /* A loop that runs no iteration skips the drain: its accumulator (the zeros before the
+       * loop) must not meet the in-flight wgmma group's registers before the drain's wait, or
+       * ptxas sees non-wgmma writes of them inside the group and serializes every wgmma of the
+       * entry (C7515). */
+      LLVMBasicBlockRef run = new_bb(g, "for.run");
+      ns->join = new_bb(g, "for.join");
+      LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->hi, ""), run,
+                      ns->join);
+      LLVMPositionBuilderAtEnd(g->b, run);
+    }
     if (ns->pipe)
       pipe_prologue(g, ns->pipe, LLVMBuildSExt(g->b, lo, g->i64, ""), ns->hi, ns->step);
     ns->cond = new_bb(g, "for");
@@ -3709,6 +3723,10 @@ static void lower_marker(Cg *g, const TirInst *in) {
     }
     if (ns->pipe && g->groups == 2) /* the other group's turn */
       warp_arrive(g, turn_addr(g, LLVMBuildXor(g->b, g->group, ci32(g, 1), "")), elected(g), false);
+    if (ns->join) {
+      LLVMBuildBr(g->b, ns->join);
+      LLVMPositionBuilderAtEnd(g->b, ns->join);
+    }
     return;
   }
   case TIR_IF: {
@@ -4284,11 +4302,11 @@ static int occupancy_blocks(Cg *g) {
 }
 
 static void annotate_occupancy(Cg *g) {
-  if (g->ws)
-    return; /* a bound would shrink the registers the block is launched with, below its budgets:
-               the consumers' setmaxnreg.inc would wait for ever */
+  /* ws: the schedule's bound only; another would shrink the registers the block is launched
+   * with below its budgets, and the consumers' setmaxnreg.inc would wait for ever */
   const char *force = getenv("TILEC_MINBLOCKS"); /* tuning experiments: override the estimate */
-  int blocks = force && *force ? atoi(force) : occupancy_blocks(g);
+  int blocks = g->ws ? (g->sched->launch_blocks > 1 ? g->sched->launch_blocks : 0)
+               : force && *force ? atoi(force) : occupancy_blocks(g);
   if (!blocks)
     return;
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(g->fn), LLVMMDStringInContext2(g->ctx, "minctasm", 8),
@@ -5109,7 +5127,9 @@ typedef struct WsPlan {
   bool unpacked;      /* the ws entry's P rounded where the softmax makes it (as TILEC_CVT_PACK=0):
                          the unrounded scores no longer live until the packing at the dot, which
                          a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
+  bool one_block;     /* registers for 1 block an SM where the schedule would budget 2 (SchedOptions) */
   bool rotated;       /* out: some loop was rotated */
+  bool two_blocks;    /* out: some warp-specialized entry is budgeted for 2 blocks an SM */
   bool split;         /* out: some TMA store is split by warpgroup */
   bool ws;            /* out: some kernel has a warp-specialized entry */
 } WsPlan;
@@ -5125,7 +5145,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
   SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
-                     .whole_stores = plan->whole_stores};
+                     .whole_stores = plan->whole_stores, .one_block = plan->one_block};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -5146,6 +5166,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
     ws->sched = fw->sched;
     ws->cvt_unpacked = plan->unpacked;
     plan->rotated |= fw->sched->pipes[0].rotated;
+    plan->two_blocks |= fw->sched->launch_blocks > 1;
     for (int t = 0; t < fw->sched->ntmaps; t++)
       plan->split |= fw->sched->tmaps[t].store && fw->sched->tmaps[t].split > 1;
   }
@@ -5195,19 +5216,36 @@ static char *compile_once(TirFunc **fs, int n, const int *caps, WsPlan *plan, co
   return out;
 }
 
+/* Whether the `.minnctapersm` at hint belongs to a warp-specialized entry (NAME__ws). */
+static bool hint_of_ws_entry(const char *ptx, const char *hint) {
+  const char *entry = NULL;
+  for (const char *p = ptx; (p = strstr(p, ".entry ")) && p < hint; p++)
+    entry = p;
+  const char *paren = entry ? strchr(entry, '(') : NULL;
+  return paren && paren - entry >= 4 && !strncmp(paren - 4, "__ws", 4);
+}
+
 /* The `.minnctapersm` hint (annotate_occupancy) is an estimate; where ptxas is at hand it has the
  * last word: a hint under which ptxas spills is dropped, so ptxas picks the registers itself. The
  * hint is a directive to ptxas only, so the PTX is otherwise the same. Without ptxas the estimate
- * stays (TILEC_OCC_CHECK=0 skips the check, to compare). */
+ * stays (TILEC_OCC_CHECK=0 skips the check, to compare). A warp-specialized entry's hint is its
+ * register budget, not an estimate: it stays (compile_ws retries that entry's spills). */
 static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   const char *check = getenv("TILEC_OCC_CHECK");
   if (!strstr(ptx, ".minnctapersm") || (check && !strcmp(check, "0")))
     return ptx;
   const char *ptxas = ptxas_find(a);
-  if (!ptxas || ptxas_spill_bytes(a, ptxas, ptx, arch, NULL) <= 0)
+  long spill = ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, NULL) : 0;
+  long ws = spill > 0 && strstr(ptx, "__ws(") ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
+  spill -= ws > 0 ? ws : 0;
+  if (spill <= 0)
     return ptx;
-  char *line;
-  while ((line = strstr(ptx, ".minnctapersm"))) {
+  char *line = ptx;
+  while ((line = strstr(line, ".minnctapersm"))) {
+    if (hint_of_ws_entry(ptx, line)) {
+      line++;
+      continue;
+    }
     while (line > ptx && line[-1] != '\n')
       line--;
     char *end = strchr(line, '\n');
@@ -5223,9 +5261,10 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * next iteration's scores, this one's P and the output accumulator in registers at once. Where
  * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
  * producer at 40 registers (the consumers at 232), then without rotation, then both, then (the
- * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; the
- * first plan without spills wins, else the one that spills the fewest bytes (the earlier on a
- * tie). */
+ * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; then, if
+ * an entry was budgeted for 2 blocks an SM (one consumer warpgroup), every plan again at 1
+ * block's registers. The first plan without spills wins, else the one that spills the fewest
+ * bytes (the earlier on a tie). */
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -5250,22 +5289,29 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   bool unpacked_on = env_on("TILEC_UNPACKED_PLAN"); /* opt-in: run z2 measured it slower than the plain loop */
   char *best = NULL;
   long best_spill = 0;
-  bool rotated = false, split = false;
-  for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+  bool rotated = false, split = false, two_blocks = false;
+  /* round 1 (after every plan spilled with some entry budgeted for 2 blocks an SM): the plans
+   * again at 1 block's registers */
+  for (size_t j = 0, np = sizeof plans / sizeof plans[0]; j < 2 * np; j++) {
+    size_t k = j % np;
+    if (j == np && !two_blocks)
+      break;
     if ((plans[k].if_rotated && !rotated) || (plans[k].if_split && !split) || (plans[k].plan.unpacked && !unpacked_on))
       continue;
     WsPlan plan = plans[k].plan;
     plan.rotate &= rotate;
+    plan.one_block = j >= np;
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
     if (!out || *retry_cap || o->dump_llvm || !plan.ws)
       return out;
     long spill = ws_spill_bytes(fs[0]->arena, out, o->arch);
     if (!best || (spill >= 0 && (best_spill < 0 || spill < best_spill)))
       best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
-    if (spill <= 0)
+    if (spill == 0) /* < 0: ptxas refused the module (C7602 ...): the next plan */
       break;
     rotated |= plan.rotated;
     split |= plan.split;
+    two_blocks |= plan.two_blocks;
   }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }

@@ -554,6 +554,11 @@ typedef struct TirSchedule {
   int tile_group;
   int consumer_threads, producer_threads; /* consumer_threads: one group's (the kernel's) */
   int consumer_regs, producer_regs; /* setmaxnreg budgets */
+  /* Blocks of the warp-specialized entry an SM holds by registers: 1, or 2 where one consumer
+   * warpgroup's block (256 threads) is launched with 128 registers a thread (`.minnctapersm 2`)
+   * and the budgets split that pool (24 / 232). Left at 1, ptxas gives such a block up to 255
+   * registers a thread, one block an SM, and ignores setmaxnreg (C7508). */
+  int launch_blocks;
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
   /* Head loads (with ws, one group, no cluster): the shared tiles the body loads once before the
    * loop (attention's Q) come by TMA from the producer too, a one-stage ring of their own: the
@@ -615,6 +620,8 @@ typedef struct SchedOptions {
                               loop it did not rotate */
   bool whole_stores;       /* TMA stores of the whole tile (TirTmap.split 1): the split store's
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
+  bool one_block;          /* TirSchedule.launch_blocks 1 where it would be 2: the consumers spilled
+                              at the 2-block budget; lower_nvptx.c retries with it */
 } SchedOptions;
 
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */

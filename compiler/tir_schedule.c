@@ -40,11 +40,36 @@ enum { PREFETCH_REGS = 64 };
  * iteration's and the ones in flight): per-row scalars, not row tiles. */
 enum { LOOKAHEAD_REGS = 16 };
 
-/* The registers a thread of an n-thread block is launched with (ptxas: at most 255, whole
- * 8-register units, n of them on the SM). */
-static int launch_regs(int n) {
-  int r = SM_REGS / n / 8 * 8;
+/* The registers a thread of an n-thread block is launched with when `blocks` of them fit an SM
+ * (ptxas: at most 255, whole 8-register units). */
+static int launch_regs(int n, int blocks) {
+  int r = SM_REGS / n / blocks / 8 * 8;
   return r > 248 ? 248 : r;
+}
+
+/* The widest DOT result (its last dim): with one consumer warpgroup, a wgmma's N. */
+static int widest_dot(const TirFunc *f) {
+  int n = 0;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].op == TIR_DOT) {
+      const TileType *t = &f->regs[f->insts[i].dst].type;
+      n = t->rank && t->dims[t->rank - 1] > n ? t->dims[t->rank - 1] : n;
+    }
+  return n;
+}
+
+/* Blocks per SM a warp-specialized entry's registers are budgeted for (TirSchedule.launch_blocks):
+ * 2 for one consumer warpgroup (a 4-warp kernel: its cp.async entry fits 2 or more, and 2 blocks
+ * of the warp-specialized one ran 1.2-1.8x faster than 1 on the H200, run ag1), else 1.
+ * ptxas checks each instruction against the launch's registers, not the setmaxnreg budget: an
+ * m64n256 wgmma (128 accumulators and its operands, 154) is refused at 128 (C7602), so a DOT
+ * wider than 192 keeps 1. TILEC_WS_BLOCKS=1 keeps 1 everywhere. */
+enum { WIDEST_DOT_AT_TWO_BLOCKS = 192 };
+static int plan_launch_blocks(const SchedOptions *o, const TirFunc *f, const TirSchedule *s, int consumers) {
+  const char *e = getenv("TILEC_WS_BLOCKS");
+  if (o->one_block || (e && !strcmp(e, "1")) || widest_dot(f) > WIDEST_DOT_AT_TWO_BLOCKS)
+    return 1;
+  return consumers == WARPGROUP && s->groups == 1 ? 2 : 1;
 }
 
 typedef struct Sched {
@@ -751,7 +776,9 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_head_stages(f, s, p);
   if (S->o->ws_entry)
     plan_prefetch(f, s, p);
-  int consumers = f->threads * s->groups, pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers);
+  int consumers = f->threads * s->groups;
+  s->launch_blocks = plan_launch_blocks(S->o, f, s, consumers);
+  int pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers, s->launch_blocks);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
   int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
@@ -1994,9 +2021,10 @@ static bool verify_ws(const SchedVerifier *v) {
   int threads = s->producer_threads + s->consumer_threads * s->groups;
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
       s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups >
-          threads * launch_regs(threads))
+          threads * launch_regs(threads, s->launch_blocks) ||
+      s->launch_blocks < 1 || s->launch_blocks > 2)
     return sfail(v, -1, "register budgets %d / %d do not fit the %d x %d registers the block is launched with",
-                 s->producer_regs, s->consumer_regs, threads, launch_regs(threads));
+                 s->producer_regs, s->consumer_regs, threads, launch_regs(threads, s->launch_blocks));
   const TirPipe *p = &s->pipes[0];
   if (s->ntmaps != p->nloads + s->nheads + s->nstores)
     return sfail(v, -1, "%d tensor maps for %d ring loads, %d head loads and %d stores", s->ntmaps, p->nloads,
@@ -2140,6 +2168,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     return;
   fprintf(out, "// roles: producer warpgroup (%d threads, %d registers) issues TMA; %d consumer threads (%d registers)",
           s->producer_threads, s->producer_regs, s->consumer_threads, s->consumer_regs);
+  if (s->launch_blocks > 1)
+    fprintf(out, "; registers for %d blocks an SM", s->launch_blocks);
   if (s->walk_rows)
     fprintf(out, "; persistent grid, a row walk (the trips follow block.x: chunks of a row's tiles)");
   else if (s->persistent)

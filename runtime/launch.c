@@ -128,15 +128,16 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
     return st;
   if (gpu_prepare(d, m->dev, fn, k->info.ws_name, k->info.ws_threads, k->info.ws_smem_bytes).code)
     return tilert__ok();
-  /* Fewer of the kernel's own warps resident than the cp.async entry keeps (the producer
-   * warpgroup's registers can cost a block per SM: d64 attention, 2 blocks -> 1): that entry
-   * (measured 12% faster there). TILERT_WS=1 takes the warp-specialized one regardless. */
+  /* The cp.async entry when it keeps more than 2.5 times as many of the kernel's blocks
+   * resident (a 64 x 64 GEMM: 8 blocks an SM against 2, 1.6x faster there); else the
+   * warp-specialized one, which beat 2 to 2.5 times its blocks on the H200 (run ag2: 4-warp
+   * GEMMs of 128 x 64 and d64 attention by 3-34%). TILERT_WS=1 takes it regardless. */
   int ws_per_sm = 0, cp_per_sm = 0;
   TILERT_CU("cuOccupancyMaxActiveBlocksPerMultiprocessor",
             d->OccupancyMaxActiveBlocksPerMultiprocessor(&ws_per_sm, fn, k->info.ws_threads, (size_t)k->info.ws_smem_bytes));
   TILERT_CU("cuOccupancyMaxActiveBlocksPerMultiprocessor",
             d->OccupancyMaxActiveBlocksPerMultiprocessor(&cp_per_sm, k->fn, k->info.threads, (size_t)k->info.smem_bytes));
-  if (ws_per_sm * k->info.ws_groups < cp_per_sm && !(env && !strcmp(env, "1")))
+  if (5 * ws_per_sm * k->info.ws_groups < 2 * cp_per_sm && !(env && !strcmp(env, "1")))
     return tilert__ok();
   int per_sm = 0;
   if (k->info.ws_persistent) {

@@ -333,6 +333,12 @@ static const Case cases[] = {
     {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"softmax_empty", "softmax", "", "M=0,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     {"gemm_empty", "gemm", "", "M=0,N=72,K=40", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    /* an overlapped wgmma loop (3 stages) that runs no iteration: C = act(bias) */
+    {"gemm_k0_s3", "gemm", "-D BM=128 -D BN=128 -D BK=32 -D WARPS=4 -D STAGES=3", "M=70,N=200,K=0",
+     SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    /* one warpgroup, 128 x 128, 3 stages: the rule takes its cp.async entry (2 blocks an SM) */
+    {"gemm_w4_s3", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=4 -D STAGES=3 -D ACT=2", "M=300,N=264,K=520",
+     SUITE_GPU, 0, NULL, 0},
     /* one warpgroup, compiled with TILEC_PINGPONG=1 by make gpu-prep: two consumer groups take
      * turns on tiles (ping-pong); last, so that an experimental kernel's failure cannot take the
      * context of the other cases */
