@@ -5290,29 +5290,27 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   char *best = NULL;
   long best_spill = 0;
   bool rotated = false, split = false, two_blocks = false;
-  /* round 1 (after every plan spilled with some entry budgeted for 2 blocks an SM): the plans
-   * again at 1 block's registers */
-  for (size_t j = 0, np = sizeof plans / sizeof plans[0]; j < 2 * np; j++) {
-    size_t k = j % np;
-    if (j == np && !two_blocks)
-      break;
-    if ((plans[k].if_rotated && !rotated) || (plans[k].if_split && !split) || (plans[k].plan.unpacked && !unpacked_on))
-      continue;
-    WsPlan plan = plans[k].plan;
-    plan.rotate &= rotate;
-    plan.one_block = j >= np;
-    char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
-    if (!out || *retry_cap || o->dump_llvm || !plan.ws)
-      return out;
-    long spill = ws_spill_bytes(fs[0]->arena, out, o->arch);
-    if (!best || (spill >= 0 && (best_spill < 0 || spill < best_spill)))
-      best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
-    if (spill == 0) /* < 0: ptxas refused the module (C7602 ...): the next plan */
-      break;
-    rotated |= plan.rotated;
-    split |= plan.split;
-    two_blocks |= plan.two_blocks;
-  }
+  /* round 1 (every plan spilled, some entry budgeted for 2 blocks an SM): the plans again at 1
+   * block's registers */
+  for (int round = 0; round < 2 && (round == 0 || two_blocks); round++)
+    for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+      if ((plans[k].if_rotated && !rotated) || (plans[k].if_split && !split) || (plans[k].plan.unpacked && !unpacked_on))
+        continue;
+      WsPlan plan = plans[k].plan;
+      plan.rotate &= rotate;
+      plan.one_block = round == 1;
+      char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+      if (!out || *retry_cap || o->dump_llvm || !plan.ws)
+        return out;
+      long spill = ws_spill_bytes(fs[0]->arena, out, o->arch);
+      if (spill == 0) /* < 0: ptxas refused the module (C7602 ...): the next plan */
+        return out;
+      if (!best || (spill > 0 && (best_spill < 0 || spill < best_spill)))
+        best = out, best_spill = spill; /* the fewest spilled bytes; the earlier plan on a tie */
+      rotated |= plan.rotated;
+      split |= plan.split;
+      two_blocks |= plan.two_blocks;
+    }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
 

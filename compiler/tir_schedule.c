@@ -65,11 +65,11 @@ static int widest_dot(const TirFunc *f) {
  * m64n256 wgmma (128 accumulators and its operands, 154) is refused at 128 (C7602), so a DOT
  * wider than 192 keeps 1. TILEC_WS_BLOCKS=1 keeps 1 everywhere. */
 enum { WIDEST_DOT_AT_TWO_BLOCKS = 192 };
-static int plan_launch_blocks(const SchedOptions *o, const TirFunc *f, const TirSchedule *s, int consumers) {
+static int plan_launch_blocks(const SchedOptions *o, const TirFunc *f, int consumers) {
   const char *e = getenv("TILEC_WS_BLOCKS");
   if (o->one_block || (e && !strcmp(e, "1")) || widest_dot(f) > WIDEST_DOT_AT_TWO_BLOCKS)
     return 1;
-  return consumers == WARPGROUP && s->groups == 1 ? 2 : 1;
+  return consumers == WARPGROUP ? 2 : 1; /* (all groups' consumers: one warpgroup is one group) */
 }
 
 typedef struct Sched {
@@ -777,7 +777,7 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   if (S->o->ws_entry)
     plan_prefetch(f, s, p);
   int consumers = f->threads * s->groups;
-  s->launch_blocks = plan_launch_blocks(S->o, f, s, consumers);
+  s->launch_blocks = plan_launch_blocks(S->o, f, consumers);
   int pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers, s->launch_blocks);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
   int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
@@ -2019,10 +2019,11 @@ static bool verify_ws(const SchedVerifier *v) {
   if (s->walk_rows && (!s->persistent || s->groups != 1 || s->cluster != 1 || s->tile_group != 1))
     return sfail(v, -1, "a row walk is a persistent walk of one group, no cluster, x first");
   int threads = s->producer_threads + s->consumer_threads * s->groups;
+  if (s->launch_blocks < 1 || s->launch_blocks > 2)
+    return sfail(v, -1, "the block is launched for %d blocks an SM (1 or 2)", s->launch_blocks);
   if (s->producer_regs < 24 || s->consumer_regs > 256 || s->producer_regs % 8 || s->consumer_regs % 8 ||
       s->producer_regs * s->producer_threads + s->consumer_regs * s->consumer_threads * s->groups >
-          threads * launch_regs(threads, s->launch_blocks) ||
-      s->launch_blocks < 1 || s->launch_blocks > 2)
+          threads * launch_regs(threads, s->launch_blocks))
     return sfail(v, -1, "register budgets %d / %d do not fit the %d x %d registers the block is launched with",
                  s->producer_regs, s->consumer_regs, threads, launch_regs(threads, s->launch_blocks));
   const TirPipe *p = &s->pipes[0];
