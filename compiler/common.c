@@ -228,6 +228,13 @@ int arch_smem_limit(GpuArch a) { return arch_table[a].smem; }
 int arch_sm_threads(GpuArch a) { return arch_table[a].threads; }
 int arch_sm_blocks(GpuArch a) { return arch_table[a].blocks; }
 
+/* The driver reserves 1 KB of shared memory a block. */
+int arch_blocks_per_sm(GpuArch a, int threads, int smem) {
+  int by_smem = (arch_smem_limit(a) + 1024) / (smem + 1024), by_threads = arch_sm_threads(a) / threads;
+  by_smem = by_smem < by_threads ? by_smem : by_threads;
+  return by_smem < arch_sm_blocks(a) ? by_smem : arch_sm_blocks(a);
+}
+
 bool arch_from_name(const char *s, GpuArch *out) {
   for (int i = 0; i < ARCH_COUNT; i++)
     if (!strcmp(s, arch_table[i].name)) {

@@ -5324,14 +5324,6 @@ static int module_meta(const char *ptx, const char *key, int *v, int max) {
 
 static int module_smem(const char *ptx, int *v, int max) { return module_meta(ptx, "// tilec: smem ", v, max); }
 
-/* Blocks of `threads` threads and smem bytes resident per SM by threads and shared memory (the
- * driver reserves 1 KB a block). */
-static int sm_blocks(GpuArch arch, int threads, int smem) {
-  int by_smem = (arch_smem_limit(arch) + 1024) / (smem + 1024), by_threads = arch_sm_threads(arch) / threads;
-  by_smem = by_smem < by_threads ? by_smem : by_threads;
-  return by_smem < arch_sm_blocks(arch) ? by_smem : arch_sm_blocks(arch);
-}
-
 /* Whether module a (with loop versions) costs no more than module b (without): per function no
  * more ptxas registers, per kernel no fewer blocks per SM by shared memory. */
 static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *a, const char *b) {
@@ -5348,7 +5340,7 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
       module_meta(b, "// tilec: threads ", tb, MAXF) != n)
     return false;
   for (int k = 0; k < n; k++)
-    if (sm_blocks(arch, ta[k], ra[k]) < sm_blocks(arch, tb[k], rb[k]))
+    if (arch_blocks_per_sm(arch, ta[k], ra[k]) < arch_blocks_per_sm(arch, tb[k], rb[k]))
       return false;
   return true;
 }

@@ -435,6 +435,7 @@ bool arch_from_name(const char *s, GpuArch *out);
 int arch_smem_limit(GpuArch a);                  /* bytes of shared memory per block */
 int arch_sm_threads(GpuArch a);                  /* threads resident per SM at most */
 int arch_sm_blocks(GpuArch a);                   /* blocks resident per SM at most */
+int arch_blocks_per_sm(GpuArch a, int threads, int smem); /* resident by threads and shared memory */
 
 typedef struct NvptxOptions {
   GpuArch arch;
@@ -622,6 +623,9 @@ typedef struct SchedOptions {
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
   bool one_block;          /* TirSchedule.launch_blocks 1 where it would be 2: the consumers spilled
                               at the 2-block budget; lower_nvptx.c retries with it */
+  int ring_stages;         /* > 0: the pipelined loop's ring depth instead of its `pipeline P`
+                              (tir_schedule's own second try for a warp-specialized entry whose
+                              ring holds too little work ahead: deeper_ring) */
 } SchedOptions;
 
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */

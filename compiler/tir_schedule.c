@@ -313,7 +313,8 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
   bool *mark = arena_alloc(a, sizeof(bool) * (size_t)(f->ninsts + 1));
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *fi = &f->insts[i];
-    int stages = fi->pipeline < S->o->stage_cap ? fi->pipeline : S->o->stage_cap;
+    int stages = S->o->ring_stages && fi->pipeline >= 2 ? S->o->ring_stages : fi->pipeline;
+    stages = stages < S->o->stage_cap ? stages : S->o->stage_cap;
     if (fi->op != TIR_FOR || stages < 2)
       continue;
     TirPipe *p = &pipes[*npipes];
@@ -667,11 +668,14 @@ static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
   s->store_bytes = bytes - base;
 }
 
+/* Shared memory a block's schedule may grow into by itself (a second copy of the head tiles, a
+ * deeper ring): past it the L1 left beside it shrinks (the SM's 256 KB are both), and on the H200
+ * attention d128 (224 KB with the second Q) ran 1.5-5% slower at N >= 4k with it (runs n1, n2),
+ * while d64 (176 KB) gained or tied. */
+enum { SMEM_WITH_L1 = 200 * 1024 };
+
 /* A second copy of the head tiles (TirSchedule.head_stages) for a persistent walk, where the
- * block's shared memory stays within HEAD_DOUBLE_SMEM with it: past that the L1 left beside it
- * shrinks (the SM's 256 KB are both), and on the H200 attention d128 (224 KB with the second Q)
- * ran 1.5-5% slower at N >= 4k with it (runs n1, n2), while d64 (176 KB) gained or tied. */
-enum { HEAD_DOUBLE_SMEM = 200 * 1024 };
+ * block's shared memory stays within SMEM_WITH_L1 with it. */
 
 static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
   s->head_stages = 1;
@@ -680,7 +684,7 @@ static void plan_head_stages(const TirFunc *f, TirSchedule *s, const TirPipe *p)
   int bytes = shared_bytes(f, p) + s->store_bytes + 1024;
   for (int h = 0; h < s->nheads; h++)
     bytes += tile_bytes(f, f->insts[s->heads[h]].dst);
-  if (bytes <= arch_smem_limit(ARCH_SM90A) && bytes <= HEAD_DOUBLE_SMEM)
+  if (bytes <= arch_smem_limit(ARCH_SM90A) && bytes <= SMEM_WITH_L1)
     s->head_stages = 2;
 }
 
@@ -783,6 +787,60 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   int c = (pool - WARPGROUP * s->producer_regs) / consumers / 8 * 8;
   s->consumer_regs = c > CONSUMER_REGS_MAX ? CONSUMER_REGS_MAX : c;
   return true;
+}
+
+/* FLOPs of the DOTs in one iteration of p's loop (2 M N K each). */
+static double dot_flops(const TirFunc *f, const TirPipe *p) {
+  double flops = 0;
+  for (int j = p->first + 1; j < p->last; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op != TIR_DOT)
+      continue;
+    const TileType *c = &f->regs[in->dst].type, *a = &f->regs[in->args[0]].type;
+    if (c->rank == 2 && a->rank == 2)
+      flops += 2.0 * c->dims[0] * c->dims[1] * a->dims[1];
+  }
+  return flops;
+}
+
+/* The warp-specialized entry's ring depth (SchedOptions.ring_stages). The producer fills the
+ * stages the consumers are not reading, so P - 1 stages must hold enough of the DOTs' work to
+ * cover a load's latency. On the H200 a GEMM's 128 x 128 x 64 tile (2 MFLOP a stage) ran
+ * 0.2491 ms at 3 stages and 0.2035 at 4 (4096^3, run ah2), while 128 x 256 x 64 (4 MFLOP) at 3
+ * matches cuBLAS. So the ring gets stages while P - 1 of them hold less than RING_AHEAD_FLOPS,
+ * up to RING_MAX_STAGES, as long as the SM's blocks keep their number and stay within
+ * SMEM_WITH_L1 together (with 2 blocks of 115 KB, 8 stages, GEMM 128 x 64 x 32 ran 7-23% slower
+ * than at its 4, run ah3). The cp.async entry keeps `pipeline P` (TILEC_DEEP_RING=0: both do). */
+enum { RING_AHEAD_FLOPS = 8 << 20, RING_MAX_STAGES = 8 };
+/* The warp-specialized entry's mbarriers (lower_nvptx.c): full and empty a stage, and at most
+ * 256 bytes for the rest (the head loads' and the ping-pong turns', alignment). An estimate
+ * within 1 KB of the emitter's count decides the blocks per SM (attention d128 at its defaults,
+ * 2 stages: 114848 bytes, 2 blocks an SM by 1 KB). */
+enum { STAGE_MBAR_BYTES = 16, OTHER_MBAR_BYTES = 256 };
+
+static int deeper_ring(const Sched *S, const TirPipe *p) {
+  const TirFunc *f = S->f;
+  const TirSchedule *s = S->s;
+  double flops = dot_flops(f, p);
+  if (!S->o->ws_entry || !s->ws || flops <= 0 || env_off("TILEC_DEEP_RING"))
+    return p->stages;
+  int stage_bytes = STAGE_MBAR_BYTES, fixed = s->store_bytes + OTHER_MBAR_BYTES;
+  for (int r = 0; r < f->nregs; r++)
+    if (f->regs[r].type.place == PLACE_SHARED)
+      *(in_ring(p, f, r) ? &stage_bytes : &fixed) += tile_bytes(f, r);
+  for (int h = 0; h < s->nheads; h++) /* (head tiles are shared tiles: their second copy) */
+    fixed += (s->head_stages - 1) * tile_bytes(f, f->insts[s->heads[h]].dst);
+  int threads = WARPGROUP + f->threads * s->groups, n = p->stages;
+  int blocks = arch_blocks_per_sm(S->o->arch, threads, fixed + n * stage_bytes);
+  blocks = blocks < s->launch_blocks ? blocks : s->launch_blocks;
+  while (n < RING_MAX_STAGES && (n - 1) * flops < RING_AHEAD_FLOPS) {
+    int bytes = fixed + (n + 1) * stage_bytes;
+    if (blocks * bytes > SMEM_WITH_L1 || bytes > arch_smem_limit(S->o->arch) ||
+        arch_blocks_per_sm(S->o->arch, threads, bytes) < blocks)
+      break;
+    n++;
+  }
+  return n;
 }
 
 /* ---------------------------------------------- the scheduled copy */
@@ -1656,6 +1714,12 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   s->pipes = pipes;
   if (s->npipes == 1 && f->cluster == 1) { /* (a cluster's blocks meet at its reductions: no roles) */
     plan_ws(&S, &pipes[0]);
+    int deep = o->ring_stages ? pipes[0].stages : deeper_ring(&S, &pipes[0]);
+    if (deep > pipes[0].stages) { /* schedule again: the overlap, the rotation follow the depth */
+      SchedOptions again = *o;
+      again.ring_stages = deep;
+      return tir_schedule(f, &again, d);
+    }
     plan_early_set(&S, &pipes[0]);
   }
   if (!s->ws)

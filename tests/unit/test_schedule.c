@@ -840,7 +840,9 @@ Test(schedule, a_spilling_producer_gets_wider_budgets) {
   setenv("TILEC_HEAD_DOUBLE", "0", 1); /* so it does with Q's loads before the ring's */
   setenv("TILEC_EARLY_HEAD", "0", 1);  /* (as Q freed by the last iteration has them) */
   setenv("TILEC_EARLY_SET", "0", 1);   /* one set: the 2-stage loop is not rotated */
+  setenv("TILEC_DEEP_RING", "0", 1);   /* (3 stages would rotate it) */
   char *ptx = module_ptx(a, "attention", defs, ARCH_SM90A);
+  unsetenv("TILEC_DEEP_RING");
   unsetenv("TILEC_EARLY_SET");
   unsetenv("TILEC_TMA_STORE");
   unsetenv("TILEC_HEAD_DOUBLE");
@@ -958,6 +960,37 @@ Test(schedule, one_warpgroup_ws_entry_fits_two_blocks) {
       ptxas_assert_clean(ptx, ARCH_SM90A);
       arena_free(a);
     }
+}
+
+/* A warp-specialized entry whose ring holds too little of the DOTs' work ahead gets stages
+ * (deeper_ring: while P - 1 stages hold under 8 MFLOP, the SM's blocks keep their number and stay
+ * within 200 KB together). GEMM 128 x 128 x 64 with 4 warps and 3 stages (2 MFLOP a stage, one
+ * block an SM by shared memory): 5 stages; 128 x 64 x 32 at 4 (two blocks): 6; 128 x 256 x 64 at
+ * 3 (4 MFLOP a stage) keeps 3. The cp.async entry keeps `pipeline P`; so does everything with
+ * TILEC_DEEP_RING=0. The deeper module assembles without spills. */
+Test(schedule, deeper_ring_for_thin_stages) {
+  static struct {
+    const char *defs[6];
+    int written, deep;
+  } cases[] = {{{"BM=128", "BN=128", "BK=64", "WARPS=4", "STAGES=3", NULL}, 3, 5},
+               {{"BM=128", "BN=64", "BK=32", "WARPS=4", "STAGES=4", NULL}, 4, 6},
+               {{"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", NULL}, 3, 3}};
+  for (int c = 0; c < 3; c++) {
+    Arena *a = arena_new();
+    Diag d;
+    cr_expect_eq(scheduled_as(a, "gemm", cases[c].defs, ARCH_SM90A, true, &d)->sched->pipes[0].stages, cases[c].deep,
+                 "case %d", c);
+    cr_expect_eq(scheduled(a, "gemm", cases[c].defs, ARCH_SM90A, &d)->sched->pipes[0].stages, cases[c].written,
+                 "case %d: the cp.async entry", c);
+    TirFunc *off = scheduled_as_with(a, "gemm", cases[c].defs, ARCH_SM90A, true, "TILEC_DEEP_RING", "0", &d);
+    cr_expect_eq(off->sched->pipes[0].stages, cases[c].written, "case %d: TILEC_DEEP_RING=0", c);
+    arena_free(a);
+  }
+  Arena *a = arena_new();
+  char *ptx = module_ptx(a, "gemm", cases[0].defs, ARCH_SM90A);
+  cr_assert(strstr(ptx, "// tilec: ws gemm__ws threads 256 smem 196688 "), "5 stages of 32 KB and the 32 KB staging tile");
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
 }
 
 /* A key tile of 176 rows at d128 (FlashAttention-3's): S = Q K^T on wgmma.m64n176, never the
@@ -1194,10 +1227,12 @@ static const TirSchedule *sched_of_kernel(Arena *a, const char *example, const c
 
 /* A loop that is not rotated keeps one barrier set (the early set measured slower there): the
  * backward dK/dV kernel (five products a step) in its warp-specialized entry; its forward
- * companion (attention_lse, kernel 0) rotates at 2 stages with K apart from V. */
+ * companion (attention_lse, kernel 0) rotates at 2 stages with K apart from V (as written: its
+ * deeper ring, 4 stages, is rotated anyway). */
 Test(schedule, only_rotated_loops_get_an_early_set) {
   Arena *a = arena_new();
   Diag d;
+  setenv("TILEC_DEEP_RING", "0", 1);
   static const char *defs[] = {"D=64", "CAUSAL=0", "KM=128", "KN=128", "KWARPS=8", "QM=128", "QN=128", "QWARPS=8", NULL};
   for (int k = 0; k < 6; k++) {
     TirFunc *f = source_tir_kernel(a, "attention_backward", example_text(a, "attention_backward"), defs, ARCH_SM90A, k, &d);
@@ -1215,6 +1250,7 @@ Test(schedule, only_rotated_loops_get_an_early_set) {
         cr_assert(g->sched->ws && !pp->rotated);
     }
   }
+  unsetenv("TILEC_DEEP_RING");
   arena_free(a);
 }
 
