@@ -807,10 +807,12 @@ static double dot_flops(const TirFunc *f, const TirPipe *p) {
  * stages the consumers are not reading, so P - 1 stages must hold enough of the DOTs' work to
  * cover a load's latency. On the H200 a GEMM's 128 x 128 x 64 tile (2 MFLOP a stage) ran
  * 0.2491 ms at 3 stages and 0.2035 at 4 (4096^3, run ah2), while 128 x 256 x 64 (4 MFLOP) at 3
- * matches cuBLAS. So the ring gets stages while P - 1 of them hold less than RING_AHEAD_FLOPS,
- * up to RING_MAX_STAGES, as long as the SM's blocks keep their number and stay within
- * SMEM_WITH_L1 together (with 2 blocks of 115 KB, 8 stages, GEMM 128 x 64 x 32 ran 7-23% slower
- * than at its 4, run ah3). The cp.async entry keeps `pipeline P` (TILEC_DEEP_RING=0: both do). */
+ * matches cuBLAS. So the ring of an entry that runs 1 block an SM gets stages while P - 1 of them
+ * hold less than RING_AHEAD_FLOPS, up to RING_MAX_STAGES, as long as the block stays within
+ * SMEM_WITH_L1. With 2 blocks an SM each block's loads land while the other computes, and deeper
+ * rings there measured mixed (runs ah3, ah4: GEMM 128 x 64 x 32 0.84-0.96x at 6 or 8 stages
+ * instead of 4, 128 x 128 x 32 0.97-1.14x, the d64 attention example 0.985-1.04x). The cp.async
+ * entry keeps `pipeline P` (TILEC_DEEP_RING=0: both do). */
 enum { RING_AHEAD_FLOPS = 8 << 20, RING_MAX_STAGES = 8 };
 /* The warp-specialized entry's mbarriers (lower_nvptx.c): full and empty a stage, and at most
  * 256 bytes for the rest (the head loads' and the ping-pong turns', alignment). An estimate
@@ -831,15 +833,10 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   for (int h = 0; h < s->nheads; h++) /* (head tiles are shared tiles: their second copy) */
     fixed += (s->head_stages - 1) * tile_bytes(f, f->insts[s->heads[h]].dst);
   int threads = WARPGROUP + f->threads * s->groups, n = p->stages;
-  int blocks = arch_blocks_per_sm(S->o->arch, threads, fixed + n * stage_bytes);
-  blocks = blocks < s->launch_blocks ? blocks : s->launch_blocks;
-  while (n < RING_MAX_STAGES && (n - 1) * flops < RING_AHEAD_FLOPS) {
-    int bytes = fixed + (n + 1) * stage_bytes;
-    if (blocks * bytes > SMEM_WITH_L1 || bytes > arch_smem_limit(S->o->arch) ||
-        arch_blocks_per_sm(S->o->arch, threads, bytes) < blocks)
-      break;
+  if (s->launch_blocks > 1 && arch_blocks_per_sm(S->o->arch, threads, fixed + n * stage_bytes) > 1)
+    return n;
+  while (n < RING_MAX_STAGES && (n - 1) * flops < RING_AHEAD_FLOPS && fixed + (n + 1) * stage_bytes <= SMEM_WITH_L1)
     n++;
-  }
   return n;
 }
 
