@@ -810,7 +810,7 @@ static double dot_flops(const TirFunc *f, const TirPipe *p) {
  * matches cuBLAS. So the ring of an entry that runs 1 block an SM gets stages while P - 1 of them
  * hold less than RING_AHEAD_FLOPS, up to RING_MAX_STAGES, as long as the block stays within
  * SMEM_WITH_L1. With 2 blocks an SM each block's loads land while the other computes, and deeper
- * rings there measured mixed (runs ah3, ah4: GEMM 128 x 64 x 32 0.84-0.96x at 6 or 8 stages
+ * rings there measured mixed (runs ah3, ah4: GEMM 128 x 64 x 32 0.77-0.96x at 6 or 8 stages
  * instead of 4, 128 x 128 x 32 0.97-1.14x, the d64 attention example 0.985-1.04x). The cp.async
  * entry keeps `pipeline P` (TILEC_DEEP_RING=0: both do). */
 enum { RING_AHEAD_FLOPS = 8 << 20, RING_MAX_STAGES = 8 };
