@@ -1,7 +1,7 @@
 """Where the time of the M = 16 GEMM goes (issue 11): each kernel of the split-K GEMM
 (bench/ab/gemm_splitk.tile) timed alone and both in sequence, beside the one-kernel GEMM variants
 and cuBLAS (torch.matmul, torch.addmm + relu), at 16 x 8192 x 8192, f16. Same timing as
-bench/run.py: CUDA events around one call, L2 flushed (256 MB written) before each, median.
+bench/user_kernels.py: CUDA events around one call, L2 flushed before each, median of 100.
 
 PTX comes from this machine: bench/ab/skinny_prep.sh writes build/skinny/*.ptx. On the GPU:
     TILEC_LIB_DIR=build python3 bench/ab/skinny_parts.py --ptx-dir build/skinny --json $OUT/skinny.json
@@ -10,43 +10,28 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
+from user_kernels import timed as timed_reps  # noqa: E402 (events, L2 flushed, median)
 
-FLUSH = None
 
-
-def timed(fn, reps=100):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(reps):
-        FLUSH.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
+def timed(fn):
+    return timed_reps(fn, reps=100)
 
 def main():
-    global FLUSH
     p = argparse.ArgumentParser()
     p.add_argument("--ptx-dir", default=os.path.join(ROOT, "build", "skinny"))
     p.add_argument("--json")
     args = p.parse_args()
-    FLUSH = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     torch.manual_seed(0)
     m, n, k = 16, 8192, 8192
     h = torch.float16
