@@ -2195,7 +2195,11 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     return;
   for (int k = 0; k < s->npipes; k++) {
     const TirPipe *p = &s->pipes[k];
-    fprintf(out, "// pipe %d: for @%d, %d stages, loads", k, p->first, p->stages);
+    fprintf(out, "// pipe %d: for @%d, %d stages", k, p->first, p->stages);
+    int asked = f->insts[p->first].pipeline; /* fewer where shared memory ran out; more: deeper_ring */
+    if (asked != p->stages)
+      fprintf(out, " (pipeline %d: %s)", asked, asked < p->stages ? "a deeper ring" : "what fits shared memory");
+    fprintf(out, ", loads");
     for (int l = 0; l < p->nloads; l++)
       fprintf(out, " @%d", p->loads[l]);
     fprintf(out, ", wait @%d, release @%d", p->wait, p->release);

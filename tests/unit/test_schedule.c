@@ -987,6 +987,14 @@ Test(schedule, deeper_ring_for_thin_stages) {
     arena_free(a);
   }
   Arena *a = arena_new();
+  Diag d;
+  char *dump = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&dump, &len);
+  tir_print_schedule(out, scheduled_as(a, "gemm", cases[0].defs, ARCH_SM90A, true, &d));
+  fclose(out);
+  cr_expect(strstr(dump, ", 5 stages (pipeline 3: a deeper ring), loads"), "%s", dump);
+  free(dump);
   char *ptx = module_ptx(a, "gemm", cases[0].defs, ARCH_SM90A);
   cr_assert(strstr(ptx, "// tilec: ws gemm__ws threads 256 smem 196688 "), "5 stages of 32 KB and the 32 KB staging tile");
   ptxas_assert_clean(ptx, ARCH_SM90A);
