@@ -824,8 +824,8 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   const TirSchedule *s = S->s;
   double flops = dot_flops(f, p);
-  if (!S->o->ws_entry || !s->ws || flops <= 0 || env_off("TILEC_DEEP_RING"))
-    return p->stages;
+  if (S->o->ring_stages || !S->o->ws_entry || !s->ws || flops <= 0 || env_off("TILEC_DEEP_RING"))
+    return p->stages; /* (ring_stages: this is the schedule at the depth it chose) */
   int stage_bytes = STAGE_MBAR_BYTES, fixed = s->store_bytes + OTHER_MBAR_BYTES;
   for (int r = 0; r < f->nregs; r++)
     if (f->regs[r].type.place == PLACE_SHARED)
@@ -1711,7 +1711,7 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   s->pipes = pipes;
   if (s->npipes == 1 && f->cluster == 1) { /* (a cluster's blocks meet at its reductions: no roles) */
     plan_ws(&S, &pipes[0]);
-    int deep = o->ring_stages ? pipes[0].stages : deeper_ring(&S, &pipes[0]);
+    int deep = deeper_ring(&S, &pipes[0]);
     if (deep > pipes[0].stages) { /* schedule again: the overlap, the rotation follow the depth */
       SchedOptions again = *o;
       again.ring_stages = deep;
