@@ -92,7 +92,7 @@ GEMM_BENCH_TILE := -D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=4
 .PHONY: user-prep
 user-prep: $(B)/tilec
 	@mkdir -p $(B)/user
-	@for k in geglu rmsres colmax colmax_atomic gemm_silu softmax_t; do \
+	@for k in geglu rmsres colmax colmax_atomic gemm_silu softmax_t wgrad; do \
 	  $(B)/tilec bench/user/$$k.tile --arch=sm_90a -o $(B)/user/$$k.ptx || exit 1; done
 	$(B)/tilec bench/user/gemm_silu.tile $(GEMM_BENCH_TILE) --arch=sm_90a -o $(B)/user/gemm_silu_tuned.ptx
 	$(B)/tilec dsl/examples/gemm.tile $(GEMM_BENCH_TILE) -D ACT=1 --arch=sm_90a -o $(B)/user/gemm_relu_example.ptx
@@ -101,4 +101,5 @@ user-prep: $(B)/tilec
 	$(B)/tilec bench/user/colmax_split.tile -D ROWS=512 --arch=sm_90a -o $(B)/user/colmax_split_r512.ptx
 	$(B)/tilec bench/user/colmax_split.tile -D ROWS=1024 -D STAGES=4 --arch=sm_90a -o $(B)/user/colmax_split_r1024s4.ptx
 	$(B)/tilec bench/user/colmax.tile -D BN=32 --arch=sm_90a -o $(B)/user/colmax_bn32.ptx
+	TILEC_TRANS_A=0 $(B)/tilec bench/user/wgrad.tile --arch=sm_90a -o $(B)/user/wgrad_regs.ptx
 	@git rev-parse HEAD > $(B)/user/COMMIT

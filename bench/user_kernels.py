@@ -1,5 +1,5 @@
 """Kernels a new user wrote from the docs alone (bench/user/*.tile: GEGLU, RMSNorm + residual,
-column max two ways, GEMM + bias + SiLU, softmax with a temperature; colmax_split.tile is our
+column max two ways, GEMM + bias + SiLU, softmax with a temperature, a weight gradient X^T dY; colmax_split.tile is our
 rewrite of the column max, at several -D values), on the GPU through the
 Python package, each against torch in the same process: the error against a float32 torch
 reference and the time against torch eager (CUDA events, L2 flushed, median).
@@ -117,6 +117,20 @@ def cases(ptx):
     want_e = F.relu(torch.addmm(bias.float(), a.float(), b.float()))
     out.append(("dsl/examples/gemm.tile ACT=1 (bench tile)", "4096^3", lambda: ke(a, b, bias, c),
                 lambda: F.relu(torch.addmm(bias, a, b)), lambda: rel_err(c, want_e)))
+
+    # the weight gradient of a linear layer, dW = X^T dY (X^T read in place as wgmma's operand A;
+    # wgrad_regs: the same source with TILEC_TRANS_A=0, X^T through registers)
+    mt, ki, no = 8192, 4096, 4096
+    xw = torch.randn(mt, ki, dtype=h, device="cuda") / 8
+    gw = torch.randn(mt, no, dtype=h, device="cuda") / 8
+    dw = torch.empty(ki, no, dtype=h, device="cuda")
+    want_w = xw.float().t() @ gw.float()
+    for name, what in (("wgrad", "X^T in place"), ("wgrad_regs", "TILEC_TRANS_A=0")):
+        if not os.path.exists(ptx(name)):
+            continue
+        kw = tilec.load_ptx(ptx(name))
+        out.append(("%s (%s)" % (name, what), "8192 x 4096 x 4096", lambda kw=kw: kw(xw, gw, dw),
+                    lambda: torch.matmul(xw.t(), gw), lambda: rel_err(dw, want_w)))
 
     m, n = 16384, 1024
     xs = torch.randn(m, n, dtype=h, device="cuda")

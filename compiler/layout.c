@@ -503,14 +503,17 @@ bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int 
   return layout_wgmma_warpgroups(M, N, f->threads / 128, rows_in_warps(f), wgm, wgn);
 }
 
-/* Every read of t is as operand B of a DOT (a TRANS result wgmma reads in place). */
-static bool only_dot_b(const TirFunc *f, int t) {
+/* Every read of t is as operand B of a DOT, or as operand A or B: a TRANS result that wgmma reads
+ * in place, K-major as B, MN-major as A ("transposed", dot(trans(x), y) with x a shared [K, M]
+ * tile: a weight gradient X^T dY, or C^T = B^T A^T for a GEMM of few rows). */
+static bool only_dot_operand(const TirFunc *f, int t, bool as_a) {
+  as_a &= !env_off("TILEC_TRANS_A"); /* the A/B: such an A through registers (ldmatrix) */
   bool any = false;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
     if (!tir_inst_reads(in, t))
       continue;
-    if (in->op != TIR_DOT || in->args[0] == t || in->args[2] == t)
+    if (in->op != TIR_DOT || in->args[2] == t || (in->args[0] == t && (!as_a || in->args[1] == t)))
       return false;
     any = true;
   }
@@ -566,7 +569,7 @@ bool layout_is_wgmma_operand_tile(const TirFunc *f, int r) {
     const TirInst *in = &f->insts[i];
     if (in->op == TIR_DOT && (in->args[0] == r || in->args[1] == r))
       return true;
-    if (in->op == TIR_TRANS && in->args[0] == r && only_dot_b(f, in->dst))
+    if (in->op == TIR_TRANS && in->args[0] == r && only_dot_operand(f, in->dst, true))
       return true;
   }
   return false;
@@ -584,7 +587,7 @@ static bool operand_tile_exclusive(const TirFunc *f, int r) {
     if (in->op == TIR_DOT && in->args[2] != r)
       continue;
     if (in->op == TIR_TRANS && f->regs[in->dst].type.place != PLACE_SHARED && tir_only_write(f, in->dst) == i &&
-        only_dot_b(f, in->dst))
+        only_dot_operand(f, in->dst, true))
       continue;
     return false;
   }
@@ -608,8 +611,16 @@ static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
   if (a->place == PLACE_SHARED && !smem_ok(a, &T))
     return false;
   int32_t Mw = layout_pow2_ceil(f->regs[in->dst].type.dims[0]) / wgm;
-  if (a->place != PLACE_SHARED && (Mw / 64) * (a->dims[1] / 16) > LAYOUT_WGMMA_MAX_A_FRAGS)
+  int def_a = a->place == PLACE_SHARED ? -1 : tir_only_write(f, in->args[0]);
+  if (def_a >= 0 && f->insts[def_a].op == TIR_TRANS && only_dot_operand(f, in->args[0], true)) {
+    /* the TRANS of a shared [K, M] tile: A in place, MN-major; a warpgroup starts at a block of
+     * T rows of M, like an MN-major B's columns */
+    const TileType *s = &f->regs[f->insts[def_a].args[0]].type;
+    if (s->place != PLACE_SHARED || !smem_ok(s, &T) || (wgm != 1 && Mw % T))
+      return false;
+  } else if (a->place != PLACE_SHARED && (Mw / 64) * (a->dims[1] / 16) > LAYOUT_WGMMA_MAX_A_FRAGS) {
     return false;
+  }
   int32_t Nw = layout_pow2_ceil(f->regs[in->dst].type.dims[1]) / wgn;
   if (b->place == PLACE_SHARED) /* [K, N], MN-major: a warpgroup starts at a block of T columns */
     return smem_ok(b, &T) && (wgn == 1 || Nw % T == 0);

@@ -1431,8 +1431,10 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   if (layout_dot_wgmma_tiling(g->f, in, &wgm, &wgn))
     acc = layout_wgmma_acc(d->lay->shape[0], d->lay->shape[1], wgm, wgn);
   Tile *a = &g->tiles[in->args[0]], *b = &g->tiles[in->args[1]];
+  /* A: a shared tile, the view of a swizzled one (layout_is_wgmma_operand_tile), or registers */
+  Tile *as = a->view_of >= 0 && g->tiles[a->view_of].swz ? &g->tiles[a->view_of] : a;
   Tile *bs = b->view_of >= 0 ? &g->tiles[b->view_of] : b;
-  if (!layout_equal(d->lay, &acc) || !bs->swz || (a->shared && !a->swz)) {
+  if (!layout_equal(d->lay, &acc) || !bs->swz || (as->shared && !as->swz)) {
     cg_error(g, "internal error: wgmma operands or accumulator layout");
     return true;
   }
@@ -1444,8 +1446,8 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   g->stage_ahead = in->stage;
-  if (a->shared) {
-    wd.a = (NvWgmmaOperand){tile_base(g, a), a->swz, true, NULL};
+  if (as->shared) { /* [M, K] in place, K-major; the view of a [K, M] tile, MN-major */
+    wd.a = (NvWgmmaOperand){tile_base(g, as), as->swz, a->view_of < 0, NULL};
   } else {
     Layout la = layout_wgmma_operand_a(wd.M, wd.Kpad, wgm, wgn);
     wd.a.regs = vals_new(g, layout_nregs(&la));

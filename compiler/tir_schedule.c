@@ -201,8 +201,8 @@ bool tir_rotation_enabled(void) { return !env_off("TILEC_ROTATE"); }
  * In a loop of P >= 3 stages whose body holds one DOT acc = dot(a, b, acc), that DOT ends with
  * wgmma.wait_group 1: iteration i's wgmmas run on while the loop goes round, and iteration
  * i+1's wait retires them. acc is touched by no other body instruction, both operands are ring
- * tiles of this loop or shared tiles the loop never writes, and A is in shared memory (a register
- * A would be rewritten while the group reads it). TILEC_WGMMA_OVERLAP=0 turns it off. */
+ * tiles of this loop or shared tiles the loop never writes, and A is in shared memory, itself or
+ * the TRANS of a tile read in place (a register A would be rewritten while the group reads it). TILEC_WGMMA_OVERLAP=0 turns it off. */
 
 /* The shared tile a wgmma operand register reads (itself, or the source of its one TRANS), or -1. */
 static int operand_tile(const TirFunc *f, int r) {
@@ -250,6 +250,10 @@ static int plan_overlap(const Sched *S, const TirPipe *p) {
   for (int o = 0; o < 2; o++) {
     int t = operand_tile(f, d->args[o]);
     if (t < 0)
+      return -1;
+    /* A through a TRANS is read in place only when its tile has the wgmma layout; else it is
+     * packed into registers (TILEC_TRANS_A=0), which the next iteration would rewrite */
+    if (o == 0 && t != d->args[0] && !layout_is_wgmma_operand_tile(f, t))
       return -1;
     if (!in_ring(p, f, t) && count_writes(f, t, p->first, p->last + 1) != 0)
       return -1;

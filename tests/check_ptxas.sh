@@ -1,6 +1,6 @@
 #!/bin/bash
 # check_ptxas.sh — every dsl/examples/*.tile (default parameters, plus attention with -D D=128
-# -D CAUSAL=1, row-op launch shapes, tests/golden/src/shape_ops.tile) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
+# -D CAUSAL=1, row-op launch shapes, tests/golden/src/shape_ops.tile, the transposed-A GEMMs) compiles to PTX for sm_80 and sm_90a, and ptxas assembles it with 0 bytes of spill
 # stores and loads and no serialized wgmma (C7514/C7515). Registers and shared memory per kernel are logged. Then the golden feature
 # checks in tests/golden/ptx/<variant>.check run on the sm_90a PTX:
 #   CHECK: REGEX         a line matches (grep -E)
@@ -43,6 +43,10 @@ variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D RO
 # Cross-entropy backward in one pass at the bench's 32000 columns: the 64 KB row read back in
 # windows of a shared tile; few registers (three blocks per SM), vector window reads.
 variants+=("xent_row_n32k|dsl/examples/cross_entropy_backward.tile|--kernel cross_entropy_backward_row -D BLOCK=32768 -D C=4096 -D WARPS=16")
+# wgmma's operand A read in place as the transpose of a shared tile: a GEMM of few rows as C^T =
+# B^T A^T, and a weight gradient X^T dY (a kernel a user wrote from the docs).
+variants+=("gemm_swap|bench/ab/gemm_swap.tile|")
+variants+=("wgrad|bench/user/wgrad.tile|")
 # The language's shape operations (dropped and kept reduction axes, register-tile slices, index(),
 # dimension expressions), as in their golden TIR.
 variants+=("shape_ops|tests/golden/src/shape_ops.tile|")

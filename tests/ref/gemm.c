@@ -1,4 +1,4 @@
-/* gemm.c — float64 reference of dsl/examples/gemm.tile. */
+/* gemm.c — float64 references of dsl/examples/gemm.tile and of a weight gradient X^T dY. */
 #include "ref.h"
 
 #include <math.h>
@@ -19,5 +19,15 @@ void ref_gemm(int64_t M, int64_t N, int64_t K, const double *a, const double *b,
       for (int64_t k = 0; k < K; k++)
         s += a[i * K + k] * b[k * N + j];
       c[i * N + j] = act_fn(act, s + bias[j]);
+    }
+}
+
+void ref_gemm_tn(int64_t M, int64_t I, int64_t O, const double *x, const double *dy, double *dw) {
+  for (int64_t i = 0; i < I; i++)
+    for (int64_t o = 0; o < O; o++) {
+      double s = 0;
+      for (int64_t m = 0; m < M; m++)
+        s += x[m * I + i] * dy[m * O + o];
+      dw[i * O + o] = s;
     }
 }

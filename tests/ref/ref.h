@@ -37,6 +37,8 @@ void ref_layernorm_stats(const double *xr, int64_t N, double eps, double *mean, 
  * act 0 none, 1 relu, 2 gelu (tanh approximation, as in the example) */
 void ref_gemm(int64_t M, int64_t N, int64_t K, const double *a, const double *b, const double *bias,
               int act, double *c);
+/* bench/user/wgrad.tile: dW[i, o] = sum over m of X[m, i] dY[m, o] (X: [M, I], dY: [M, O]). */
+void ref_gemm_tn(int64_t M, int64_t I, int64_t O, const double *x, const double *dy, double *dw);
 
 /* o = softmax(q k^T * scale [causal: key j <= query i]) v per (b, h); q, k, v, o: [B, H, N, D] */
 /* attention_gqa: query head h reads K/V head h / (H / HKV); with window > 0, query i sees keys

@@ -187,6 +187,12 @@ Test(wgmma, descriptor_reads_what_the_fill_wrote) {
   check_operand(64, 256, false, 128, 128);
   check_operand(16, 32, false, 32, 32);
   check_operand(16, 16, false, 16, 16);
+  /* A as trans of a shared [K, M] tile, MN-major (a weight gradient's X^T, a GEMM of few rows as
+   * B^T A^T): m64 slices along the columns, the warpgroups' rows too. */
+  check_operand(64, 64, false, 64, 64);
+  check_operand(64, 128, false, 64, 64);
+  check_operand(128, 256, false, 64, 64);
+  check_operand(256, 64, false, 64, 64);
   /* B [N, K] K-major (attention's trans(k)): N rows per slice. */
   check_operand(64, 64, true, 64, 64);
   check_operand(128, 128, true, 128, 128);
