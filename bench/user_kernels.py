@@ -125,7 +125,8 @@ def cases(ptx):
     gw = torch.randn(mt, no, dtype=h, device="cuda") / 8
     dw = torch.empty(ki, no, dtype=h, device="cuda")
     want_w = xw.float().t() @ gw.float()
-    for name, what in (("wgrad", "X^T in place"), ("wgrad_regs", "TILEC_TRANS_A=0")):
+    for name, what in (("wgrad", "X^T in place"), ("wgrad_s3", "X^T in place, 3 stages"),
+                       ("wgrad_regs", "TILEC_TRANS_A=0")):
         if not os.path.exists(ptx(name)):
             continue
         kw = tilec.load_ptx(ptx(name))

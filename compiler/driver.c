@@ -181,12 +181,15 @@ static int emit_schedule(Arena *a, TirFunc **funcs, int n, const TilecOptions *o
   bool ok = true;
   GpuArch arch = driver_arch(o);
   for (int i = 0; i < n && ok; i++) {
-    bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(funcs[i]);
+    TirFunc *f = tir_swap_small_dots(funcs[i], arch, d);
+    if (!(ok = f != NULL))
+      break;
+    bool wgmma = arch == ARCH_SM90A && layout_kernel_uses_wgmma(f);
     /* the warp-specialized entry's schedule where there is one (rotated loops included unless
      * TILEC_ROTATE=0; the compiler drops a rotation ptxas spills on, which this listing does
      * not check) */
     SchedOptions so = {.arch = arch, .wgmma = wgmma, .stage_cap = 8, .ws_entry = true, .rotate = tir_rotation_enabled()};
-    TirFunc *g = layout_assign_wgmma(funcs[i], d, wgmma) ? tir_schedule(funcs[i], &so, d) : NULL;
+    TirFunc *g = layout_assign_wgmma(f, d, wgmma) ? tir_schedule(f, &so, d) : NULL;
     ok = g != NULL;
     if (ok) {
       tir_print(out.fp, g);

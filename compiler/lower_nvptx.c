@@ -5140,6 +5140,8 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
                        const char **meta, int *smem_out) {
   Cg *g = arena_alloc(f0->arena, sizeof *g);
   *g = *m;
+  if (!(f0 = tir_swap_small_dots(f0, m->o->arch, m->d)))
+    return false;
   g->f = f0;
   g->loc = f0->loc;
   g->retry_cap = retry_cap;

@@ -434,6 +434,10 @@ const char *arch_name(GpuArch a);                /* "sm_90a" */
 bool arch_from_name(const char *s, GpuArch *out);
 int arch_smem_limit(GpuArch a);                  /* bytes of shared memory per block */
 int arch_sm_threads(GpuArch a);                  /* threads resident per SM at most */
+/* sm_90a: a DOT of fewer than 64 rows computed as its transpose, when the kernel then runs on
+ * wgmma (tir_swap.c); f itself when nothing is swapped, a copy when something is, NULL after an
+ * error. TILEC_SWAP_AB=0 turns it off. */
+TirFunc *tir_swap_small_dots(TirFunc *f, GpuArch arch, Diag *d);
 int arch_sm_blocks(GpuArch a);                   /* blocks resident per SM at most */
 int arch_blocks_per_sm(GpuArch a, int threads, int smem); /* resident by threads and shared memory */
 

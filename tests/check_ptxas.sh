@@ -43,9 +43,9 @@ variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D RO
 # Cross-entropy backward in one pass at the bench's 32000 columns: the 64 KB row read back in
 # windows of a shared tile; few registers (three blocks per SM), vector window reads.
 variants+=("xent_row_n32k|dsl/examples/cross_entropy_backward.tile|--kernel cross_entropy_backward_row -D BLOCK=32768 -D C=4096 -D WARPS=16")
-# wgmma's operand A read in place as the transpose of a shared tile: a GEMM of few rows as C^T =
-# B^T A^T, and a weight gradient X^T dY (a kernel a user wrote from the docs).
-variants+=("gemm_swap|bench/ab/gemm_swap.tile|")
+# wgmma's operand A read in place as the transpose of a shared tile: the GEMM of 16 rows that
+# tir_swap.c computes as C^T = B^T A^T, and a weight gradient X^T dY (a kernel a user wrote).
+variants+=("gemm_m16|dsl/examples/gemm.tile|-D BM=16 -D BN=64 -D BK=128 -D WARPS=4 -D STAGES=6")
 variants+=("wgrad|bench/user/wgrad.tile|")
 # The language's shape operations (dropped and kept reduction axes, register-tile slices, index(),
 # dimension expressions), as in their golden TIR.

@@ -39,7 +39,6 @@ typedef struct Case {
 static const struct {
   const char *prefix, *file;
 } case_files[] = {{"xent_split_", "bench/ab/cross_entropy_backward_split.tile"},
-                  {"gemm_swap_", "bench/ab/gemm_swap.tile"},
                   {"wgrad_", "bench/user/wgrad.tile"}};
 
 /* The case's source file. */
@@ -341,12 +340,15 @@ static const Case cases[] = {
     /* one warpgroup, 128 x 128, 3 stages: the rule takes its cp.async entry (2 blocks an SM) */
     {"gemm_w4_s3", "gemm", "-D BM=128 -D BN=128 -D BK=64 -D WARPS=4 -D STAGES=3 -D ACT=2", "M=300,N=264,K=520",
      SUITE_GPU, 0, NULL, 0},
-    /* wgmma's operand A read in place as the transpose of a shared tile (MN-major): the GEMM of
-     * few rows as C^T = B^T A^T (M on wgmma's N: 16 and 32), and a weight gradient X^T dY */
-    {"gemm_swap_m17", "gemm", "", "M=17,N=1000,K=1000", SUITE_GPU, 0, NULL, 0},
-    {"gemm_swap_gelu_wg2", "gemm", "-D BM=32 -D BN=128 -D WARPS=8 -D STAGES=3 -D ACT=2", "M=40,N=300,K=130",
-     SUITE_GPU, 0, NULL, 0},
-    {"gemm_swap_bf16", "gemm", "-D T=bf16 -D BK=128", "M=5,N=200,K=72", SUITE_GPU, 0, NULL, 0},
+    /* wgmma's operand A read in place as the transpose of a shared tile (MN-major): a GEMM of few
+     * rows turned into C^T = B^T A^T by tir_swap.c (M on wgmma's N: 16 and 32), and a weight
+     * gradient X^T dY as a user wrote it (bench/user/wgrad.tile) */
+    {"gemm_m16_swap", "gemm", "-D BM=16 -D BN=64 -D BK=128 -D WARPS=4 -D STAGES=6", "M=17,N=1000,K=1000", SUITE_GPU, 0,
+     NULL, 0},
+    {"gemm_m32_swap_gelu", "gemm", "-D BM=32 -D BN=128 -D WARPS=8 -D STAGES=3 -D ACT=2", "M=40,N=300,K=130", SUITE_GPU,
+     0, NULL, 0},
+    {"gemm_m16_swap_bf16", "gemm", "-D T=bf16 -D BM=16 -D BN=64 -D BK=128 -D WARPS=4", "M=5,N=200,K=72", SUITE_GPU, 0,
+     NULL, 0},
     {"wgrad_ragged", "wgrad", "", "M=1000,I=300,O=520", SUITE_GPU, 0, NULL, 0},
     {"wgrad_w4", "wgrad", "-D BI=64 -D BO=128 -D WARPS=4 -D STAGES=6", "M=333,I=130,O=260", SUITE_GPU, 0, NULL, 0},
     /* one warpgroup, compiled with TILEC_PINGPONG=1 by make gpu-prep: two consumer groups take
