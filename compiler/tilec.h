@@ -564,6 +564,8 @@ typedef struct TirSchedule {
    * and the budgets split that pool (24 / 232). Left at 1, ptxas gives such a block up to 255
    * registers a thread, one block an SM, and ignores setmaxnreg (C7508). */
   int launch_blocks;
+  bool ring_for_stores;    /* the ring took fewer stages than its `pipeline P` so that the TMA
+                              stores' staging tiles fit beside it (store_ring) */
   int *slice, nslice;      /* instructions before the loop the producer replays (scalars) */
   /* Head loads (with ws, one group, no cluster): the shared tiles the body loads once before the
    * loop (attention's Q) come by TMA from the producer too, a one-stage ring of their own: the

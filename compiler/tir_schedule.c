@@ -640,6 +640,19 @@ static int store_split(const Sched *S, const TileType *t) {
 /* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
  * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
  * beside the kernel's shared tiles. One consumer group, no cluster. */
+/* The staging bytes of a TMA store for STORE j after loop p (its box in *m), or 0 when it cannot
+ * have one. */
+static int store_staging(const TirFunc *f, const TirPipe *p, int j, TirTmap *m) {
+  const TirInst *in = &f->insts[j];
+  if (j <= p->last || in->op != TIR_STORE || !top_level(f, -1, j))
+    return 0;
+  const TileType *t = &f->regs[in->args[0]].type;
+  if (t->place == PLACE_SHARED || !t->layout || t->rank != 2 || t->layout->shape[0] != t->dims[0] ||
+      t->layout->shape[1] != t->dims[1] || t->elem != f->args[in->arg_index].elem || !plan_box(f, j, t, m))
+    return 0;
+  return (t->dims[0] * t->dims[1] * 2 + 1023) & ~1023;
+}
+
 static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
   const TirFunc *f = S->f;
   if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_TMA_STORE"))
@@ -648,16 +661,10 @@ static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
   TirTmap m[TIR_MAX_TMAPS];
   int base = shared_bytes(f, p) + 1024, bytes = base; /* the mbarriers, rounded */
   for (int j = p->last + 1; j < f->ninsts && s->ntmaps + n < TIR_MAX_TMAPS; j++) {
-    const TirInst *in = &f->insts[j];
-    if (in->op != TIR_STORE || !top_level(f, -1, j))
+    int staging = store_staging(f, p, j, &m[n]);
+    if (!staging || bytes + staging > arch_smem_limit(ARCH_SM90A))
       continue;
-    const TileType *t = &f->regs[in->args[0]].type;
-    if (t->place == PLACE_SHARED || !t->layout || t->rank != 2 || t->layout->shape[0] != t->dims[0] ||
-        t->layout->shape[1] != t->dims[1] || t->elem != f->args[in->arg_index].elem || !plan_box(f, j, t, &m[n]))
-      continue;
-    int staging = (t->dims[0] * t->dims[1] * 2 + 1023) & ~1023;
-    if (bytes + staging > arch_smem_limit(ARCH_SM90A))
-      continue;
+    const TileType *t = &f->regs[f->insts[j].args[0]].type;
     bytes += staging;
     m[n].store = true;
     m[n].split = store_split(S, t);
@@ -842,6 +849,35 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   while (n < RING_MAX_STAGES && (n - 1) * flops < RING_AHEAD_FLOPS && fixed + (n + 1) * stage_bytes <= SMEM_WITH_L1)
     n++;
   return n;
+}
+
+/* The warp-specialized entry's ring depth when the ring as written leaves no room for the
+ * epilogue's TMA stores (plan_stores left them out): the deepest ring of fewer stages beside
+ * which they all fit, if its P - 1 stages still hold RING_AHEAD_FLOPS of the loop's DOTs; else
+ * the depth as written. A 128 x 256 x 64 tile is 48 KB a stage: at `pipeline 4` (192 KB) the
+ * 64 KB staging tile did not fit, and a weight gradient X^T dY ran 9% slower than at 3 stages
+ * with its TMA store (run ai2). GEMM main loops only (one overlapped DOT): attention's loops,
+ * whose stores are one tile among many iterations, are left as written. TILEC_STORE_RING=0 keeps
+ * the depth as written. */
+static int store_ring(const Sched *S, const TirPipe *p) {
+  const TirFunc *f = S->f;
+  const TirSchedule *s = S->s;
+  double flops = dot_flops(f, p);
+  if (S->o->ring_stages || !S->o->ws_entry || !s->ws || s->nstores || s->groups != 1 || s->cluster != 1 ||
+      p->overlap_dot < 0 || flops <= 0 || env_off("TILEC_STORE_RING") || env_off("TILEC_TMA_STORE"))
+    return p->stages;
+  int staging = 0, stage_bytes = 0;
+  TirTmap m;
+  for (int j = p->last + 1; j < f->ninsts; j++)
+    staging += store_staging(f, p, j, &m);
+  for (int r = 0; r < f->nregs; r++)
+    if (f->regs[r].type.place == PLACE_SHARED && in_ring(p, f, r))
+      stage_bytes += tile_bytes(f, r);
+  int fixed = shared_bytes(f, p) - p->stages * stage_bytes + 1024 + staging;
+  for (int n = p->stages - 1; staging && n >= 2 && (n - 1) * flops >= RING_AHEAD_FLOPS; n--)
+    if (fixed + n * stage_bytes <= arch_smem_limit(ARCH_SM90A))
+      return n;
+  return p->stages;
 }
 
 /* ---------------------------------------------- the scheduled copy */
@@ -1715,11 +1751,14 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   s->pipes = pipes;
   if (s->npipes == 1 && f->cluster == 1) { /* (a cluster's blocks meet at its reductions: no roles) */
     plan_ws(&S, &pipes[0]);
-    int deep = deeper_ring(&S, &pipes[0]);
-    if (deep > pipes[0].stages) { /* schedule again: the overlap, the rotation follow the depth */
+    int deep = deeper_ring(&S, &pipes[0]), fit = deep == pipes[0].stages ? store_ring(&S, &pipes[0]) : deep;
+    if (fit != pipes[0].stages) { /* schedule again: the overlap, the rotation follow the depth */
       SchedOptions again = *o;
-      again.ring_stages = deep;
-      return tir_schedule(f, &again, d);
+      again.ring_stages = fit;
+      TirFunc *h = tir_schedule(f, &again, d);
+      if (h && fit < pipes[0].stages)
+        h->sched->ring_for_stores = true;
+      return h;
     }
     plan_early_set(&S, &pipes[0]);
   }
@@ -2202,7 +2241,10 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// pipe %d: for @%d, %d stages", k, p->first, p->stages);
     int asked = f->insts[p->first].pipeline; /* fewer where shared memory ran out; more: deeper_ring */
     if (asked != p->stages)
-      fprintf(out, " (pipeline %d: %s)", asked, asked < p->stages ? "a deeper ring" : "what fits shared memory");
+      fprintf(out, " (pipeline %d: %s)", asked,
+              asked < p->stages      ? "a deeper ring"
+              : s->ring_for_stores ? "room for the TMA stores"
+                                   : "what fits shared memory");
     fprintf(out, ", loads");
     for (int l = 0; l < p->nloads; l++)
       fprintf(out, " @%d", p->loads[l]);

@@ -914,8 +914,12 @@ static void check_ws_entry(const char *example, const char **defs, const char *n
 }
 
 Test(schedule, ws_entry_points_in_the_ptx) {
-  /* 4 stages of 128 x 256 leave no room for the 64 KB staging tile; 3 stages do */
+  /* 4 stages of 128 x 256 leave no room for the 64 KB staging tile; 3 stages do, so the ws entry
+   * takes 3 (store_ring; TILEC_STORE_RING=0: 4 and no TMA store) */
+  check_ws_entry("gemm", GEMM_BIG, "gemm", 3, 1 + 4, 0, 0, 0, false, 4);
+  setenv("TILEC_STORE_RING", "0", 1);
   check_ws_entry("gemm", GEMM_BIG, "gemm", 4, 1 + 4, 0, 0, 0, false, 0);
+  unsetenv("TILEC_STORE_RING");
   check_ws_entry("gemm", GEMM_S3, "gemm", 3, 1 + 4, 0, 0, 0, false, 4);
   /* Q: a head load; O[b, h, m0 : +128, 0 : +128]: a TMA store of two boxes; at d64 two copies of
    * Q; one copy is freed by the loop's last iteration (TILEC_EARLY_HEAD=0: after the loop) */
@@ -1607,5 +1611,28 @@ Test(schedule, transposed_a_in_place_overlaps_and_through_registers_does_not) {
   unsetenv("TILEC_TRANS_A");
   cr_assert_eq(g->sched->pipes[0].overlap_dot, -1, "A in registers: no overlap");
   cr_assert(!g->sched->ws);
+  arena_free(a);
+}
+
+/* The warp-specialized entry trades a ring stage for the epilogue's TMA store: a 128 x 256 x 64
+ * GEMM at `pipeline 4` (4 x 48 KB) has no room for its 64 KB staging tile; at 3 stages it does
+ * (a weight gradient ran 9% faster so, run ai2). Attention's loops (two DOTs) are left alone. */
+Test(schedule, a_ring_stage_traded_for_the_tma_store) {
+  Arena *a = arena_new();
+  Diag d;
+  static const char *s4[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
+  TirFunc *f = scheduled_as(a, "gemm", s4, ARCH_SM90A, true, &d);
+  cr_assert_eq(f->sched->pipes[0].stages, 3);
+  cr_assert_eq(f->sched->nstores, 1);
+  cr_assert(f->sched->ring_for_stores);
+  TirFunc *g = scheduled_as_with(a, "gemm", s4, ARCH_SM90A, true, "TILEC_STORE_RING", "0", &d);
+  cr_assert_eq(g->sched->pipes[0].stages, 4);
+  cr_assert_eq(g->sched->nstores, 0, "as written: no room for the staging tile");
+  TirFunc *h = scheduled(a, "gemm", s4, ARCH_SM90A, &d);
+  cr_assert_eq(h->sched->pipes[0].stages, 4, "the cp.async entry keeps its ring");
+  static const char *attn[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
+  TirFunc *t = scheduled_as(a, "attention", attn, ARCH_SM90A, true, &d);
+  cr_assert_eq(t->sched->pipes[0].stages, 3);
+  cr_assert(!t->sched->ring_for_stores);
   arena_free(a);
 }
