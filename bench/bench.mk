@@ -103,4 +103,5 @@ user-prep: $(B)/tilec
 	$(B)/tilec bench/user/colmax.tile -D BN=32 --arch=sm_90a -o $(B)/user/colmax_bn32.ptx
 	TILEC_TRANS_A=0 $(B)/tilec bench/user/wgrad.tile --arch=sm_90a -o $(B)/user/wgrad_regs.ptx
 	$(B)/tilec bench/user/wgrad.tile -D STAGES=3 --arch=sm_90a -o $(B)/user/wgrad_s3.ptx
+	TILEC_STORE_RING=0 $(B)/tilec bench/user/wgrad.tile --arch=sm_90a -o $(B)/user/wgrad_keep.ptx
 	@git rev-parse HEAD > $(B)/user/COMMIT

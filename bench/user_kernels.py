@@ -126,7 +126,7 @@ def cases(ptx):
     dw = torch.empty(ki, no, dtype=h, device="cuda")
     want_w = xw.float().t() @ gw.float()
     for name, what in (("wgrad", "X^T in place"), ("wgrad_s3", "X^T in place, 3 stages"),
-                       ("wgrad_regs", "TILEC_TRANS_A=0")):
+                       ("wgrad_keep", "TILEC_STORE_RING=0"), ("wgrad_regs", "TILEC_TRANS_A=0")):
         if not os.path.exists(ptx(name)):
             continue
         kw = tilec.load_ptx(ptx(name))

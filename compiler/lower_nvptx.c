@@ -5193,7 +5193,9 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit(f->arena, f, smem));
   if (ws_smem >= 0) {
     gs[(*ngs)++] = ws;
-    *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit_ws(f->arena, f, ws->fn_name, ws_smem));
+    /* the warp-specialized entry's own schedule: its tensor maps (store_ring may give it a TMA
+     * store the cp.async entry's ring had no room for) */
+    *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit_ws(f->arena, ws->f, ws->fn_name, ws_smem));
   }
   if (smem_out)
     *smem_out = smem;

@@ -1630,6 +1630,11 @@ Test(schedule, a_ring_stage_traded_for_the_tma_store) {
   cr_assert_eq(g->sched->nstores, 0, "as written: no room for the staging tile");
   TirFunc *h = scheduled(a, "gemm", s4, ARCH_SM90A, &d);
   cr_assert_eq(h->sched->pipes[0].stages, 4, "the cp.async entry keeps its ring");
+  /* the metadata lists the ws entry's own tensor maps: C's too (run ai3 launched it with two, as
+   * the cp.async entry's schedule has, and the launch failed) */
+  char *ptx = module_ptx(a, "gemm", s4, ARCH_SM90A);
+  cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 64 64\n"));
+  cr_assert_eq(count(ptx_entry(a, ptx, "gemm__ws"), ".param .align 64 .b8"), 3, "three tensor maps");
   static const char *attn[] = {"D=128", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
   TirFunc *t = scheduled_as(a, "attention", attn, ARCH_SM90A, true, &d);
   cr_assert_eq(t->sched->pipes[0].stages, 3);
