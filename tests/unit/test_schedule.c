@@ -292,14 +292,6 @@ static const char *ATTN_ROT[] = {"D=64", "BM=128", "BN=128", "WARPS=8", "STAGES=
 /* The wait that opens p's body: its early set's when it has one. */
 static int top_wait(const TirPipe *p) { return p->early ? p->early_wait : p->wait; }
 
-/* The index of the first instruction at or after `from` with op `op`, or -1. */
-static int find_op(const TirFunc *f, int from, TirOp op) {
-  for (int j = from; j < f->ninsts; j++)
-    if (f->insts[j].op == op)
-      return j;
-  return -1;
-}
-
 /* The warp-specialized copy of attention with 3 stages: S of the next iteration is issued
  * before P V of this one (FlashAttention-3's intra-warpgroup overlap), in this order. */
 Test(schedule, attention_loop_is_rotated) {
@@ -1438,13 +1430,18 @@ static int find_load_of(const TirFunc *f, const char *arg) {
   return -1;
 }
 
-static TirFunc *hoist_scheduled(Arena *a, Diag *d) {
-  TirFunc *f = source_tir(a, "hoist.tile", HOIST_SRC, NULL, ARCH_SM90A, d);
-  cr_assert(layout_assign_wgmma(f, d, false));
-  SchedOptions o = {.arch = ARCH_SM90A, .stage_cap = 8};
+/* f scheduled for sm_90a's cp.async entry, on wgmma where every DOT allows it. */
+static TirFunc *sm90a_scheduled(TirFunc *f, Diag *d) {
+  bool wgmma = layout_kernel_uses_wgmma(f);
+  cr_assert(layout_assign_wgmma(f, d, wgmma));
+  SchedOptions o = {.arch = ARCH_SM90A, .wgmma = wgmma, .stage_cap = 8};
   TirFunc *g = tir_schedule(f, &o, d);
   cr_assert(g);
   return g;
+}
+
+static TirFunc *hoist_scheduled(Arena *a, Diag *d) {
+  return sm90a_scheduled(source_tir(a, "hoist.tile", HOIST_SRC, NULL, ARCH_SM90A, d), d);
 }
 
 Test(schedule, scalar_loads_move_up_to_their_operands) {
@@ -1591,13 +1588,8 @@ Test(schedule, whole_tile_reads_are_not_progressive) {
  * the previous group reads them: no overlap (run ai1 measured NaNs with it, 8192 x 4096 x 4096). */
 static TirFunc *wgrad_scheduled(Arena *a, Diag *d) {
   TirFunc *f = source_tir(a, "bench/user/wgrad.tile", file_text(a, "bench/user/wgrad.tile"), NULL, ARCH_SM90A, d);
-  bool wgmma = layout_kernel_uses_wgmma(f);
-  cr_assert(wgmma, "a transposed A keeps the kernel on wgmma");
-  cr_assert(layout_assign_wgmma(f, d, wgmma));
-  SchedOptions o = {.arch = ARCH_SM90A, .wgmma = true, .stage_cap = 8};
-  TirFunc *g = tir_schedule(f, &o, d);
-  cr_assert(g);
-  return g;
+  cr_assert(layout_kernel_uses_wgmma(f), "a transposed A keeps the kernel on wgmma");
+  return sm90a_scheduled(f, d);
 }
 
 Test(schedule, transposed_a_in_place_overlaps_and_through_registers_does_not) {

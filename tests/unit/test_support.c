@@ -166,3 +166,10 @@ char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from) {
   free(buf);
   return out;
 }
+
+int find_op(const TirFunc *f, int from, TirOp op) {
+  for (int j = from; j < f->ninsts; j++)
+    if (f->insts[j].op == op)
+      return j;
+  return -1;
+}

@@ -30,6 +30,9 @@ char *example_text(Arena *a, const char *name);
 /* The text of the file at path (relative to the repository root; at most 64 KiB). */
 char *file_text(Arena *a, const char *path);
 
+/* The index of the first instruction of f at or after `from` with op `op`, or -1. */
+int find_op(const TirFunc *f, int from, TirOp op);
+
 /* tir_verify's message for f ("" when f is valid), its locations in from's file. */
 char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from);
 

@@ -12,13 +12,6 @@ static TirFunc *gemm(Arena *a, const char **defs, GpuArch arch, Diag *d) {
   return source_tir(a, "gemm", example_text(a, "gemm"), defs, arch, d);
 }
 
-static int find_op(const TirFunc *f, TirOp op, int from) {
-  for (int i = from; i < f->ninsts; i++)
-    if (f->insts[i].op == op)
-      return i;
-  return -1;
-}
-
 Test(swap, a_gemm_of_16_rows_becomes_its_transpose_on_wgmma) {
   Arena *a = arena_new();
   Diag d;
@@ -27,7 +20,7 @@ Test(swap, a_gemm_of_16_rows_becomes_its_transpose_on_wgmma) {
   TirFunc *g = tir_swap_small_dots(f, ARCH_SM90A, &d);
   cr_assert(g && g != f);
   cr_assert(layout_kernel_uses_wgmma(g));
-  int dot = find_op(g, TIR_DOT, 0);
+  int dot = find_op(g, 0, TIR_DOT);
   const TirInst *in = &g->insts[dot];
   const TileType *c = &g->regs[in->dst].type;
   cr_assert_eq(c->dims[0], 64);
@@ -37,11 +30,11 @@ Test(swap, a_gemm_of_16_rows_becomes_its_transpose_on_wgmma) {
   cr_assert_eq(tb->op, TIR_TRANS);
   cr_assert_eq(g->regs[ta->args[0]].type.dims[1], 64, "operand A: B's [BK, BN] tile");
   cr_assert_eq(g->regs[tb->args[0]].type.dims[0], 16, "operand B: A's [16, BK] tile");
-  int end = find_op(g, TIR_ENDFOR, dot);
+  int end = find_op(g, dot, TIR_ENDFOR);
   cr_assert_eq(g->insts[end + 1].op, TIR_TRANS, "the result transposed back after the loop");
   cr_assert_eq(g->insts[end + 1].args[0], in->dst);
   cr_assert_eq(g->regs[g->insts[end + 1].dst].type.dims[0], 16);
-  cr_assert_eq(find_op(f, TIR_TRANS, 0), -1, "f itself is unchanged");
+  cr_assert_eq(find_op(f, 0, TIR_TRANS), -1, "f itself is unchanged");
   arena_free(a);
 }
 
