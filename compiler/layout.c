@@ -507,7 +507,6 @@ bool layout_dot_wgmma_tiling(const TirFunc *f, const TirInst *in, int *wgm, int 
  * in place, K-major as B, MN-major as A ("transposed", dot(trans(x), y) with x a shared [K, M]
  * tile: a weight gradient X^T dY, or C^T = B^T A^T for a GEMM of few rows). */
 static bool only_dot_operand(const TirFunc *f, int t, bool as_a) {
-  as_a &= !env_off("TILEC_TRANS_A"); /* the A/B: such an A through registers (ldmatrix) */
   bool any = false;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
@@ -562,21 +561,19 @@ int32_t layout_wgmma_tile_rows(const TirFunc *f, int r) {
   return t->dims[0];
 }
 
-bool layout_is_wgmma_operand_tile(const TirFunc *f, int r) {
-  if (f->regs[r].type.place != PLACE_SHARED)
+static bool trans_a_fits(const TirFunc *f, int tr);
+
+/* A TRANS at i whose result is read in place as a DOT operand: only as B (the old rule), or as A
+ * too (trans_a_fits); TILEC_TRANS_A=0 reads such an A into registers. */
+static bool trans_read_in_place(const TirFunc *f, int i) {
+  int dst = f->insts[i].dst;
+  if (f->regs[dst].type.place == PLACE_SHARED || tir_only_write(f, dst) != i)
     return false;
-  for (int i = 0; i < f->ninsts; i++) {
-    const TirInst *in = &f->insts[i];
-    if (in->op == TIR_DOT && (in->args[0] == r || in->args[1] == r))
-      return true;
-    if (in->op == TIR_TRANS && in->args[0] == r && only_dot_operand(f, in->dst, true))
-      return true;
-  }
-  return false;
+  return only_dot_operand(f, dst, false) || (!env_off("TILEC_TRANS_A") && trans_a_fits(f, i));
 }
 
-/* A shared operand tile: written by LOADs only, read only by DOTs (A or B) and by TRANSes whose
- * results are read only as a DOT's B. */
+/* A shared operand tile: written by LOADs only, read only by DOTs (A or B) and by TRANSes read in
+ * place (trans_read_in_place). */
 static bool operand_tile_exclusive(const TirFunc *f, int r) {
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
@@ -586,8 +583,7 @@ static bool operand_tile_exclusive(const TirFunc *f, int r) {
       continue;
     if (in->op == TIR_DOT && in->args[2] != r)
       continue;
-    if (in->op == TIR_TRANS && f->regs[in->dst].type.place != PLACE_SHARED && tir_only_write(f, in->dst) == i &&
-        only_dot_operand(f, in->dst, true))
+    if (in->op == TIR_TRANS && trans_read_in_place(f, i))
       continue;
     return false;
   }
@@ -602,6 +598,46 @@ static bool smem_ok(const TileType *t, int32_t *T) {
   return true;
 }
 
+/* TRANS tr as an in-place MN-major A, but for its source's other uses (operand_tile_exclusive). */
+static bool trans_a_fits(const TirFunc *f, int tr) {
+  const TirInst *t = &f->insts[tr];
+  if (t->op != TIR_TRANS || !tir_trans_view_ok(f, tr) || !only_dot_operand(f, t->dst, true))
+    return false;
+  int32_t T;
+  if (!smem_ok(&f->regs[t->args[0]].type, &T))
+    return false;
+  bool as_a = false;
+  for (int i = 0; i < f->ninsts; i++) { /* a warpgroup starts at a block of T rows of M */
+    const TirInst *in = &f->insts[i];
+    int wgm, wgn;
+    if (in->op != TIR_DOT || in->args[0] != t->dst)
+      continue;
+    if (!layout_dot_wgmma_tiling(f, in, &wgm, &wgn) ||
+        (wgm != 1 && (layout_pow2_ceil(f->regs[in->dst].type.dims[0]) / wgm) % T))
+      return false;
+    as_a = true;
+  }
+  return as_a;
+}
+
+bool layout_trans_a_in_place(const TirFunc *f, int tr) {
+  return !env_off("TILEC_TRANS_A") && trans_a_fits(f, tr) && operand_tile_exclusive(f, f->insts[tr].args[0]);
+}
+
+bool layout_is_wgmma_operand_tile(const TirFunc *f, int r) {
+  if (f->regs[r].type.place != PLACE_SHARED)
+    return false;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->op == TIR_DOT && (in->args[0] == r || in->args[1] == r))
+      return true;
+    if (in->op == TIR_TRANS && in->args[0] == r &&
+        (only_dot_operand(f, in->dst, false) || layout_trans_a_in_place(f, i)))
+      return true;
+  }
+  return false;
+}
+
 static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
   int wgm, wgn;
   int32_t T;
@@ -612,15 +648,9 @@ static bool dot_wgmma_ok(const TirFunc *f, const TirInst *in) {
     return false;
   int32_t Mw = layout_pow2_ceil(f->regs[in->dst].type.dims[0]) / wgm;
   int def_a = a->place == PLACE_SHARED ? -1 : tir_only_write(f, in->args[0]);
-  if (def_a >= 0 && f->insts[def_a].op == TIR_TRANS && only_dot_operand(f, in->args[0], true)) {
-    /* the TRANS of a shared [K, M] tile: A in place, MN-major; a warpgroup starts at a block of
-     * T rows of M, like an MN-major B's columns */
-    const TileType *s = &f->regs[f->insts[def_a].args[0]].type;
-    if (s->place != PLACE_SHARED || !smem_ok(s, &T) || (wgm != 1 && Mw % T))
-      return false;
-  } else if (a->place != PLACE_SHARED && (Mw / 64) * (a->dims[1] / 16) > LAYOUT_WGMMA_MAX_A_FRAGS) {
+  bool a_in_place = def_a >= 0 && layout_trans_a_in_place(f, def_a); /* else registers */
+  if (!a_in_place && a->place != PLACE_SHARED && (Mw / 64) * (a->dims[1] / 16) > LAYOUT_WGMMA_MAX_A_FRAGS)
     return false;
-  }
   int32_t Nw = layout_pow2_ceil(f->regs[in->dst].type.dims[1]) / wgn;
   if (b->place == PLACE_SHARED) /* [K, N], MN-major: a warpgroup starts at a block of T columns */
     return smem_ok(b, &T) && (wgn == 1 || Nw % T == 0);

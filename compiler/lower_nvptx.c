@@ -3849,31 +3849,6 @@ static void lower_inst(Cg *g, const TirInst *in) {
 
 static bool is_written(const TirInst *in, int r) { return in->dst == r; }
 
-/* TRANS of a shared tile is read in place when its result has this one definition and every use
- * follows it in straight-line code before the source is written again. */
-static bool trans_view_ok(const TirFunc *f, int t) {
-  const TirInst *tr = &f->insts[t];
-  int dst = tr->dst, src = tr->args[0];
-  if (f->regs[src].type.place != PLACE_SHARED || f->regs[dst].type.place == PLACE_SHARED)
-    return false;
-  int last = -1;
-  for (int i = 0; i < f->ninsts; i++) {
-    if (i != t && is_written(&f->insts[i], dst))
-      return false;
-    if (tir_inst_reads(&f->insts[i], dst)) {
-      if (i < t)
-        return false;
-      last = i;
-    }
-  }
-  /* No loop boundary in between (a back edge could bring a rewritten src to a later read); IFs
-   * are fine (a rotated loop reads the view in two of them). */
-  for (int i = t + 1; i < last; i++)
-    if (f->insts[i].op == TIR_FOR || f->insts[i].op == TIR_ENDFOR || is_written(&f->insts[i], src))
-      return false;
-  return true;
-}
-
 /* A wgmma operand tile: the swizzled layout, no row padding; each stage aligned to 1024 bytes
  * (the swizzle pattern repeats every 8 rows of 128 bytes and is applied to address bits). */
 static void plan_swizzled(Cg *g, Tile *t, const TileType *ty) {
@@ -4053,7 +4028,7 @@ static bool plan(Cg *g) {
     plan_padding(g, r);
   }
   for (int i = 0; i < f->ninsts; i++)
-    if (f->insts[i].op == TIR_TRANS && trans_view_ok(f, i))
+    if (f->insts[i].op == TIR_TRANS && tir_trans_view_ok(f, i))
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
   g->prog_tile = g->prog_end = -1;
   for (int k = 0; k < g->sched->nprogs; k++) {

@@ -162,3 +162,28 @@ TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc) {
     in->index[i].start = -1;
   return in;
 }
+
+/* TRANS t of a shared tile is read in place (by the emitter, and as a wgmma operand by the layout
+ * pass) when its result has this one definition and every use follows it in straight-line code
+ * before the source is written again: no loop boundary in between, where a back edge could bring
+ * a rewritten source to a later read; IFs are fine (a rotated loop reads the view in two). */
+bool tir_trans_view_ok(const TirFunc *f, int t) {
+  const TirInst *tr = &f->insts[t];
+  int dst = tr->dst, src = tr->args[0];
+  if (tr->op != TIR_TRANS || f->regs[src].type.place != PLACE_SHARED || f->regs[dst].type.place == PLACE_SHARED)
+    return false;
+  int last = -1;
+  for (int i = 0; i < f->ninsts; i++) {
+    if (i != t && f->insts[i].dst == dst)
+      return false;
+    if (tir_inst_reads(&f->insts[i], dst)) {
+      if (i < t)
+        return false;
+      last = i;
+    }
+  }
+  for (int i = t + 1; i < last; i++)
+    if (f->insts[i].op == TIR_FOR || f->insts[i].op == TIR_ENDFOR || f->insts[i].dst == src)
+      return false;
+  return true;
+}

@@ -253,7 +253,7 @@ static int plan_overlap(const Sched *S, const TirPipe *p) {
       return -1;
     /* A through a TRANS is read in place only when its tile has the wgmma layout; else it is
      * packed into registers (TILEC_TRANS_A=0), which the next iteration would rewrite */
-    if (o == 0 && t != d->args[0] && !layout_is_wgmma_operand_tile(f, t))
+    if (o == 0 && t != d->args[0] && !layout_trans_a_in_place(f, tir_only_write(f, d->args[0])))
       return -1;
     if (!in_ring(p, f, t) && count_writes(f, t, p->first, p->last + 1) != 0)
       return -1;
@@ -606,8 +606,26 @@ static int tile_bytes(const TirFunc *f, int r) {
 
 /* Bytes of shared memory the consumers' tiles take (ring tiles per stage; an upper bound of
  * what the emitter allocates). */
-static int shared_bytes(const TirFunc *f, const TirPipe *p) {
+/* The scratch slot of a register TRANS after loop p (the swapped GEMM's `acc = trans acc'`,
+ * tir_swap.c), which the emitter puts beside the tiles: the source through shared memory at a
+ * row pitch padded by 16 bytes (lower_nvptx.c, lower_copyish). Without it the ring and the TMA
+ * stores were planned into shared memory that was not there. */
+static int epilogue_scratch(const TirFunc *f, const TirPipe *p) {
   int bytes = 0;
+  for (int j = p->last + 1; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    const TileType *t = &f->regs[in->args[0]].type;
+    if (in->op != TIR_TRANS || t->place == PLACE_SHARED || t->rank != 2)
+      continue;
+    int eb = elem_bytes(t->elem), rows = layout_pow2_ceil(t->dims[0]), cols = layout_pow2_ceil(t->dims[1]);
+    int b = rows * (cols + 16 / eb) * eb;
+    bytes = b > bytes ? b : bytes;
+  }
+  return (bytes + 127) & ~127;
+}
+
+static int shared_bytes(const TirFunc *f, const TirPipe *p) {
+  int bytes = epilogue_scratch(f, p);
   for (int r = 0; r < f->nregs; r++)
     if (f->regs[r].type.place == PLACE_SHARED)
       bytes += tile_bytes(f, r) * (in_ring(p, f, r) ? p->stages : 1);
@@ -837,7 +855,7 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   double flops = dot_flops(f, p);
   if (S->o->ring_stages || !S->o->ws_entry || !s->ws || flops <= 0 || env_off("TILEC_DEEP_RING"))
     return p->stages; /* (ring_stages: this is the schedule at the depth it chose) */
-  int stage_bytes = STAGE_MBAR_BYTES, fixed = s->store_bytes + OTHER_MBAR_BYTES;
+  int stage_bytes = STAGE_MBAR_BYTES, fixed = s->store_bytes + OTHER_MBAR_BYTES + epilogue_scratch(f, p);
   for (int r = 0; r < f->nregs; r++)
     if (f->regs[r].type.place == PLACE_SHARED)
       *(in_ring(p, f, r) ? &stage_bytes : &fixed) += tile_bytes(f, r);

@@ -1633,3 +1633,51 @@ Test(schedule, a_ring_stage_traded_for_the_tma_store) {
   cr_assert(!t->sched->ring_for_stores);
   arena_free(a);
 }
+
+/* Where trans(x) cannot be read in place as operand A, it goes through registers and the kernel
+ * stays on wgmma, without the overlap: the TRANS before the loop that reads it (not a view: a
+ * loop boundary lies between), the transpose of a register tile, of a shared tile the kernel
+ * computes. Before these rules the first read a swizzled tile at a zero row pitch and the other
+ * two left wgmma (review of session ai). */
+static const char *TRANS_A_OUTSIDE =
+    "kernel k(X: f16[K, M], Y: f16[K, N], C: out f32[M, N])\n"
+    "  grid (cdiv(N, 64), cdiv(M, 64)) threads (128)\n"
+    "{\n"
+    "  shared x = X[0 : +64, block.y * 64 : +64];\n"
+    "  reg xt = trans(x);\n"
+    "  reg acc: f32[64, 64] = 0;\n"
+    "  for n0 in 0 .. N step 64 pipeline 3 { shared y = Y[0 : +64, n0 : +64]; acc += dot(xt, y); }\n"
+    "  C[block.y * 64 : +64, block.x * 64 : +64] = acc;\n"
+    "}\n";
+static const char *TRANS_A_OF_REGS =
+    "kernel k(X: f16[T, M], Y: f16[T, N], C: out f32[M, N])\n"
+    "  grid (cdiv(N, 64), cdiv(M, 64)) threads (128)\n"
+    "{\n"
+    "  reg acc: f32[64, 64] = 0;\n"
+    "  for t0 in 0 .. T step 64 pipeline 3 {\n"
+    "    reg xr = X[t0 : +64, block.y * 64 : +64];\n"
+    "    %s x%s = xr * xr;\n"
+    "    shared y = Y[t0 : +64, block.x * 64 : +64];\n"
+    "    acc += dot(trans(x), y);\n"
+    "  }\n"
+    "  C[block.y * 64 : +64, block.x * 64 : +64] = acc;\n"
+    "}\n";
+
+Test(schedule, transposed_a_not_in_place_goes_through_registers_on_wgmma) {
+  Arena *a = arena_new();
+  Diag d;
+  const char *srcs[3] = {TRANS_A_OUTSIDE, arena_printf(a, TRANS_A_OF_REGS, "reg", ""),
+                         arena_printf(a, TRANS_A_OF_REGS, "shared", ": f16[64, 64]")};
+  for (int k = 0; k < 3; k++) {
+    TirFunc *f = source_tir(a, "k.tile", srcs[k], NULL, ARCH_SM90A, &d);
+    cr_assert(layout_kernel_uses_wgmma(f), "source %d stays on wgmma", k);
+    int tr = find_op(f, 0, TIR_TRANS);
+    cr_assert(!layout_trans_a_in_place(f, tr), "source %d: A through registers", k);
+    TirFunc *g = sm90a_scheduled(f, &d);
+    cr_assert_eq(g->sched->pipes[0].overlap_dot, -1, "source %d: registers the next iteration rewrites", k);
+    char *ptx = source_ptx(a, "k.tile", srcs[k], NULL, ARCH_SM90A);
+    cr_assert(strstr(ptx, "wgmma.mma_async"), "source %d", k);
+    cr_assert(!strstr(ptx, "mma.sync"), "source %d", k);
+  }
+  arena_free(a);
+}
