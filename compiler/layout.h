@@ -181,12 +181,12 @@ int32_t layout_dot_wgmma_n(const TirFunc *f, const TirInst *in, int wgn);
  * rows where they are a multiple of 8 and every DOT reads only those (operand B as [K, N], or
  * as the TRANS [N, K] of a DOT whose wgmma computes exactly N columns), else the padded rows. */
 int32_t layout_wgmma_tile_rows(const TirFunc *f, int r);
-/* Whether register r is a shared tile read by the DOTs of a wgmma kernel (swizzled layout). */
 /* TRANS tr of a shared [K, M] tile read in place as wgmma's MN-major operand A: a view
  * (tir_trans_view_ok) read only as DOT operands, its source written only by LOADs and read only by
  * DOTs and such TRANSes, the warpgroups along M starting at column blocks; TILEC_TRANS_A=0: never
  * (such an A is read into registers). */
 bool layout_trans_a_in_place(const TirFunc *f, int tr);
+/* Whether register r is a shared tile read by the DOTs of a wgmma kernel (swizzled layout). */
 bool layout_is_wgmma_operand_tile(const TirFunc *f, int r);
 
 /* The layout of a tile of `shape` that broadcasts into the parent's tile (numpy rules: trailing

@@ -1431,7 +1431,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   if (layout_dot_wgmma_tiling(g->f, in, &wgm, &wgn))
     acc = layout_wgmma_acc(d->lay->shape[0], d->lay->shape[1], wgm, wgn);
   Tile *a = &g->tiles[in->args[0]], *b = &g->tiles[in->args[1]];
-  /* A: a shared tile, the view of a swizzled one (layout_is_wgmma_operand_tile), or registers */
+  /* A: a shared tile, the view of a swizzled one (layout_trans_a_in_place), or registers */
   Tile *as = a->view_of >= 0 && g->tiles[a->view_of].swz ? &g->tiles[a->view_of] : a;
   Tile *bs = b->view_of >= 0 ? &g->tiles[b->view_of] : b;
   if (!layout_equal(d->lay, &acc) || !bs->swz || (as->shared && !as->swz)) {

@@ -435,12 +435,13 @@ const char *arch_name(GpuArch a);                /* "sm_90a" */
 bool arch_from_name(const char *s, GpuArch *out);
 int arch_smem_limit(GpuArch a);                  /* bytes of shared memory per block */
 int arch_sm_threads(GpuArch a);                  /* threads resident per SM at most */
-/* sm_90a: a DOT of fewer than 64 rows computed as its transpose, when the kernel then runs on
+int arch_sm_blocks(GpuArch a);                   /* blocks resident per SM at most */
+int arch_blocks_per_sm(GpuArch a, int threads, int smem); /* resident by threads and shared memory */
+
+/* sm_90a: a DOT of 8, 16 or 32 rows computed as its transpose, when the kernel then runs on
  * wgmma (tir_swap.c); f itself when nothing is swapped, a copy when something is, NULL after an
  * error. TILEC_SWAP_AB=0 turns it off. */
 TirFunc *tir_swap_small_dots(TirFunc *f, GpuArch arch, Diag *d);
-int arch_sm_blocks(GpuArch a);                   /* blocks resident per SM at most */
-int arch_blocks_per_sm(GpuArch a, int threads, int smem); /* resident by threads and shared memory */
 
 typedef struct NvptxOptions {
   GpuArch arch;
@@ -632,7 +633,8 @@ typedef struct SchedOptions {
                               at the 2-block budget; lower_nvptx.c retries with it */
   int ring_stages;         /* > 0: the pipelined loop's ring depth instead of its `pipeline P`
                               (tir_schedule's own second try for a warp-specialized entry whose
-                              ring holds too little work ahead: deeper_ring) */
+                              ring holds too little work ahead, deeper_ring, or crowds out its
+                              TMA stores, store_ring) */
 } SchedOptions;
 
 /* A scheduled copy of f (instructions copied; registers, args, dims shared), verified. */

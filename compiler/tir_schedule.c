@@ -202,7 +202,8 @@ bool tir_rotation_enabled(void) { return !env_off("TILEC_ROTATE"); }
  * wgmma.wait_group 1: iteration i's wgmmas run on while the loop goes round, and iteration
  * i+1's wait retires them. acc is touched by no other body instruction, both operands are ring
  * tiles of this loop or shared tiles the loop never writes, and A is in shared memory, itself or
- * the TRANS of a tile read in place (a register A would be rewritten while the group reads it). TILEC_WGMMA_OVERLAP=0 turns it off. */
+ * the TRANS of a tile read in place (a register A would be rewritten while the group reads it).
+ * TILEC_WGMMA_OVERLAP=0 turns it off. */
 
 /* The shared tile a wgmma operand register reads (itself, or the source of its one TRANS), or -1. */
 static int operand_tile(const TirFunc *f, int r) {
@@ -604,8 +605,6 @@ static int tile_bytes(const TirFunc *f, int r) {
   return (n + 1023) & ~1023;
 }
 
-/* Bytes of shared memory the consumers' tiles take (ring tiles per stage; an upper bound of
- * what the emitter allocates). */
 /* The scratch slot of a register TRANS after loop p (the swapped GEMM's `acc = trans acc'`,
  * tir_swap.c), which the emitter puts beside the tiles: the source through shared memory at a
  * row pitch padded by 16 bytes (lower_nvptx.c, lower_copyish). Without it the ring and the TMA
@@ -624,12 +623,22 @@ static int epilogue_scratch(const TirFunc *f, const TirPipe *p) {
   return (bytes + 127) & ~127;
 }
 
-static int shared_bytes(const TirFunc *f, const TirPipe *p) {
-  int bytes = epilogue_scratch(f, p);
+/* The consumers' shared memory in loop p's schedule: the bytes of one ring stage (returned) and
+ * the bytes outside the ring, the epilogue's scratch slot included (*fixed). */
+static int ring_stage_bytes(const TirFunc *f, const TirPipe *p, int *fixed) {
+  int stage = 0;
+  *fixed = epilogue_scratch(f, p);
   for (int r = 0; r < f->nregs; r++)
     if (f->regs[r].type.place == PLACE_SHARED)
-      bytes += tile_bytes(f, r) * (in_ring(p, f, r) ? p->stages : 1);
-  return bytes;
+      *(in_ring(p, f, r) ? &stage : fixed) += tile_bytes(f, r);
+  return stage;
+}
+
+/* Bytes of shared memory the consumers' tiles take (ring tiles per stage; an upper bound of
+ * what the emitter allocates). */
+static int shared_bytes(const TirFunc *f, const TirPipe *p) {
+  int fixed, stage = ring_stage_bytes(f, p, &fixed);
+  return fixed + p->stages * stage;
 }
 
 /* The consumer warpgroups a TMA store of register tile t can split into (TirTmap.split): each
@@ -655,9 +664,6 @@ static int store_split(const Sched *S, const TileType *t) {
   return wgs;
 }
 
-/* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
- * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
- * beside the kernel's shared tiles. One consumer group, no cluster. */
 /* The staging bytes of a TMA store for STORE j after loop p (its box in *m), or 0 when it cannot
  * have one. */
 static int store_staging(const TirFunc *f, const TirPipe *p, int j, TirTmap *m) {
@@ -671,6 +677,9 @@ static int store_staging(const TirFunc *f, const TirPipe *p, int j, TirTmap *m) 
   return (t->dims[0] * t->dims[1] * 2 + 1023) & ~1023;
 }
 
+/* TMA stores: top-level STOREs after the loop of a register tile TMA can write ([rows, cols] of
+ * 2-byte elements, the tensor's element type, boxes as for a load), while the staging tiles fit
+ * beside the kernel's shared tiles. One consumer group, no cluster. */
 static void plan_stores(const Sched *S, TirSchedule *s, const TirPipe *p) {
   const TirFunc *f = S->f;
   if (s->groups != 1 || s->cluster != 1 || env_off("TILEC_TMA_STORE"))
@@ -855,10 +864,8 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   double flops = dot_flops(f, p);
   if (S->o->ring_stages || !S->o->ws_entry || !s->ws || flops <= 0 || env_off("TILEC_DEEP_RING"))
     return p->stages; /* (ring_stages: this is the schedule at the depth it chose) */
-  int stage_bytes = STAGE_MBAR_BYTES, fixed = s->store_bytes + OTHER_MBAR_BYTES + epilogue_scratch(f, p);
-  for (int r = 0; r < f->nregs; r++)
-    if (f->regs[r].type.place == PLACE_SHARED)
-      *(in_ring(p, f, r) ? &stage_bytes : &fixed) += tile_bytes(f, r);
+  int fixed, stage_bytes = STAGE_MBAR_BYTES + ring_stage_bytes(f, p, &fixed);
+  fixed += s->store_bytes + OTHER_MBAR_BYTES;
   for (int h = 0; h < s->nheads; h++) /* (head tiles are shared tiles: their second copy) */
     fixed += (s->head_stages - 1) * tile_bytes(f, f->insts[s->heads[h]].dst);
   int threads = WARPGROUP + f->threads * s->groups, n = p->stages;
@@ -884,14 +891,11 @@ static int store_ring(const Sched *S, const TirPipe *p) {
   if (S->o->ring_stages || !S->o->ws_entry || !s->ws || s->nstores || s->groups != 1 || s->cluster != 1 ||
       p->overlap_dot < 0 || flops <= 0 || env_off("TILEC_STORE_RING") || env_off("TILEC_TMA_STORE"))
     return p->stages;
-  int staging = 0, stage_bytes = 0;
+  int staging = 0, fixed, stage_bytes = ring_stage_bytes(f, p, &fixed);
   TirTmap m;
   for (int j = p->last + 1; j < f->ninsts; j++)
     staging += store_staging(f, p, j, &m);
-  for (int r = 0; r < f->nregs; r++)
-    if (f->regs[r].type.place == PLACE_SHARED && in_ring(p, f, r))
-      stage_bytes += tile_bytes(f, r);
-  int fixed = shared_bytes(f, p) - p->stages * stage_bytes + 1024 + staging;
+  fixed += 1024 + staging; /* (the mbarriers, rounded, as plan_stores counts them) */
   for (int n = p->stages - 1; staging && n >= 2 && (n - 1) * flops >= RING_AHEAD_FLOPS; n--)
     if (fixed + n * stage_bytes <= arch_smem_limit(ARCH_SM90A))
       return n;
