@@ -66,6 +66,15 @@ static const struct {
     DRIVER_ENTRY(TensorMapEncodeTiled, 12000),
 };
 
+/* Entry points the runtime does without on drivers that lack them (their slot stays NULL). */
+static const struct {
+  const char *name;
+  void **slot;
+  int abi;
+} optional_entries[] = {
+    DRIVER_ENTRY(FuncGetParamInfo, 12040), /* check_params, launch.c */
+};
+
 static tilert_status fetch(GetProcFn get, const char *name, void **slot, int version) {
   CUdriverProcAddressQueryResult q = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   CUresult r = get(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &q);
@@ -113,6 +122,9 @@ static tilert_status load(void) {
     if (st.code)
       return st;
   }
+  for (size_t i = 0; i < sizeof optional_entries / sizeof optional_entries[0]; i++)
+    if (fetch(get, optional_entries[i].name, optional_entries[i].slot, optional_entries[i].abi).code)
+      *optional_entries[i].slot = NULL;
   r = drv.Init(0);
   if (r == CUDA_ERROR_NO_DEVICE)
     return tilert__err(TILERT_ERROR_NO_DEVICE, "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA device");

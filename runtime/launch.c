@@ -106,6 +106,9 @@ static tilert_status gpu_prepare(const tilert_driver *d, tilert_device *dev, CUf
   return tilert__ok();
 }
 
+static tilert_status check_params(const tilert_driver *d, CUfunction fn, tilert_kernel *k, bool ws,
+                                  const char *entry);
+
 static tilert_status get_function(const tilert_driver *d, tilert_module *m, const char *name, CUfunction *fn) {
   CUresult r = d->ModuleGetFunction(fn, m->mod, name);
   if (r == CUDA_ERROR_NOT_FOUND) {
@@ -168,6 +171,8 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   pthread_mutex_init(&k->tmaps->lock, NULL);
+  if ((st = check_params(d, fn, k, true, k->info.ws_name)).code)
+    return st;
   k->ws_fn = fn;
   return tilert__ok();
 }
@@ -245,6 +250,8 @@ static tilert_status get_kernel(tilert_module *m, const char *name, bool with_fu
   if (!st.code)
     st = get_function(d, m, name, &k->fn);
   if (!st.code)
+    st = check_params(d, k->fn, k, false, k->info.name);
+  if (!st.code)
     st = gpu_prepare(d, m->dev, k->fn, k->info.name, k->info.threads, k->info.smem_bytes);
   if (!st.code)
     st = prepare_ws(d, m, k);
@@ -314,18 +321,26 @@ const tilert_kernel_info *tilert_kernel_get_info(const tilert_kernel *k) {
 
 /* ---------------------------------------------------------------- launch */
 
-/* Kernel parameters in ABI order; every value gets its own 8-byte slot. */
+/* Kernel parameters in ABI order; every value gets its own 8-byte slot (a tensor map is passed
+ * by reference to where it is cached). size: what the entry point declares, for check_params. */
 typedef struct Params {
   uint64_t slot[MAX_PARAMS];
   void *ptr[MAX_PARAMS];
+  size_t size[MAX_PARAMS];
   int n;
 } Params;
 
 static void push(Params *p, const void *v, size_t size) {
   p->slot[p->n] = 0;
   memcpy(&p->slot[p->n], v, size);
+  p->size[p->n] = size;
   p->ptr[p->n] = &p->slot[p->n];
   p->n++;
+}
+
+static void push_ref(Params *p, void *v, size_t size) {
+  p->size[p->n] = size;
+  p->ptr[p->n++] = v;
 }
 
 static void marshal(const tilert_kernel_info *info, const tilert_arg *args,
@@ -351,6 +366,66 @@ static void marshal(const tilert_kernel_info *info, const tilert_arg *args,
       int32_t v = (int32_t)dims[d];
       push(p, &v, sizeof v);
     }
+}
+
+/* The warp-specialized entry's parameters after marshal's: a persistent one's grid and its
+ * fourth walk parameter (a row walk's chunk, else the raster group), then the tensor maps, by
+ * value: the driver copies the 128 bytes of each. */
+static void push_walk(Params *p, const int32_t walk[4]) {
+  for (int i = 0; i < 4; i++)
+    push(p, &walk[i], sizeof(int32_t));
+}
+
+static void push_tmaps(Params *p, tilert_kernel *k) {
+  for (int i = 0; i < k->info.ntmaps; i++)
+    push_ref(p, &k->tmaps->map[i], sizeof(CUtensorMap));
+}
+
+/* Whether entry point FN takes the parameters the launch will pass it (ws: those of the
+ * warp-specialized entry). Metadata that does not describe its PTX would have the driver read
+ * past the parameters it is given; cuFuncGetParamInfo (drivers from 12.4; skipped on older ones)
+ * turns that into an error at load. */
+static tilert_status check_params(const tilert_driver *d, CUfunction fn, tilert_kernel *k, bool ws,
+                                  const char *entry) {
+  if (!d->FuncGetParamInfo)
+    return tilert__ok();
+  Params *p = malloc(sizeof *p);
+  tilert_arg *args = calloc(TILERT_MAX_ARGS, sizeof *args);
+  int64_t dims[TILERT_MAX_DIMS] = {0};
+  tilert_status st = tilert__ok();
+  if (!p || !args) {
+    free(p), free(args);
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  marshal(&k->info, args, dims, p);
+  if (ws) {
+    if (k->info.ws_persistent)
+      push_walk(p, (int32_t[4]){0});
+    push_tmaps(p, k);
+  }
+  int n = 0;
+  size_t offset, size;
+  for (; n <= p->n; n++) {
+    CUresult r = d->FuncGetParamInfo(fn, (size_t)n, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+      break;
+    if (r != CUDA_SUCCESS) {
+      st = tilert__drv_err("cuFuncGetParamInfo", r, entry);
+      break;
+    }
+    if (n < p->n && size != p->size[n]) {
+      st = tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s': parameter %d is %zu bytes in the PTX, "
+                       "%zu by its metadata (kernel '%s'): the metadata does not describe this PTX",
+                       entry, n, size, p->size[n], k->info.name);
+      break;
+    }
+  }
+  if (!st.code && n != p->n)
+    st = tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s' takes %s%d parameters; its metadata "
+                     "(kernel '%s') passes %d: the metadata does not describe this PTX",
+                     entry, n > p->n ? "at least " : "", n, k->info.name, p->n);
+  free(p), free(args);
+  return st;
 }
 
 /* Whether UNITS of work of one cost share out over WALKERS within 5% (and are more than them). */
@@ -419,14 +494,12 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
         int64_t walkers = k->ws_blocks / cluster;
         int64_t chunk = k->info.ws_walk_rows ? tilert__walk_chunk(grid[0], grid[1] * grid[2], walkers, k->walk_chunk) : 1;
         bool walk = walkers && total > walkers && chunk && (!k->walk_waves || total <= (int64_t)k->walk_waves * walkers);
-        for (int ax = 0; ax < 3; ax++)
-          push(p, &(int32_t){(int32_t)grid[ax]}, sizeof(int32_t));
-        push(p, &(int32_t){k->info.ws_walk_rows ? (int32_t)(walk ? chunk : 1) : k->tile_group}, sizeof(int32_t));
+        push_walk(p, (int32_t[4]){(int32_t)grid[0], (int32_t)grid[1], (int32_t)grid[2],
+                                  k->info.ws_walk_rows ? (int32_t)(walk ? chunk : 1) : k->tile_group});
         launch[0] = cluster * (walk ? walkers : total);
         launch[1] = launch[2] = 1;
       }
-      for (int i = 0; i < k->info.ntmaps; i++)
-        p->ptr[p->n++] = &k->tmaps->map[i]; /* by value: the driver copies the 128 bytes */
+      push_tmaps(p, k);
     }
     CUresult r;
     if (cluster > 1) {

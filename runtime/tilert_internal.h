@@ -47,6 +47,7 @@ typedef struct tilert_driver {
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
   CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
+  CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *); /* NULL before 12.4 */
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, CUstream, void **, void **);
   CUresult (*StreamCreate)(CUstream *, unsigned int);

@@ -173,6 +173,37 @@ int main(void) {
         "broken PTX gave %s: %s", tilert_code_name(st.code), st.message);
   printf("gpu_runtime: broken PTX -> %s\n", st.message);
 
+  /* Metadata that does not describe its PTX (here vadd's, edited): an error at load, never a
+   * launch that reads past its parameters (cuFuncGetParamInfo; skipped by drivers before 12.4). */
+  static const struct {
+    const char *line, *edit, *why;
+  } lies[] = {
+      {"// tilec: arg Z tensor f32 out N\n", "// tilec: arg Z tensor f32 out N\n// tilec: arg S scalar f32\n", "passes 5"},
+      {"// tilec: arg X tensor f32 in N\n", "// tilec: arg X tensor f32 in N N\n", "parameter 3 is 4 bytes"},
+  };
+  char *vadd = slurp("tests/aot/kernels/vadd.sm_80.ptx");
+  for (size_t i = 0; vadd && i < sizeof lies / sizeof lies[0]; i++) {
+    char *at = strstr(vadd, lies[i].line), *ptx = calloc(1, strlen(vadd) + 64);
+    CHECK(at && ptx, "vadd.sm_80.ptx has no line '%s'", lies[i].line);
+    if (!at || !ptx) {
+      free(ptx);
+      continue;
+    }
+    size_t head = (size_t)(at - vadd);
+    memcpy(ptx, vadd, head);
+    strcat(strcpy(ptx + head, lies[i].edit), at + strlen(lies[i].line));
+    tilert_module *ml = NULL;
+    tilert_kernel *kl = NULL;
+    OK(tilert_module_load_ptx(dev, ptx, &ml));
+    st = ml ? tilert_module_get_kernel(ml, "vadd", &kl) : st;
+    CHECK(ml && (st.code == TILERT_ERROR_BAD_METADATA ? strstr(st.message, lies[i].why) != NULL : st.code == TILERT_OK),
+          "metadata that lies (%s) gave %s: %s", lies[i].why, tilert_code_name(st.code), st.message);
+    printf("gpu_runtime: metadata that lies -> %s\n", st.code ? st.message : "(not checked: driver before 12.4)");
+    tilert_module_unload(ml);
+    free(ptx);
+  }
+  free(vadd);
+
   tilert_event_destroy(e0);
   tilert_event_destroy(e1);
   tilert_stream_destroy(s);
