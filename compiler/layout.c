@@ -62,6 +62,16 @@ uint32_t layout_apply_kind(const Layout *l, int kind, uint32_t index) {
   return f;
 }
 
+/* Whether the element at flat coordinate flat lies inside the logical dims. */
+static bool flat_inside(const Layout *l, const int32_t *dims, uint32_t flat) {
+  int32_t coord[TILE_MAX_RANK];
+  layout_coord(l->rank, l->shape, flat, coord);
+  bool inside = true;
+  for (int d = 0; d < l->rank; d++)
+    inside &= coord[d] < dims[d];
+  return inside;
+}
+
 bool layout_reg_is_padding(const Layout *l, const int32_t *dims, uint32_t r) {
   int nlw = LAYOUT_LANE_BITS + l->nbits[LAY_WARP];
   bool pad = false;
@@ -71,14 +81,22 @@ bool layout_reg_is_padding(const Layout *l, const int32_t *dims, uint32_t r) {
     return false;
   uint32_t c = layout_apply_kind(l, LAY_REG, r);
   for (uint32_t x = 0; x < 1u << nlw; x++) {
-    uint32_t flat = c ^ layout_apply_kind(l, LAY_LANE, x & 31) ^ layout_apply_kind(l, LAY_WARP, x >> LAYOUT_LANE_BITS);
-    int32_t coord[TILE_MAX_RANK];
-    layout_coord(l->rank, l->shape, flat, coord);
-    bool inside = true;
-    for (int d = 0; d < l->rank; d++)
-      inside &= coord[d] < dims[d];
-    if (inside)
+    if (flat_inside(l, dims, c ^ layout_apply_kind(l, LAY_LANE, x & 31) ^ layout_apply_kind(l, LAY_WARP, x >> LAYOUT_LANE_BITS)))
       return false;
+  }
+  return true;
+}
+
+bool layout_warps_idle(const Layout *l, const int32_t *dims, uint32_t first_warp) {
+  uint32_t warps = 1u << l->nbits[LAY_WARP], nregs = 1u << l->nbits[LAY_REG];
+  for (uint32_t w = first_warp; w < warps; w++) {
+    uint32_t hw = layout_apply_kind(l, LAY_WARP, w);
+    bool replica = false;
+    for (uint32_t k = 0; k < first_warp && !replica; k++)
+      replica = layout_apply_kind(l, LAY_WARP, k) == hw;
+    for (uint32_t x = 0; x < nregs * 32 && !replica; x++)
+      if (flat_inside(l, dims, hw ^ layout_apply_kind(l, LAY_REG, x >> LAYOUT_LANE_BITS) ^ layout_apply_kind(l, LAY_LANE, x & 31)))
+        return false;
   }
   return true;
 }

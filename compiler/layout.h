@@ -201,6 +201,10 @@ Layout layout_transpose(const Layout *l);
  * logical dims (a tile's padded columns in registers of their own, e.g. the columns 176..255 of
  * a wgmma accumulator of logical N 176). */
 bool layout_reg_is_padding(const Layout *l, const int32_t *dims, uint32_t r);
+/* Whether the warps from first_warp on hold nothing the warps before them lack: each either holds
+ * what one of them holds (its warp bases combine to theirs: a replica) or only padding (elements
+ * outside the logical dims, as the rows 192..255 of a 192-row wgmma tile over 4 warpgroups). */
+bool layout_warps_idle(const Layout *l, const int32_t *dims, uint32_t first_warp);
 
 bool layout_equal(const Layout *a, const Layout *b);
 /* Number of contiguous elements along the last dim per thread: 2^k where register bases 0..k-1

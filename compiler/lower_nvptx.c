@@ -2473,13 +2473,13 @@ static void tma_coords(Cg *g, const TirInst *in, int rank, LLVMValueRef *coord) 
 static void store_chunk(Cg *g, ElemType e, LLVMValueRef p, LLVMValueRef *v, int ch);
 
 /* The TMA boxes of tensor map t's LOAD into shared memory at dst, completing on mbarrier full. Coordinates are the
- * index starts, innermost first; box c of the row sits c * rows * swizzle bytes in. */
+ * index starts, innermost first; box c of the row sits c * (the layout's rows) * swizzle bytes in. */
 static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   const TirTmap *m = &g->sched->tmaps[t];
   const TirInst *in = &g->f->insts[m->load];
   const TirArg *a = &g->f->args[m->arg];
   const SmemLayout *swz = g->tiles[in->dst].swz;
-  if (!swz || swz->rows != m->rows) { /* the boxes land c * rows * swizzle apart: the layout's blocks */
+  if (!swz || swz->rows < m->rows) { /* box c lands c * swz->rows * swizzle in: the layout's column block c */
     cg_error(g, "internal error: TMA boxes of %d rows into a tile laid out in %d", m->rows, swz ? swz->rows : 0);
     return;
   }
@@ -2503,7 +2503,7 @@ static void tma_load(Cg *g, int t, LLVMValueRef dst, LLVMValueRef full) {
   base = LLVMBuildAdd(g->b, base, LLVMBuildMul(g->b, row0, ci32(g, m->row_bytes), ""), "");
   for (int c = 0; c < m->chunks; c++) {
     LLVMValueRef args[2 + TILE_MAX_RANK + 2];
-    args[0] = LLVMBuildAdd(g->b, base, ci32(g, c * m->rows * m->row_bytes), "");
+    args[0] = LLVMBuildAdd(g->b, base, ci32(g, c * swz->rows * m->row_bytes), "");
     args[1] = LLVMBuildPtrToInt(g->b, g->tmap[t], g->i64, ""); /* an address: cvta.param, no copy */
     for (int d = 0; d < a->rank; d++)
       args[2 + d] = coord[d];

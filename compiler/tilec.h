@@ -505,7 +505,9 @@ typedef struct TirTmap {
                               scalar index; the innermost spans at most `swizzle` bytes */
   int swizzle;             /* 32, 64 or 128: the wgmma tile's swizzle, which TMA writes */
   int chunks;              /* boxes per stage, side by side along the innermost dimension */
-  int rows, row_bytes;     /* the shared tile: rows; bytes of one box row (= swizzle span) */
+  int rows, row_bytes;     /* the box's rows: the shared tile's, or its first ones where its layout
+                              pads them (192 of a wgmma A operand laid out in 256); bytes of one
+                              box row (= swizzle span) */
   bool multicast;          /* cluster: the two blocks load the same tile, each half of its rows
                               (box[outer] = rows / 2) into both blocks' shared memory */
   int outer;               /* the tensor dimension of the tile's rows */

@@ -367,7 +367,7 @@ static bool plan_tmap(const TirFunc *f, int j, TirTmap *m) {
   const TirInst *in = &f->insts[j];
   const TileType *t = &f->regs[in->dst].type;
   if (!t->layout || t->rank != 2 || in->imm != 0 || signbit(in->imm) || !layout_is_wgmma_operand_tile(f, in->dst) ||
-      layout_wgmma_tile_rows(f, in->dst) != t->dims[0] || t->layout->shape[1] != t->dims[1])
+      layout_wgmma_tile_rows(f, in->dst) < t->dims[0] || t->layout->shape[1] != t->dims[1])
     return false;
   return plan_box(f, j, t, m);
 }
@@ -592,15 +592,17 @@ static void plan_heads(const TirFunc *f, TirSchedule *s, const TirPipe *p, bool 
 }
 
 /* Bytes of one copy of shared tile r as the emitter lays it out, 1 KB aligned: wgmma operands
- * swizzled, unpadded; other tiles of rank 2+ with 16 bytes of padding per row (at most: the
- * emitter leaves it off tiles read only elementwise, so this bound is safe). */
+ * swizzled, in the rows layout_wgmma_tile_rows gives them (an A operand's padded rows included);
+ * other tiles of rank 2+ with 16 bytes of padding per row (at most: the emitter leaves it off
+ * tiles read only elementwise, so this bound is safe). */
 static int tile_bytes(const TirFunc *f, int r) {
   const TileType *t = &f->regs[r].type;
+  bool wgmma = t->rank == 2 && layout_is_wgmma_operand_tile(f, r);
   int n = elem_bytes(t->elem), inner = t->rank ? t->dims[t->rank - 1] : 1;
   for (int d = 0; d < t->rank - 1; d++)
-    n *= t->dims[d];
+    n *= wgmma ? layout_wgmma_tile_rows(f, r) : t->dims[d];
   n *= inner;
-  if (t->rank >= 2 && !layout_is_wgmma_operand_tile(f, r))
+  if (t->rank >= 2 && !wgmma)
     n += n / (inner * elem_bytes(t->elem)) * 16;
   return (n + 1023) & ~1023;
 }
@@ -766,6 +768,49 @@ static int plan_tile_group(const TirFunc *f, const TirSchedule *s) {
   return 1;
 }
 
+/* Whether the shared tile register r gets is written by the producer alone (a ring or head load
+ * by TMA), or is a view of one (TRANS, RESHAPE). */
+static bool producer_writes(const TirFunc *f, const TirSchedule *s, const TirInst *in) {
+  if (in->op == TIR_TRANS || in->op == TIR_RESHAPE)
+    return f->regs[in->args[0]].type.place == PLACE_SHARED;
+  for (int h = 0; h < s->nheads; h++)
+    if (&f->insts[s->heads[h]] == in)
+      return true;
+  return in->op == TIR_LOAD && s->npipes == 1 && in_ring(&s->pipes[0], f, in->dst);
+}
+
+/* The consumer warpgroups of the warp-specialized entry (TirSchedule.consumer_threads): the
+ * kernel's, less those at the end that hold nothing of any register tile the others lack (only
+ * padding or replicas: a 192-row wgmma tile over 4 warpgroups leaves the fourth only the padded
+ * rows 192..255), while no consumer writes a shared tile (the producer's TMA does) and no
+ * reduction crosses warpgroups (its partials would not all be written). FlashAttention-3's d64
+ * tile, 192 rows over 3 warpgroups, then gets 160 registers a thread instead of 4 x 120. */
+static int consumer_warpgroups(const TirFunc *f, const TirSchedule *s) {
+  int wgs = f->threads / WARPGROUP, need = 1, wg_bit = layout_log2(WARPGROUP / 32);
+  if (wgs < 2 || s->groups != 1 || s->cluster != 1 || env_off("TILEC_IDLE_WARPGROUPS"))
+    return wgs;
+  for (int j = 0; j < f->ninsts && need < wgs; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) {
+      const Layout *L = f->regs[in->args[0]].type.layout;
+      for (int b = wg_bit; L && b < L->nbits[LAY_WARP]; b++) {
+        int32_t coord[TILE_MAX_RANK];
+        layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
+        if (coord[in->axis])
+          return wgs;
+      }
+    }
+    if (in->dst < 0 || (in->op == TIR_TRANS && tir_trans_view_ok(f, j))) /* (a view: no registers) */
+      continue;
+    const TileType *t = &f->regs[in->dst].type;
+    if (t->place == PLACE_SHARED ? !producer_writes(f, s, in) : !t->layout)
+      return wgs;
+    while (t->place != PLACE_SHARED && need < wgs && !layout_warps_idle(t->layout, t->dims, (uint32_t)(need * WARPGROUP / 32)))
+      need++;
+  }
+  return need;
+}
+
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
@@ -816,9 +861,11 @@ static bool plan_ws(Sched *S, const TirPipe *p) {
   plan_heads(f, s, p, mark);
   plan_stores(S, s, p);
   plan_head_stages(f, s, p);
-  if (S->o->ws_entry)
+  if (S->o->ws_entry) {
     plan_prefetch(f, s, p);
-  int consumers = f->threads * s->groups;
+    s->consumer_threads = WARPGROUP * consumer_warpgroups(f, s);
+  }
+  int consumers = s->consumer_threads * s->groups;
   s->launch_blocks = plan_launch_blocks(S->o, f, consumers);
   int pool = (WARPGROUP + consumers) * launch_regs(WARPGROUP + consumers, s->launch_blocks);
   s->producer_regs = S->o->wide_producer ? PRODUCER_REGS_WIDE : PRODUCER_REGS;
@@ -868,7 +915,7 @@ static int deeper_ring(const Sched *S, const TirPipe *p) {
   fixed += s->store_bytes + OTHER_MBAR_BYTES;
   for (int h = 0; h < s->nheads; h++) /* (head tiles are shared tiles: their second copy) */
     fixed += (s->head_stages - 1) * tile_bytes(f, f->insts[s->heads[h]].dst);
-  int threads = WARPGROUP + f->threads * s->groups, n = p->stages;
+  int threads = WARPGROUP + s->consumer_threads * s->groups, n = p->stages;
   if (s->launch_blocks > 1 && arch_blocks_per_sm(S->o->arch, threads, fixed + n * stage_bytes) > 1)
     return n;
   while (n < RING_MAX_STAGES && (n - 1) * flops < RING_AHEAD_FLOPS && fixed + (n + 1) * stage_bytes <= SMEM_WITH_L1)
@@ -1219,8 +1266,8 @@ static bool rotate(TirFunc *g, TirPipe *p) {
     return false;
   Emit e = {g, arena_alloc(g->arena, sizeof(TirInst) * (size_t)(g->ninsts + 30)), 0};
   TirSchedule *sc = g->sched;
-  bool turns = sc->groups == 1 && g->threads >= 2 * WARPGROUP && !env_off("TILEC_WG_TURNS");
-  sc->turns = turns ? g->threads / WARPGROUP : 0;
+  bool turns = sc->groups == 1 && sc->consumer_threads >= 2 * WARPGROUP && !env_off("TILEC_WG_TURNS");
+  sc->turns = turns ? sc->consumer_threads / WARPGROUP : 0;
   const TirInst *fr = &g->insts[p->first];
   SrcLoc loc = g->insts[R.d1].loc;
   int first = scalar_reg(g, TY_BOOL, fr->dst);
@@ -2137,9 +2184,12 @@ static bool verify_ws(const SchedVerifier *v) {
   const TirSchedule *s = f->sched;
   if (s->npipes != 1 || !top_level(f, -1, s->pipes[0].first))
     return sfail(v, -1, "warp specialization needs exactly one pipelined loop, at the top level");
-  if (s->producer_threads != 128 || s->consumer_threads != f->threads || s->consumer_threads % 128)
+  if (s->producer_threads != 128 || s->consumer_threads > f->threads || s->consumer_threads % 128)
     return sfail(v, -1, "roles: %d producer and %d consumer threads are not whole warpgroups",
                  s->producer_threads, s->consumer_threads);
+  if (s->consumer_threads < WARPGROUP * consumer_warpgroups(f, s))
+    return sfail(v, -1, "%d consumer threads, yet the warpgroups past them hold tile elements, write shared "
+                 "tiles or reduce with the others", s->consumer_threads);
   if (s->groups != 1 && (s->groups != 2 || !s->persistent || s->cluster != 1 || s->consumer_threads != 128))
     return sfail(v, -1, "%d consumer groups (1, or 2 warpgroups taking turns in a persistent walk)", s->groups);
   if (s->walk_rows && (!s->persistent || s->groups != 1 || s->cluster != 1 || s->tile_group != 1))
@@ -2172,7 +2222,7 @@ static bool verify_ws(const SchedVerifier *v) {
       return sfail(v, m->load, "TMA store %d: %d warpgroups do not each store a block of whole swizzle patterns", t,
                    m->split);
     if ((m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) ||
-        m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1)
+        m->box[a->rank - 1] * elem_bytes(a->elem) != m->swizzle || m->rows > 256 || m->chunks < 1 || m->rows % 8)
       return sfail(v, m->load, "tensor map %d: box or swizzle out of TMA's range", t);
     if (m->multicast && (s->cluster != 2 || m->rows % 16 || m->box[m->outer] * 2 != m->rows))
       return sfail(v, m->load, "tensor map %d: a multicast half is not half of whole swizzle patterns", t);

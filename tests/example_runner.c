@@ -158,6 +158,16 @@ static const Case cases[] = {
      "B=2,H=33,N=777", SUITE_GPU, 0, NULL, 0},
     {"attn_bm256_d64_causal_short", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=4 -D CAUSAL=1",
      "B=3,H=20,N=200", SUITE_GPU, 0, NULL, 0},
+    /* 192-row query tiles over 16 warps (FlashAttention-3's d64 tile): the fourth warpgroup holds
+     * only padded rows, so the warp-specialized entry runs 3 consumer warpgroups at 160 registers
+     * (tir_schedule.c consumer_warpgroups) and Q lands by TMA in the first 192 of its 256 rows;
+     * causal and ragged, bf16, key tiles of 192 */
+    {"attn_bm192_d64_causal", "attention", "-D D=64 -D BM=192 -D BN=128 -D WARPS=16 -D STAGES=3 -D CAUSAL=1",
+     "B=2,H=13,N=1000", SUITE_GPU, 0, NULL, 0},
+    {"attn_bm192_d64_bf16", "attention", "-D T=bf16 -D D=64 -D BM=192 -D BN=128 -D WARPS=16", "B=1,H=33,N=777",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_bm192_bn192_d64", "attention", "-D D=64 -D BM=192 -D BN=192 -D WARPS=16 -D STAGES=3", "B=2,H=7,N=1234",
+     SUITE_GPU, 0, NULL, 0},
     /* Key tiles of 176 rows (FlashAttention-3's d128 tile): wgmma.m64n176, K and V tiles of 176
      * rows in shared memory (column blocks 176 rows apart), TMA boxes of 176 rows; ragged N
      * (1000 = 5 x 176 + 120), several tiles per block; causal in bf16; 144 rows at d64 */

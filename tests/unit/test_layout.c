@@ -273,3 +273,15 @@ Test(layout, assign_shares_and_projects) {
   fclose(d.out);
   arena_free(a);
 }
+
+/* The warps of a 256-row wgmma accumulator from warp 12 on (the fourth warpgroup) hold the rows
+ * 192..255: idle for a tile of 192 logical rows, not for 256; a scalar's warps all hold replicas. */
+Test(layout, warps_idle_past_the_logical_rows) {
+  Layout acc = layout_wgmma_acc(256, 64, 4, 1);
+  cr_expect(layout_warps_idle(&acc, (int32_t[]){192, 64}, 12));
+  cr_expect(!layout_warps_idle(&acc, (int32_t[]){192, 64}, 8), "warpgroup 2 holds rows 128..191");
+  cr_expect(!layout_warps_idle(&acc, (int32_t[]){256, 64}, 12));
+  cr_expect(!layout_warps_idle(&acc, (int32_t[]){193, 64}, 12), "row 192 is the fourth warpgroup's");
+  Layout one = layout_scalar(512);
+  cr_expect(layout_warps_idle(&one, (int32_t[]){1}, 1));
+}

@@ -1681,3 +1681,39 @@ Test(schedule, transposed_a_not_in_place_goes_through_registers_on_wgmma) {
   }
   arena_free(a);
 }
+
+/* A 192-row query tile over 16 warps (FlashAttention-3's d64 tile): the wgmma rows pad to 256, so
+ * the fourth warpgroup holds only padding. The warp-specialized entry leaves it out: 3 consumer
+ * warpgroups at 160 registers (not 4 at 120: 128 x 24 + 384 x 160 fit the 512 x 128 the block is
+ * launched with), turns over 3, Q by TMA into the first 192 of its 256 rows. The cp.async entry
+ * keeps the kernel's 512 threads; a 256-row tile keeps 4 warpgroups; TILEC_IDLE_WARPGROUPS=0
+ * keeps them all; and the verifier refuses a schedule that leaves out a warpgroup holding rows. */
+Test(schedule, idle_warpgroups_left_out) {
+  static const char *bm192[] = {"D=64", "BM=192", "BN=128", "WARPS=16", "STAGES=3", "CAUSAL=1", NULL};
+  static const char *bm256[] = {"D=64", "BM=256", "BN=64", "WARPS=16", "STAGES=3", "CAUSAL=1", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", bm192, ARCH_SM90A, true, &d);
+  const TirSchedule *s = f->sched;
+  cr_assert(s->ws);
+  cr_expect_eq(s->consumer_threads, 384);
+  cr_expect_eq(s->consumer_regs, 160);
+  cr_expect_eq(s->producer_regs, 24);
+  cr_expect_eq(s->turns, s->pipes[0].rotated ? 3 : 0);
+  cr_assert_eq(s->nheads, 1, "Q lands by TMA");
+  cr_expect_eq(s->tmaps[s->pipes[0].nloads].rows, 192, "the box fills 192 of Q's 256 rows");
+  cr_expect_str_eq(verify_msg(a, f), "");
+  cr_expect_eq(scheduled(a, "attention", bm192, ARCH_SM90A, &d)->sched->consumer_threads, 512, "the cp.async entry");
+  TirFunc *all = scheduled_as_with(a, "attention", bm192, ARCH_SM90A, true, "TILEC_IDLE_WARPGROUPS", "0", &d);
+  cr_expect_eq(all->sched->consumer_threads, 512);
+  TirFunc *g = scheduled_as(a, "attention", bm256, ARCH_SM90A, true, &d);
+  cr_expect_eq(g->sched->consumer_threads, 512, "256 rows: every warpgroup holds 64");
+  g->sched->consumer_threads = 384;
+  g->sched->turns = 3;
+  const char *msg = verify_msg(a, g);
+  cr_expect(strstr(msg, "384 consumer threads, yet the warpgroups past them hold tile elements"), "%s", msg);
+  char *ptx = module_ptx(a, "attention", bm192, ARCH_SM90A);
+  cr_expect(strstr(ptx, "// tilec: ws attention__ws threads 512 "), "3 consumer warpgroups and the producer");
+  cr_expect(strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 160;"));
+  arena_free(a);
+}
