@@ -6,6 +6,7 @@
  * the metadata's "dim" lines. */
 #include "tilert_internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,61 @@ static char *copy_meta_lines(const char *ptx) {
   }
   out[used] = '\0';
   return out;
+}
+
+/* The parameters `.entry NAME(...)` declares in ptx (its `.param`s), or -1 when it has none such. */
+int tilert__ptx_param_count(const char *ptx, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) {
+    const char *q = p + 6;
+    if (!isspace((unsigned char)*q))
+      continue;
+    while (isspace((unsigned char)*q))
+      q++;
+    if (strncmp(q, name, n))
+      continue;
+    for (q += n; isspace((unsigned char)*q); q++)
+      ;
+    if (*q != '(')
+      continue;
+    int count = 0;
+    for (q++; *q && *q != ')'; q++)
+      if (!strncmp(q, ".param", 6) && isspace((unsigned char)q[6]))
+        count++;
+    return *q == ')' ? count : -1;
+  }
+  return -1;
+}
+
+/* "NAME COUNT\n" for each entry point of ptx: the parameter counts check_params compares with the
+ * metadata's, kept (as the metadata is) without the PTX. */
+static char *entry_table(const char *ptx) {
+  size_t cap = 1, used = 0;
+  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry"))
+    cap += strcspn(p, "(") + 16;
+  char *out = malloc(cap);
+  if (!out)
+    return NULL;
+  out[0] = '\0';
+  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) {
+    const char *q = p + 6 + strspn(p + 6, " \t\r\n");
+    size_t len = strcspn(q, " \t\r\n(");
+    if (!len || q == p + 6)
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(len < 255 ? len : 255), q);
+    used += (size_t)snprintf(out + used, cap - used, "%s %d\n", name, tilert__ptx_param_count(ptx, name));
+  }
+  return out;
+}
+
+/* The count entry_table recorded for entry point name, or -1. */
+static int table_params(const char *table, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = table; p && *p; p = strchr(p, '\n') + 1)
+    if (!strncmp(p, name, n) && p[n] == ' ')
+      return atoi(p + n + 1);
+  return -1;
 }
 
 /* Trims the JIT log to one line of status message: newlines become "; ". */
@@ -66,8 +122,8 @@ tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert
     return st;
   tilert_module *m = calloc(1, sizeof *m);
   char *log = calloc(1, JIT_LOG_BYTES);
-  if (!m || !log || !(m->meta = copy_meta_lines(ptx))) {
-    free(m ? m->meta : NULL), free(m), free(log);
+  if (!m || !log || !(m->meta = copy_meta_lines(ptx)) || !(m->entries = entry_table(ptx))) {
+    free(m ? m->meta : NULL), free(m ? m->entries : NULL), free(m), free(log);
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
   /* The driver may fill all the bytes it is given with no NUL: it gets one less than the buffer,
@@ -78,7 +134,7 @@ tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert
   if (r != CUDA_SUCCESS) {
     flatten_log(log);
     st = tilert__drv_err("cuModuleLoadDataEx", r, log);
-    free(m->meta), free(m), free(log);
+    free(m->meta), free(m->entries), free(m), free(log);
     return st;
   }
   free(log);
@@ -106,8 +162,8 @@ static tilert_status gpu_prepare(const tilert_driver *d, tilert_device *dev, CUf
   return tilert__ok();
 }
 
-static tilert_status check_params(const tilert_driver *d, CUfunction fn, tilert_kernel *k, bool ws,
-                                  const char *entry);
+static tilert_status check_params(const tilert_driver *d, const tilert_module *m, CUfunction fn, tilert_kernel *k,
+                                  bool ws, const char *entry);
 
 static tilert_status get_function(const tilert_driver *d, tilert_module *m, const char *name, CUfunction *fn) {
   CUresult r = d->ModuleGetFunction(fn, m->mod, name);
@@ -171,7 +227,7 @@ static tilert_status prepare_ws(const tilert_driver *d, tilert_module *m, tilert
   if (!(k->tmaps = calloc(1, sizeof *k->tmaps)))
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   pthread_mutex_init(&k->tmaps->lock, NULL);
-  if ((st = check_params(d, fn, k, true, k->info.ws_name)).code)
+  if ((st = check_params(d, m, fn, k, true, k->info.ws_name)).code)
     return st;
   k->ws_fn = fn;
   return tilert__ok();
@@ -250,7 +306,7 @@ static tilert_status get_kernel(tilert_module *m, const char *name, bool with_fu
   if (!st.code)
     st = get_function(d, m, name, &k->fn);
   if (!st.code)
-    st = check_params(d, k->fn, k, false, k->info.name);
+    st = check_params(d, m, k->fn, k, false, k->info.name);
   if (!st.code)
     st = gpu_prepare(d, m->dev, k->fn, k->info.name, k->info.threads, k->info.smem_bytes);
   if (!st.code)
@@ -282,6 +338,7 @@ void tilert_module_unload(tilert_module *m) {
     free(k);
   }
   free(m->meta);
+  free(m->entries);
   free(m);
 }
 
@@ -381,51 +438,49 @@ static void push_tmaps(Params *p, tilert_kernel *k) {
     push_ref(p, &k->tmaps->map[i], sizeof(CUtensorMap));
 }
 
-/* Whether entry point FN takes the parameters the launch will pass it (ws: those of the
- * warp-specialized entry). Metadata that does not describe its PTX would have the driver read
- * past the parameters it is given; cuFuncGetParamInfo (drivers from 12.4; skipped on older ones)
- * turns that into an error at load. */
-static tilert_status check_params(const tilert_driver *d, CUfunction fn, tilert_kernel *k, bool ws,
-                                  const char *entry) {
-  if (!d->FuncGetParamInfo)
-    return tilert__ok();
+int tilert__launch_params(const tilert_kernel_info *info, bool ws, size_t *sizes) {
   Params *p = malloc(sizeof *p);
   tilert_arg *args = calloc(TILERT_MAX_ARGS, sizeof *args);
   int64_t dims[TILERT_MAX_DIMS] = {0};
-  tilert_status st = tilert__ok();
-  if (!p || !args) {
-    free(p), free(args);
-    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
-  }
-  marshal(&k->info, args, dims, p);
-  if (ws) {
-    if (k->info.ws_persistent)
+  int n = -1;
+  if (p && args) {
+    marshal(info, args, dims, p);
+    if (ws && info->ws_persistent)
       push_walk(p, (int32_t[4]){0});
-    push_tmaps(p, k);
+    for (int i = 0; ws && i < info->ntmaps; i++)
+      push_ref(p, NULL, sizeof(CUtensorMap));
+    memcpy(sizes, p->size, sizeof(size_t) * (size_t)p->n);
+    n = p->n;
   }
-  int n = 0;
-  size_t offset, size;
-  for (; n <= p->n; n++) {
-    CUresult r = d->FuncGetParamInfo(fn, (size_t)n, &offset, &size);
-    if (r == CUDA_ERROR_INVALID_VALUE)
-      break;
-    if (r != CUDA_SUCCESS) {
-      st = tilert__drv_err("cuFuncGetParamInfo", r, entry);
-      break;
-    }
-    if (n < p->n && size != p->size[n]) {
-      st = tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s': parameter %d is %zu bytes in the PTX, "
-                       "%zu by its metadata (kernel '%s'): the metadata does not describe this PTX",
-                       entry, n, size, p->size[n], k->info.name);
-      break;
-    }
-  }
-  if (!st.code && n != p->n)
-    st = tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s' takes %s%d parameters; its metadata "
-                     "(kernel '%s') passes %d: the metadata does not describe this PTX",
-                     entry, n > p->n ? "at least " : "", n, k->info.name, p->n);
   free(p), free(args);
-  return st;
+  return n;
+}
+
+/* Whether entry point FN takes the parameters the launch will pass it (ws: those of the
+ * warp-specialized entry). Metadata that does not describe its PTX would have the driver read
+ * past the parameters it is given. The count comes from the PTX text (entry_table), the sizes
+ * from cuFuncGetParamInfo (drivers from 12.4; skipped on older ones), asked only of parameters
+ * the PTX has: a query past the last is an error compute-sanitizer reports. */
+static tilert_status check_params(const tilert_driver *d, const tilert_module *m, CUfunction fn, tilert_kernel *k,
+                                  bool ws, const char *entry) {
+  size_t want[MAX_PARAMS];
+  int n = tilert__launch_params(&k->info, ws, want), declared = table_params(m->entries, entry);
+  if (n < 0)
+    return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  if (declared >= 0 && declared != n)
+    return tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s' takes %d parameters; its metadata (kernel '%s') "
+                       "passes %d: the metadata does not describe this PTX", entry, declared, k->info.name, n);
+  for (int i = 0; d->FuncGetParamInfo && i < n; i++) {
+    size_t offset, size;
+    CUresult r = d->FuncGetParamInfo(fn, (size_t)i, &offset, &size);
+    if (r != CUDA_SUCCESS)
+      return tilert__drv_err("cuFuncGetParamInfo", r, entry);
+    if (size != want[i])
+      return tilert__err(TILERT_ERROR_BAD_METADATA, "entry point '%s': parameter %d is %zu bytes in the PTX, %zu "
+                         "by its metadata (kernel '%s'): the metadata does not describe this PTX",
+                         entry, i, size, want[i], k->info.name);
+  }
+  return tilert__ok();
 }
 
 /* Whether UNITS of work of one cost share out over WALKERS within 5% (and are more than them). */

@@ -187,7 +187,7 @@ tilert_status tilert_bind(const tilert_kernel_info *info, const tilert_arg *args
  * status message on failure. */
 tilert_status tilert_module_load_ptx(tilert_device *dev, const char *ptx, tilert_module **out);
 /* TILERT_ERROR_BAD_METADATA when the kernel's metadata describes parameters its entry point does
- * not take (checked with cuFuncGetParamInfo on drivers from 12.4). */
+ * not take (their count, from the PTX; their sizes, with cuFuncGetParamInfo on drivers from 12.4). */
 tilert_status tilert_module_get_kernel(tilert_module *m, const char *name, tilert_kernel **out);
 void tilert_module_unload(tilert_module *m);
 

@@ -128,6 +128,7 @@ struct tilert_module {
   tilert_device *dev;
   CUmodule mod;
   char *meta;                  /* the "// tilec:" lines of the PTX, kept for kernel lookup */
+  char *entries;               /* "NAME COUNT" per entry point: its parameters (check_params) */
   tilert_kernel *kernels;      /* created on demand by tilert_module_get_kernel */
 };
 
@@ -149,6 +150,12 @@ struct tilert_event {
  * for). False when some view cannot be a TMA tensor map (unaligned base or stride, too large):
  * the caller launches the cp.async entry instead. */
 bool tilert__tmaps_bind(const tilert_driver *d, tilert_kernel *k, const tilert_arg *args);
+/* The sizes of the parameters a launch passes the kernel of info (ws: its warp-specialized entry)
+ * into sizes[0 .. n), at most TILERT_MAX_ARGS * TILERT_MAX_RANK + TILERT_MAX_DIMS +
+ * TILERT_MAX_TMAPS + 4; n, or -1 out of memory. */
+int tilert__launch_params(const tilert_kernel_info *info, bool ws, size_t *sizes);
+/* The parameters `.entry NAME(...)` declares in ptx, or -1 when it declares no such entry. */
+int tilert__ptx_param_count(const char *ptx, const char *name);
 
 /* ---------------------------------------------------------------- launch (bind.c, launch.c) */
 

@@ -7,6 +7,7 @@
 
 #include "tilert.h"
 #include "tilert_internal.h"
+#include "test_support.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -989,4 +990,50 @@ Test(runtime_full, taken_when_the_pinned_dims_match) {
   cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 32}), &k);
   k.full = NULL;
   cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 64}), &k);
+}
+
+/* The parameter count check_params compares with the metadata's comes from the PTX text: an
+ * entry's `.param`s, hand-written on one line or LLVM's one a line with a tensor map; -1 for a
+ * name that is no entry (a prefix, a .func). */
+Test(runtime_launch, entry_parameters_from_the_ptx) {
+  const char *ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                    ".func (.param .b32 r) helper(.param .b32 a)\n{ ret; }\n"
+                    ".visible .entry vadd(.param .u64 X, .param .u64 Y, .param .u64 Z, .param .u32 N)\n{ ret; }\n"
+                    ".visible .entry vadd__ws(\n\t.param .u64 .ptr .align 1 vadd__ws_param_0,\n"
+                    "\t.param .u32 vadd__ws_param_1,\n\t.param .align 64 .b8 vadd__ws_param_2[128]\n)\n{ ret; }\n"
+                    ".visible .entry k()\n{ ret; }\n";
+  cr_expect_eq(tilert__ptx_param_count(ptx, "vadd"), 4);
+  cr_expect_eq(tilert__ptx_param_count(ptx, "vadd__ws"), 3);
+  cr_expect_eq(tilert__ptx_param_count(ptx, "k"), 0);
+  cr_expect_eq(tilert__ptx_param_count(ptx, "vad"), -1);
+  cr_expect_eq(tilert__ptx_param_count(ptx, "helper"), -1);
+}
+
+/* The parameters libtilert passes each entry point (tilert__launch_params: the arguments, the
+ * run-time dims; a warp-specialized entry's walk and tensor maps) are the ones the compiler
+ * declares, counted from the PTX: a plain row kernel, a persistent GEMM with a TMA store, causal
+ * attention (a row walk, head loads, 3 consumer warpgroups). On the GPU check_params also
+ * compares each size (cuFuncGetParamInfo). */
+Test(runtime_launch, launch_passes_what_the_ptx_declares) {
+  static const char *gemm[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=4", NULL};
+  static const char *attn[] = {"D=64", "BM=192", "BN=128", "WARPS=16", "STAGES=3", "CAUSAL=1", NULL};
+  static const struct {
+    const char *example, **defs;
+    bool ws;
+  } cases[] = {{"softmax", NULL, false}, {"gemm", gemm, true}, {"attention", attn, true}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    Arena *a = arena_new();
+    char *ptx = source_ptx(a, cases[c].example, example_text(a, cases[c].example), cases[c].defs, ARCH_SM90A);
+    tilert_kernel_info info;
+    cr_assert_eq(tilert_parse_kernel_info_named(ptx, cases[c].example, &info).code, TILERT_OK);
+    size_t sizes[256];
+    cr_expect_eq(tilert__launch_params(&info, false, sizes), tilert__ptx_param_count(ptx, cases[c].example), "%s",
+                 cases[c].example);
+    cr_expect_eq(info.ws_name[0] != 0, cases[c].ws, "%s: a warp-specialized entry", cases[c].example);
+    if (info.ws_name[0])
+      cr_expect_eq(tilert__launch_params(&info, true, sizes), tilert__ptx_param_count(ptx, info.ws_name), "%s",
+                   info.ws_name);
+    cr_expect(!cases[c].ws || info.ntmaps > 0);
+    arena_free(a);
+  }
 }
