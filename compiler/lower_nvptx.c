@@ -5105,6 +5105,7 @@ typedef struct WsPlan {
                          the unrounded scores no longer live until the packing at the dot, which
                          a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
   bool one_block;     /* registers for 1 block an SM where the schedule would budget 2 (SchedOptions) */
+  bool no_ws;         /* no warp-specialized entry (SchedOptions) */
   bool rotated;       /* out: some loop was rotated */
   bool two_blocks;    /* out: some warp-specialized entry is budgeted for 2 blocks an SM */
   bool split;         /* out: some TMA store is split by warpgroup */
@@ -5124,7 +5125,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
   SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
-                     .whole_stores = plan->whole_stores, .one_block = plan->one_block};
+                     .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = plan->no_ws};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -5245,7 +5246,10 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; then, if
  * an entry was budgeted for 2 blocks an SM (one consumer warpgroup), every plan again at 1
  * block's registers. The first plan without spills wins, else the one that spills the fewest
- * bytes (the earlier on a tie). */
+ * bytes (the earlier on a tie). Where ptxas refuses every plan's module (C7602: a wgmma wider
+ * than the registers a thread has at the block's launch, as m64n256 in a block of 512 threads),
+ * the module goes without a warp-specialized entry: a user's 192 x 256 GEMM over 16 warps runs
+ * its cp.async entry instead of failing to load. */
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -5292,6 +5296,10 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       split |= plan.split;
       two_blocks |= plan.two_blocks;
     }
+  if (best_spill < 0) { /* ptxas refused every plan's entry: the module without one, which it takes */
+    WsPlan plan = {.no_ws = true};
+    return compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+  }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }
 

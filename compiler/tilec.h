@@ -633,6 +633,9 @@ typedef struct SchedOptions {
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
   bool one_block;          /* TirSchedule.launch_blocks 1 where it would be 2: the consumers spilled
                               at the 2-block budget; lower_nvptx.c retries with it */
+  bool no_ws;              /* no warp-specialized entry (lower_nvptx.c, when ptxas refused every
+                              plan's: a wgmma too wide for the registers the block is launched
+                              with, C7602) */
   int ring_stages;         /* > 0: the pipelined loop's ring depth instead of its `pipeline P`
                               (tir_schedule's own second try for a warp-specialized entry whose
                               ring holds too little work ahead, deeper_ring, or crowds out its

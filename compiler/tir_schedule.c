@@ -814,7 +814,7 @@ static int consumer_warpgroups(const TirFunc *f, const TirSchedule *s) {
 static bool plan_ws(Sched *S, const TirPipe *p) {
   const TirFunc *f = S->f;
   TirSchedule *s = S->s;
-  if (S->o->arch != ARCH_SM90A || !S->o->wgmma || s->npipes != 1 || env_off("TILEC_WS") ||
+  if (S->o->arch != ARCH_SM90A || !S->o->wgmma || s->npipes != 1 || S->o->no_ws || env_off("TILEC_WS") ||
       !top_level(f, -1, p->first) || f->threads % WARPGROUP || f->threads + WARPGROUP > 1024 ||
       p->nloads > TIR_MAX_TMAPS)
     return false;

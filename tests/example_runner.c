@@ -168,6 +168,10 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_bm192_bn192_d64", "attention", "-D D=64 -D BM=192 -D BN=192 -D WARPS=16 -D STAGES=3", "B=2,H=7,N=1234",
      SUITE_GPU, 0, NULL, 0},
+    /* the same for a GEMM: A's 192 rows by TMA into a tile laid out in 256, a persistent walk over
+     * ragged M and N, 3 consumer warpgroups (not yet run on a GPU when added, session aj) */
+    {"gemm_bm192_w16", "gemm", "-D BM=192 -D BN=128 -D BK=64 -D WARPS=16 -D STAGES=4", "M=1000,N=777,K=520",
+     SUITE_GPU, 0, NULL, 0},
     /* Key tiles of 176 rows (FlashAttention-3's d128 tile): wgmma.m64n176, K and V tiles of 176
      * rows in shared memory (column blocks 176 rows apart), TMA boxes of 176 rows; ragged N
      * (1000 = 5 x 176 + 120), several tiles per block; causal in bf16; 144 rows at d64 */

@@ -1717,3 +1717,19 @@ Test(schedule, idle_warpgroups_left_out) {
   cr_expect(strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 160;"));
   arena_free(a);
 }
+
+/* A warp-specialized entry ptxas refuses under every plan (4 consumer warpgroups and the producer,
+ * 640 threads, launch with 96 registers; m64n192 needs 122: C7602) is left out, so the module
+ * still loads and runs its cp.async entry; 3 consumers (192 query rows) keep theirs. */
+Test(schedule, an_entry_ptxas_refuses_is_left_out) {
+  Arena *a = arena_new();
+  if (!ptxas_find(a)) {
+    arena_free(a);
+    return; /* the refusal is ptxas's word */
+  }
+  static const char *wide[] = {"D=64", "BM=256", "BN=192", "WARPS=16", NULL};
+  static const char *three[] = {"D=64", "BM=192", "BN=192", "WARPS=16", NULL};
+  cr_expect(!strstr(module_ptx(a, "attention", wide, ARCH_SM90A), "// tilec: ws "));
+  cr_expect(strstr(module_ptx(a, "attention", three, ARCH_SM90A), "// tilec: ws attention__ws threads 512 "));
+  arena_free(a);
+}
