@@ -168,6 +168,11 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_bm192_bn192_d64", "attention", "-D D=64 -D BM=192 -D BN=192 -D WARPS=16 -D STAGES=3", "B=2,H=7,N=1234",
      SUITE_GPU, 0, NULL, 0},
+    /* rotated, P rounded where the softmax makes it (gpu-prep compiles *_pk0 with TILEC_CVT_PACK=0,
+     * where the rotated loop fits 160 registers): turns over 3 warpgroups (barriers 3..5, the
+     * third passing to the first); not yet run on a GPU when added (session aj) */
+    {"attn_bm192_d64_causal_pk0", "attention", "-D D=64 -D BM=192 -D BN=128 -D WARPS=16 -D STAGES=3 -D CAUSAL=1",
+     "B=2,H=11,N=1111", SUITE_GPU, 0, NULL, 0},
     /* the same for a GEMM: A's 192 rows by TMA into a tile laid out in 256, a persistent walk over
      * ragged M and N, 3 consumer warpgroups (not yet run on a GPU when added, session aj) */
     {"gemm_bm192_w16", "gemm", "-D BM=192 -D BN=128 -D BK=64 -D WARPS=16 -D STAGES=4", "M=1000,N=777,K=520",

@@ -1715,6 +1715,14 @@ Test(schedule, idle_warpgroups_left_out) {
   char *ptx = module_ptx(a, "attention", bm192, ARCH_SM90A);
   cr_expect(strstr(ptx, "// tilec: ws attention__ws threads 512 "), "3 consumer warpgroups and the producer");
   cr_expect(strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 160;"));
+  /* P rounded where the softmax makes it: the rotated loop fits 160 registers, and its turns pass
+   * over 3 warpgroups */
+  setenv("TILEC_CVT_PACK", "0", 1);
+  char *mod = module_ptx(a, "attention", bm192, ARCH_SM90A), *rot = ptx_entry(a, mod, "attention__ws");
+  unsetenv("TILEC_CVT_PACK");
+  cr_assert(rot);
+  cr_expect(strstr(rot, "bar.arrive"), "the rotated loop's turns");
+  ptxas_assert_clean(mod, ARCH_SM90A);
   arena_free(a);
 }
 
