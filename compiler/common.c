@@ -315,6 +315,16 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
   return p && ptxas_close(p, path) == 0 ? spill : -1;
 }
 
+char *ptxas_refusal(Arena *a, const char *ptxas, const char *ptx, GpuArch arch) {
+  char *path;
+  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
+  char line[512], *why = NULL;
+  while (p && fgets(line, sizeof line, p))
+    if (!why && (strstr(line, "fatal") || strstr(line, "error")))
+      why = arena_strndup(a, line, strcspn(line, "\r\n"));
+  return p && ptxas_close(p, path) != 0 ? (why ? why : arena_strdup(a, "ptxas failed")) : NULL;
+}
+
 int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max) {
   char *path;
   FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);

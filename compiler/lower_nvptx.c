@@ -5296,9 +5296,18 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       split |= plan.split;
       two_blocks |= plan.two_blocks;
     }
-  if (best_spill < 0) { /* ptxas refused every plan's entry: the module without one, which it takes */
+  if (best_spill < 0) { /* ptxas refused every plan's entry: the module without one, if it takes that */
     WsPlan plan = {.no_ws = true};
-    return compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+    char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
+    const char *ptxas = ptxas_find(fs[0]->arena);
+    char *why = out && !*retry_cap && ptxas ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
+    if (why) { /* "ptxas fatal   : (C7602) ...": the part after the colon */
+      const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why;
+      diag_report(d, DIAG_ERROR, fs[0]->loc, "ptxas cannot assemble this kernel for %s (%s); use fewer warps a "
+                  "block (WARPS) or smaller tiles", arch_name(o->arch), text);
+      return NULL;
+    }
+    return out;
   }
   return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
 }

@@ -666,6 +666,9 @@ bool env_on(const char *name);                   /* the variable is "1" */
  * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */
 const char *ptxas_find(Arena *a);
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix);
+/* ptxas's first error line for ptx (e.g. "ptxas fatal : (C7602) Insufficient registers ..."), or
+ * NULL when it assembles it or cannot run. */
+char *ptxas_refusal(Arena *a, const char *ptxas, const char *ptx, GpuArch arch);
 /* ptxas -v's register count of each function of ptx, in order, into regs[0 .. max); the number
  * of functions, or -1 when ptxas fails or reports none. */
 int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max);
