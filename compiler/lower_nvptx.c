@@ -5296,11 +5296,15 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       split |= plan.split;
       two_blocks |= plan.two_blocks;
     }
-  if (best_spill < 0) { /* ptxas refused every plan's entry: the module without one, if it takes that */
+  /* ptxas refused every plan's entry for want of registers (not for any other reason: a ptxas
+   * too old for the PTX's .version refuses everything, and the driver may still take it): the
+   * module without one, if ptxas takes that */
+  const char *ptxas = best && best_spill < 0 ? ptxas_find(fs[0]->arena) : NULL;
+  char *refused = ptxas ? ptxas_refusal(fs[0]->arena, ptxas, best, o->arch) : NULL;
+  if (refused && strstr(refused, "(C7602)")) {
     WsPlan plan = {.no_ws = true};
     char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
-    const char *ptxas = ptxas_find(fs[0]->arena);
-    char *why = out && !*retry_cap && ptxas ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
+    char *why = out && !*retry_cap ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
     if (why) { /* "ptxas fatal   : (C7602) ...": the part after the colon */
       const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why;
       diag_report(d, DIAG_ERROR, fs[0]->loc, "ptxas cannot assemble this kernel for %s (%s); use fewer warps a "

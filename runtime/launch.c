@@ -37,49 +37,57 @@ static char *copy_meta_lines(const char *ptx) {
   return out;
 }
 
-/* The parameters `.entry NAME(...)` declares in ptx (its `.param`s), or -1 when it has none such. */
-int tilert__ptx_param_count(const char *ptx, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) {
-    const char *q = p + 6;
-    if (!isspace((unsigned char)*q))
+/* The next `.entry NAME` of ptx from p on, outside `//` comments: where it starts (NULL: none),
+ * its name in *name, *len. */
+static const char *next_entry(const char *ptx, const char *p, const char **name, size_t *len) {
+  for (p = strstr(p, ".entry"); p; p = strstr(p + 1, ".entry")) {
+    const char *line = p;
+    while (line > ptx && line[-1] != '\n')
+      line--;
+    const char *comment = strstr(line, "//");
+    if ((comment && comment < p) || !isspace((unsigned char)p[6]))
       continue;
-    while (isspace((unsigned char)*q))
-      q++;
-    if (strncmp(q, name, n))
-      continue;
-    for (q += n; isspace((unsigned char)*q); q++)
-      ;
-    if (*q != '(')
-      continue;
-    int count = 0;
-    for (q++; *q && *q != ')'; q++)
-      if (!strncmp(q, ".param", 6) && isspace((unsigned char)q[6]))
-        count++;
-    return *q == ')' ? count : -1;
+    *name = p + 6 + strspn(p + 6, " \t\r\n");
+    if ((*len = strcspn(*name, " \t\r\n(")))
+      return p;
   }
+  return NULL;
+}
+
+/* The `.param`s of the parameter list "( ... )" at q (after blanks), or -1 when there is none. */
+static int count_params(const char *q) {
+  q += strspn(q, " \t\r\n");
+  if (*q != '(')
+    return -1;
+  int count = 0;
+  for (q++; *q && *q != ')'; q++)
+    if (!strncmp(q, ".param", 6) && isspace((unsigned char)q[6]))
+      count++;
+  return *q == ')' ? count : -1;
+}
+
+int tilert__ptx_param_count(const char *ptx, const char *name) {
+  const char *e;
+  size_t len;
+  for (const char *p = ptx; (p = next_entry(ptx, p, &e, &len)); p++)
+    if (len == strlen(name) && !strncmp(e, name, len))
+      return count_params(e + len);
   return -1;
 }
 
 /* "NAME COUNT\n" for each entry point of ptx: the parameter counts check_params compares with the
  * metadata's, kept (as the metadata is) without the PTX. */
 static char *entry_table(const char *ptx) {
-  size_t cap = 1, used = 0;
-  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry"))
-    cap += strcspn(p, "(") + 16;
+  const char *e;
+  size_t cap = 1, used = 0, len;
+  for (const char *p = ptx; (p = next_entry(ptx, p, &e, &len)); p++)
+    cap += len + 16;
   char *out = malloc(cap);
   if (!out)
     return NULL;
   out[0] = '\0';
-  for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 1, ".entry")) {
-    const char *q = p + 6 + strspn(p + 6, " \t\r\n");
-    size_t len = strcspn(q, " \t\r\n(");
-    if (!len || q == p + 6)
-      continue;
-    char name[256];
-    snprintf(name, sizeof name, "%.*s", (int)(len < 255 ? len : 255), q);
-    used += (size_t)snprintf(out + used, cap - used, "%s %d\n", name, tilert__ptx_param_count(ptx, name));
-  }
+  for (const char *p = ptx; (p = next_entry(ptx, p, &e, &len)); p++)
+    used += (size_t)snprintf(out + used, cap - used, "%.*s %d\n", (int)len, e, count_params(e + len));
   return out;
 }
 
@@ -314,6 +322,8 @@ static tilert_status get_kernel(tilert_module *m, const char *name, bool with_fu
   if (!st.code && with_full)
     st = prepare_full(m, k);
   if (st.code) {
+    if (k->tmaps)
+      pthread_mutex_destroy(&k->tmaps->lock);
     free(k->tmaps);
     free(k);
     return st;

@@ -994,10 +994,11 @@ Test(runtime_full, taken_when_the_pinned_dims_match) {
 
 /* The parameter count check_params compares with the metadata's comes from the PTX text: an
  * entry's `.param`s, hand-written on one line or LLVM's one a line with a tensor map; -1 for a
- * name that is no entry (a prefix, a .func). */
+ * name that is no entry (a prefix, a .func); an entry in a // comment does not count. */
 Test(runtime_launch, entry_parameters_from_the_ptx) {
   const char *ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n"
                     ".func (.param .b32 r) helper(.param .b32 a)\n{ ret; }\n"
+                    "// was: .visible .entry vadd(.param .u64 X)\n"
                     ".visible .entry vadd(.param .u64 X, .param .u64 Y, .param .u64 Z, .param .u32 N)\n{ ret; }\n"
                     ".visible .entry vadd__ws(\n\t.param .u64 .ptr .align 1 vadd__ws_param_0,\n"
                     "\t.param .u32 vadd__ws_param_1,\n\t.param .align 64 .b8 vadd__ws_param_2[128]\n)\n{ ret; }\n"
