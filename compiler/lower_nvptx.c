@@ -5105,14 +5105,14 @@ typedef struct WsPlan {
                          the unrounded scores no longer live until the packing at the dot, which
                          a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
   bool one_block;     /* registers for 1 block an SM where the schedule would budget 2 (SchedOptions) */
-  bool no_ws;         /* no warp-specialized entry (SchedOptions) */
+  const bool *no_ws;  /* per kernel of the file: no warp-specialized entry (SchedOptions), or NULL */
   bool rotated;       /* out: some loop was rotated */
   bool two_blocks;    /* out: some warp-specialized entry is budgeted for 2 blocks an SM */
   bool split;         /* out: some TMA store is split by warpgroup */
   bool ws;            /* out: some kernel has a warp-specialized entry */
 } WsPlan;
 
-static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, int *retry_cap, Cg **gs, int *ngs,
+static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, bool no_ws, int *retry_cap, Cg **gs, int *ngs,
                        const char **meta, int *smem_out) {
   Cg *g = arena_alloc(f0->arena, sizeof *g);
   *g = *m;
@@ -5125,7 +5125,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, in
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
   SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
-                     .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = plan->no_ws};
+                     .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = no_ws};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -5192,7 +5192,8 @@ static char *compile_once(TirFunc **fs, int n, const int *caps, WsPlan *plan, co
   const char *meta = "";
   bool ok = true;
   for (int k = 0; k < n && ok; k++)
-    ok = module_add(&m, fs[k], caps[k], plan, retry_cap, gs, &ngs, &meta, n == 1 ? smem_bytes_out : NULL);
+    ok = module_add(&m, fs[k], caps[k], plan, plan->no_ws && plan->no_ws[k], retry_cap, gs, &ngs, &meta,
+                    n == 1 ? smem_bytes_out : NULL);
   char *out = ok ? emit(gs, ngs, tm, meta) : NULL;
   module_close(&m, tm);
   return out;
@@ -5250,6 +5251,19 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * than the registers a thread has at the block's launch, as m64n256 in a block of 512 threads),
  * the module goes without a warp-specialized entry: a user's 192 x 256 GEMM over 16 warps runs
  * its cp.async entry instead of failing to load. */
+/* The kernel of fs whose function ptxas's message `why` names ("... in function NAME. ..."), or
+ * -1; *ws: the function is its warp-specialized entry NAME__ws. */
+static int refused_kernel(TirFunc **fs, int n, const char *why, bool *ws) {
+  const char *fn = strstr(why, "in function ");
+  size_t len = fn ? strcspn(fn += strlen("in function "), ". \t") : 0;
+  if ((*ws = len > 4 && !strncmp(fn + len - 4, "__ws", 4)))
+    len -= 4;
+  for (int k = 0; fn && k < n; k++)
+    if (strlen(fs[k]->name) == len && !strncmp(fs[k]->name, fn, len))
+      return k;
+  return -1;
+}
+
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -5296,24 +5310,33 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       split |= plan.split;
       two_blocks |= plan.two_blocks;
     }
-  /* ptxas refused every plan's entry for want of registers (not for any other reason: a ptxas
+  /* ptxas refused every plan's module for want of registers (not for any other reason: a ptxas
    * too old for the PTX's .version refuses everything, and the driver may still take it): the
-   * module without one, if ptxas takes that */
+   * kernel whose warp-specialized entry it names goes without one, until ptxas takes the module
+   * or names another function */
   const char *ptxas = best && best_spill < 0 ? ptxas_find(fs[0]->arena) : NULL;
-  char *refused = ptxas ? ptxas_refusal(fs[0]->arena, ptxas, best, o->arch) : NULL;
-  if (refused && strstr(refused, "(C7602)")) {
-    WsPlan plan = {.no_ws = true};
-    char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
-    char *why = out && !*retry_cap ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
-    if (why) { /* "ptxas fatal   : (C7602) ...": the part after the colon */
-      const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why;
-      diag_report(d, DIAG_ERROR, fs[0]->loc, "ptxas cannot assemble this kernel for %s (%s); use fewer warps a "
-                  "block (WARPS) or smaller tiles", arch_name(o->arch), text);
-      return NULL;
-    }
-    return out;
+  char *why = ptxas ? ptxas_refusal(fs[0]->arena, ptxas, best, o->arch) : NULL;
+  if (!why || !strstr(why, "(C7602)"))
+    return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
+  bool *no_ws = arena_alloc(fs[0]->arena, sizeof(bool) * (size_t)n);
+  memset(no_ws, 0, sizeof(bool) * (size_t)n);
+  char *out = best;
+  int k;
+  bool ws;
+  while (why && (k = refused_kernel(fs, n, why, &ws)) >= 0 && ws && !no_ws[k]) {
+    no_ws[k] = true;
+    WsPlan plan = {.no_ws = no_ws};
+    if (!(out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap)) || *retry_cap)
+      return out;
+    why = ptxas_refusal(fs[0]->arena, ptxas, out, o->arch);
   }
-  return best; /* (*smem_bytes_out is the cp.async entry's: the same for every plan) */
+  if (why) { /* "ptxas fatal   : (C7602) ...": the part after the colon */
+    const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why;
+    diag_report(d, DIAG_ERROR, fs[k >= 0 ? k : 0]->loc, "ptxas cannot assemble this kernel for %s (%s); use "
+                "fewer warps a block (WARPS) or smaller tiles", arch_name(o->arch), text);
+    return NULL;
+  }
+  return out;
 }
 
 /* The numbers after each `key` in a module's metadata, in order, into v[0 .. max); their count. */
