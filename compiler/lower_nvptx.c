@@ -5264,6 +5264,28 @@ static int refused_kernel(TirFunc **fs, int n, const char *why, bool *ws) {
   return -1;
 }
 
+/* Reports ptxas's refusal `why` at the kernel it names; NULL. */
+static char *refused(TirFunc **fs, int n, const char *why, const NvptxOptions *o, Diag *d) {
+  bool ws;
+  int k = refused_kernel(fs, n, why, &ws);
+  const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why; /* after "ptxas fatal   : " */
+  diag_report(d, DIAG_ERROR, fs[k >= 0 ? k : 0]->loc, "ptxas cannot assemble this kernel for %s (%s); use "
+              "fewer warps a block (WARPS) or smaller tiles", arch_name(o->arch), text);
+  return NULL;
+}
+
+/* A module with wgmma kernels but no warp-specialized entry (whose plans ptxas already checks):
+ * out, or an error where ptxas refuses it for registers (C7602: a wgmma wider than a thread's
+ * registers at the block's launch, as m64n192 over 16 warps, 128 registers needing 154). */
+static char *wgmma_assembles(TirFunc **fs, int n, char *out, const NvptxOptions *o, Diag *d) {
+  bool wgmma = false;
+  for (int k = 0; k < n; k++)
+    wgmma |= o->arch == ARCH_SM90A && layout_kernel_uses_wgmma(fs[k]);
+  const char *ptxas = wgmma ? ptxas_find(fs[0]->arena) : NULL;
+  char *why = ptxas ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
+  return why && strstr(why, "(C7602)") ? refused(fs, n, why, o, d) : out;
+}
+
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -5299,8 +5321,10 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       plan.rotate &= rotate;
       plan.one_block = round == 1;
       char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
-      if (!out || *retry_cap || o->dump_llvm || !plan.ws)
+      if (!out || *retry_cap || o->dump_llvm)
         return out;
+      if (!plan.ws)
+        return wgmma_assembles(fs, n, out, o, d);
       long spill = ws_spill_bytes(fs[0]->arena, out, o->arch);
       if (spill == 0) /* < 0: ptxas refused the module (C7602 ...): the next plan */
         return out;
@@ -5330,13 +5354,7 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       return out;
     why = ptxas_refusal(fs[0]->arena, ptxas, out, o->arch);
   }
-  if (why) { /* "ptxas fatal   : (C7602) ...": the part after the colon */
-    const char *text = strstr(why, ": ") ? strstr(why, ": ") + 2 : why;
-    diag_report(d, DIAG_ERROR, fs[k >= 0 ? k : 0]->loc, "ptxas cannot assemble this kernel for %s (%s); use "
-                "fewer warps a block (WARPS) or smaller tiles", arch_name(o->arch), text);
-    return NULL;
-  }
-  return out;
+  return why ? refused(fs, n, why, o, d) : out;
 }
 
 /* The numbers after each `key` in a module's metadata, in order, into v[0 .. max); their count. */

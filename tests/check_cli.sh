@@ -113,6 +113,12 @@ if [ -x "${TILEC_PTXAS:-/usr/local/cuda/bin/ptxas}" ] || command -v ptxas >/dev/
   grep -q "gemm.tile:4:8: error: ptxas cannot assemble this kernel for sm_90a ((C7602) Insufficient registers" "$W/err" ||
     bad "a kernel ptxas refuses: $(cat "$W/err")"
   [ -e "$W/wide.ptx" ] && bad "a kernel ptxas refuses left its PTX"
+  # the same where the kernel never had a warp-specialized entry (256 x 192 over 16 warps)
+  if "$T" dsl/examples/gemm.tile --arch=sm_90a -D BM=256 -D BN=192 -D BK=64 -D WARPS=16 -o "$W/wide.ptx" 2>"$W/err"; then
+    bad "a kernel ptxas refuses (no warp-specialized entry) compiled"
+  fi
+  grep -q "error: ptxas cannot assemble this kernel for sm_90a ((C7602)" "$W/err" ||
+    bad "a kernel ptxas refuses (no warp-specialized entry): $(cat "$W/err")"
 fi
 
 # --emit=schedule: the GPU schedule (warp roles and TMA boxes on sm_90a, cp.async rings on sm_80)
