@@ -5247,10 +5247,15 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
  * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; then, if
  * an entry was budgeted for 2 blocks an SM (one consumer warpgroup), every plan again at 1
  * block's registers. The first plan without spills wins, else the one that spills the fewest
- * bytes (the earlier on a tie). Where ptxas refuses every plan's module (C7602: a wgmma wider
- * than the registers a thread has at the block's launch, as m64n256 in a block of 512 threads),
- * the module goes without a warp-specialized entry: a user's 192 x 256 GEMM over 16 warps runs
- * its cp.async entry instead of failing to load. */
+ * bytes (the earlier on a tie). Where ptxas refuses every plan's module for registers (C7602: a
+ * wgmma wider than a thread's registers at the block's launch, as m64n192 in a block of 640
+ * threads), the kernel whose entry it names goes without one and runs its cp.async entry instead
+ * of failing to load; a module ptxas still refuses that way is an error at the kernel. */
+static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
+  const char *ptxas = ptxas_find(a);
+  return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
+}
+
 /* The kernel of fs whose function ptxas's message `why` names ("... in function NAME. ..."), or
  * -1; *ws: the function is its warp-specialized entry NAME__ws. */
 static int refused_kernel(TirFunc **fs, int n, const char *why, bool *ws) {
@@ -5284,11 +5289,6 @@ static char *wgmma_assembles(TirFunc **fs, int n, char *out, const NvptxOptions 
   const char *ptxas = wgmma ? ptxas_find(fs[0]->arena) : NULL;
   char *why = ptxas ? ptxas_refusal(fs[0]->arena, ptxas, out, o->arch) : NULL;
   return why && strstr(why, "(C7602)") ? refused(fs, n, why, o, d) : out;
-}
-
-static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
-  const char *ptxas = ptxas_find(a);
-  return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
 }
 
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,

@@ -768,11 +768,9 @@ static int plan_tile_group(const TirFunc *f, const TirSchedule *s) {
   return 1;
 }
 
-/* Whether the shared tile `in` writes is written by the producer alone (a ring or head load by
- * TMA), or is a view of one read in place (a TRANS the emitter writes nothing for). */
+/* Whether the shared tile `in` writes is written by the producer alone: a ring or head load by
+ * TMA. */
 static bool producer_writes(const TirFunc *f, const TirSchedule *s, const TirInst *in) {
-  if (in->op == TIR_TRANS)
-    return tir_trans_view_ok(f, (int)(in - f->insts));
   for (int h = 0; h < s->nheads; h++)
     if (&f->insts[s->heads[h]] == in)
       return true;
