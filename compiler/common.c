@@ -2,6 +2,7 @@
 #include "tilec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,41 +268,115 @@ long ptxas_spill_line(const char *line) {
   return st + ld;
 }
 
-/* Runs ptxas -v on ptx; its report as a pipe (NULL on failure; *path to unlink after pclose). */
-static FILE *ptxas_open(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, char **path) {
+/* `ptxas -v`'s reports of the last modules assembled in this process, by the text they came from:
+ * compiling one module asks several questions of the same text (drop_spilling_hint's spills,
+ * compile_ws's spills of the warp-specialized entries, a refusal), and ptxas is most of a big
+ * module's compile time. Entries are malloc'd (they outlive any one arena) and replaced
+ * round-robin; a lock, since libtilec may compile on several threads. */
+enum { PTXAS_CACHED = 4 };
+typedef struct {
+  char *ptxas, *ptx, *report; /* NULL: an empty slot */
+  size_t len;
+  GpuArch arch;
+  int status; /* pclose's: 0 when ptxas assembled it */
+} PtxasReport;
+static PtxasReport ptxas_reports[PTXAS_CACHED];
+static int ptxas_next_slot;
+static pthread_mutex_t ptxas_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Runs `ptxas -v` on ptx: its output (stdout and stderr) into *report, malloc'd; pclose's status,
+ * or -1 when it could not run. */
+static int ptxas_run(const char *ptxas, const char *ptx, GpuArch arch, char **report) {
+  *report = NULL;
   const char *tmpdir = getenv("TMPDIR");
-  *path = arena_printf(a, "%s/tilec-ptxas-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = mkstemp(*path);
+  char path[4096], cmd[8192];
+  snprintf(path, sizeof path, "%s/tilec-ptxas-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = mkstemp(path);
   FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!fp) {
     if (fd >= 0)
-      close(fd), unlink(*path);
-    *path = NULL;
-    return NULL;
+      close(fd), unlink(path);
+    return -1;
   }
   bool wrote = fputs(ptx, fp) >= 0;
   wrote &= fclose(fp) == 0;
   /* the paths are ours or the user's own TILEC_PTXAS; quoted for the shell */
-  char *cmd = arena_printf(a, "'%s' -arch=%s -v '%s' -o /dev/null 2>&1", ptxas, arch_name(arch), *path);
-  FILE *p = wrote ? popen(cmd, "r") : NULL;
-  if (!p)
-    unlink(*path), *path = NULL;
-  return p;
+  int n = snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v '%s' -o /dev/null 2>&1", ptxas, arch_name(arch), path);
+  FILE *p = wrote && n > 0 && (size_t)n < sizeof cmd ? popen(cmd, "r") : NULL;
+  size_t len = 0, cap = 4096;
+  char *out = p ? malloc(cap) : NULL;
+  size_t got;
+  while (out && (got = fread(out + len, 1, cap - 1 - len, p)) > 0)
+    if ((len += got) == cap - 1) {
+      char *grown = realloc(out, cap *= 2);
+      if (!grown)
+        free(out);
+      out = grown;
+    }
+  int status = p ? pclose(p) : -1;
+  unlink(path);
+  if (!out)
+    return -1;
+  out[len] = '\0';
+  *report = out;
+  return status;
 }
 
-static int ptxas_close(FILE *p, char *path) {
-  int rc = pclose(p);
-  unlink(path);
-  return rc;
+/* Asked again of the same text, ptxas and arch, the report comes from ptxas_reports. */
+const char *ptxas_report(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *status_out) {
+  size_t len = strlen(ptx);
+  pthread_mutex_lock(&ptxas_lock);
+  PtxasReport *hit = NULL;
+  for (int k = 0; k < PTXAS_CACHED && !hit; k++) {
+    PtxasReport *r = &ptxas_reports[k];
+    if (r->ptx && r->len == len && r->arch == arch && !strcmp(r->ptxas, ptxas) && !memcmp(r->ptx, ptx, len))
+      hit = r;
+  }
+  *status_out = hit ? hit->status : -1;
+  const char *report = hit ? arena_strdup(a, hit->report) : NULL;
+  pthread_mutex_unlock(&ptxas_lock);
+  if (hit)
+    return report;
+  char *out;
+  int status = ptxas_run(ptxas, ptx, arch, &out);
+  *status_out = out ? status : -1;
+  if (!out)
+    return NULL;
+  report = arena_strdup(a, out);
+  char *ptx_copy = malloc(len + 1), *ptxas_copy = strdup(ptxas);
+  pthread_mutex_lock(&ptxas_lock);
+  PtxasReport *r = &ptxas_reports[ptxas_next_slot];
+  if (ptx_copy && ptxas_copy) {
+    ptxas_next_slot = (ptxas_next_slot + 1) % PTXAS_CACHED;
+    free(r->ptxas), free(r->ptx), free(r->report);
+    memcpy(ptx_copy, ptx, len + 1);
+    *r = (PtxasReport){.ptxas = ptxas_copy, .ptx = ptx_copy, .report = out, .len = len, .arch = arch, .status = status};
+  } else {
+    free(ptx_copy), free(ptxas_copy), free(out);
+  }
+  pthread_mutex_unlock(&ptxas_lock);
+  return report;
+}
+
+/* The next line of report at *at into line (cut at its size); false at the end. */
+static bool report_line(const char **at, char *line, size_t size) {
+  if (!**at)
+    return false;
+  size_t n = strcspn(*at, "\n");
+  size_t keep = n < size - 1 ? n : size - 1;
+  memcpy(line, *at, keep);
+  line[keep] = '\0';
+  *at += n + ((*at)[n] == '\n');
+  return true;
 }
 
 long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, const char *suffix) {
-  char *path;
-  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
+  int status;
+  const char *at = ptxas_report(a, ptxas, ptx, arch, &status);
   long spill = 0;
   char line[512];
   bool counted = !suffix; /* the function the next properties line is about ends with suffix */
-  while (p && fgets(line, sizeof line, p)) {
+  while (at && report_line(&at, line, sizeof line)) {
     const char *fn = strstr(line, "Function properties for ");
     if (fn && suffix) {
       fn += strlen("Function properties for ");
@@ -312,30 +387,30 @@ long ptxas_spill_bytes(Arena *a, const char *ptxas, const char *ptx, GpuArch arc
     if (bytes >= 0)
       spill += bytes;
   }
-  return p && ptxas_close(p, path) == 0 ? spill : -1;
+  return status == 0 ? spill : -1;
 }
 
 char *ptxas_refusal(Arena *a, const char *ptxas, const char *ptx, GpuArch arch) {
-  char *path;
-  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
+  int status;
+  const char *at = ptxas_report(a, ptxas, ptx, arch, &status);
   char line[512], *why = NULL;
-  while (p && fgets(line, sizeof line, p))
+  while (at && report_line(&at, line, sizeof line))
     if (!why && (strstr(line, "fatal") || strstr(line, "error")))
       why = arena_strndup(a, line, strcspn(line, "\r\n"));
-  return p && ptxas_close(p, path) != 0 ? (why ? why : arena_strdup(a, "ptxas failed")) : NULL;
+  return at && status != 0 ? (why ? why : arena_strdup(a, "ptxas failed")) : NULL;
 }
 
 int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max) {
-  char *path;
-  FILE *p = ptxas_open(a, ptxas, ptx, arch, &path);
+  int status;
+  const char *at = ptxas_report(a, ptxas, ptx, arch, &status);
   int n = 0, r;
   char line[512];
-  while (p && fgets(line, sizeof line, p)) {
+  while (at && report_line(&at, line, sizeof line)) {
     const char *u = strstr(line, "Used ");
     if (u && sscanf(u, "Used %d registers", &r) == 1 && n < max)
       regs[n++] = r;
   }
-  return p && ptxas_close(p, path) == 0 && n > 0 ? n : -1; /* none: not the report we know */
+  return status == 0 && n > 0 ? n : -1; /* none: not the report we know */
 }
 
 bool env_off(const char *name) {

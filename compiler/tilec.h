@@ -672,6 +672,10 @@ char *ptxas_refusal(Arena *a, const char *ptxas, const char *ptx, GpuArch arch);
 /* ptxas -v's register count of each function of ptx, in order, into regs[0 .. max); the number
  * of functions, or -1 when ptxas fails or reports none. */
 int ptxas_registers(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *regs, int max);
+/* `ptxas -v`'s output (stdout and stderr) for ptx, arena-allocated, or NULL when ptxas could not
+ * run; *status: its exit status (0: assembled). The last few modules' reports are kept in the
+ * process, so asking again of the same text runs ptxas once. */
+const char *ptxas_report(Arena *a, const char *ptxas, const char *ptx, GpuArch arch, int *status);
 /* The spill bytes (stores + loads) one line of `ptxas -v` reports, or -1 when it reports none. */
 long ptxas_spill_line(const char *line);
 

@@ -1,8 +1,8 @@
 # tests/tests.mk — included by the top-level Makefile.
 #
 # make test = deps + build + test-run. test-run runs the Criterion unit tests (tests/unit/test_*.c,
-# one binary), then every tests/check_*.sh in name order (golden, diagnostics, ptxas, sanitizers,
-# fuzzing). Each script gets B=<build dir> in its environment and exits non-zero on failure.
+# one binary), then every tests/check_*.sh, two at a time (tests/run_tests.sh: golden, diagnostics,
+# ptxas, sanitizers, fuzzing). Each script gets B=<build dir> in its environment and exits non-zero on failure.
 
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_OBJ := $(UNIT_SRC:%.c=$(B)/%.o)
@@ -23,13 +23,10 @@ test:
 unit: $(B)/tests/unit_tests
 	$(B)/tests/unit_tests $(UNIT_ARGS)
 
-# Each stage's seconds are printed after it, so the slow ones show (make test stays well under 10 min).
+# The unit tests, then the check scripts two at a time (tests/run_tests.sh), each one's seconds
+# printed after it, so the slow ones show (make test stays well under 10 min).
 test-run:
-	@set -e; t=$$(date +%s); echo "== unit tests"; $(B)/tests/unit_tests -j2 $(UNIT_ARGS); \
-	echo "   ($$(( $$(date +%s) - t )) s)"; \
-	for s in tests/check_*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; u=$$(date +%s); B=$(B) bash "$$s"; \
-	  echo "   ($$(( $$(date +%s) - u )) s)"; done; \
-	echo "== all tests passed in $$(( $$(date +%s) - t )) s"
+	@B=$(B) UNIT_ARGS="$(UNIT_ARGS)" bash tests/run_tests.sh
 
 # ---------------------------------------------------------------- examples: demo and gpu-test
 REF_SRC := $(sort $(wildcard tests/ref/*.c))
