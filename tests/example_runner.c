@@ -4,16 +4,20 @@
  *
  *   example_runner [--suite=demo|gpu|small] [--backend=auto|gpu|cpu] [--ptx-dir DIR]
  *                  [--tilec PATH] [--arch sm_90a] [--case ID] [--json FILE] [--list]
- *                  [--seed N]
+ *                  [--seed N] [--case-timeout S]
  *
  * With --tilec, each case's PTX is compiled first (timed); without it, DIR/ID.ptx must exist.
- * Exit status 0 only if every case ran and passed. */
+ * Exit status 0 only if every case ran and passed. A case that runs past S seconds (default 120;
+ * 0: no limit) ends the run with its name and status 124: a wrong mbarrier parity hangs rather
+ * than fails, and the name says which kernel to look at. */
 #include "ast.h"
 #include "ref.h"
 #include "tilec.h"
 #include "tilert.h"
 
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -386,10 +390,18 @@ typedef struct Options {
   const char *ptx_dir, *tilec, *arch, *only, *json;
   bool list;
   uint64_t seed;          /* inputs of every case derive from it; printed, --seed repeats a run */
+  unsigned case_timeout;  /* seconds a case may run (its watchdog); 0: no limit */
 } Options;
 
+/* Whether text is a whole number of seconds (0 .. 86400). */
+static bool positive_or_zero(const char *text) {
+  char *end;
+  long v = strtol(text, &end, 10);
+  return *text && !*end && v >= 0 && v <= 86400;
+}
+
 static bool parse_args(int argc, char **argv, Options *o) {
-  *o = (Options){.suite = SUITE_DEMO, .ptx_dir = "build/ptx", .arch = "sm_90a"};
+  *o = (Options){.suite = SUITE_DEMO, .ptx_dir = "build/ptx", .arch = "sm_90a", .case_timeout = 120};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -406,6 +418,7 @@ static bool parse_args(int argc, char **argv, Options *o) {
     else if (next && !strcmp(a, "--case")) o->only = argv[++i];
     else if (next && !strcmp(a, "--json")) o->json = argv[++i];
     else if (next && !strcmp(a, "--seed")) o->seed = strtoull(argv[++i], NULL, 0);
+    else if (next && !strcmp(a, "--case-timeout") && positive_or_zero(argv[i + 1])) o->case_timeout = (unsigned)atoi(argv[++i]);
     else {
       fprintf(stderr, "example_runner: error: unknown or incomplete option '%s'\n", a);
       return false;
@@ -901,6 +914,24 @@ static void write_json(const char *path, const Result *res, int n, const char *d
   fclose(fp);
 }
 
+/* The case the watchdog names when it fires (a line written by the signal handler). */
+static char watchdog_line[160];
+
+static void watchdog_fired(int sig) {
+  (void)sig;
+  ssize_t w = write(STDERR_FILENO, watchdog_line, strlen(watchdog_line));
+  (void)w;
+  _exit(124);
+}
+
+/* Arms the watchdog for case c (seconds; 0 disarms). */
+static void watchdog_arm(const Case *c, unsigned seconds) {
+  snprintf(watchdog_line, sizeof watchdog_line,
+           "  %-24s TIMED OUT after %u s (a hang: e.g. an mbarrier wait that never completes)\n", c->id, seconds);
+  signal(SIGALRM, watchdog_fired);
+  alarm(seconds);
+}
+
 int main(int argc, char **argv) {
   Options o;
   if (!parse_args(argc, argv, &o))
@@ -929,7 +960,9 @@ int main(int argc, char **argv) {
     const Case *c = &cases[i];
     if (o.only ? strcmp(o.only, c->id) != 0 : !(c->suites & o.suite))
       continue;
+    watchdog_arm(c, o.case_timeout);
     run_case(&o, dev, c, &res[n]);
+    alarm(0);
     failed += !res[n].ok;
     fprintf(stderr, "  %-24s %s\n", c->id, res[n].ok ? "ok" : "FAIL");
     n++;
