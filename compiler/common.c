@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- arena */
@@ -343,6 +344,10 @@ const char *ptxas_report(Arena *a, const char *ptxas, const char *ptx, GpuArch a
   if (!out)
     return NULL;
   report = arena_strdup(a, out);
+  if (status != -1 && WIFSIGNALED(status)) { /* killed (out of memory, ^C): asked again, ptxas runs again */
+    free(out);
+    return report;
+  }
   char *ptx_copy = malloc(len + 1), *ptxas_copy = strdup(ptxas);
   pthread_mutex_lock(&ptxas_lock);
   PtxasReport *r = &ptxas_reports[ptxas_next_slot];

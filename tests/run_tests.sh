@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_tests.sh — what `make test-run` runs: the Criterion unit tests, then every tests/check_*.sh,
-# TEST_JOBS at a time (default: the machine's cores). Several checks run one process at a time
+# TEST_JOBS at a time (default 2: several checks start a worker per core of their own). Several checks run one process at a time
 # (check_aot, check_python), so two at once keep both cores of the CI machine busy. Each one's
 # output is held until it ends, then printed whole under its name with its seconds; the status is
 # non-zero when any failed. Needs B=<build dir> (each script gets it in its environment).
@@ -10,7 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
 export B
-jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+jobs=${TEST_JOBS:-2}
 [ "$jobs" -ge 1 ] 2>/dev/null || jobs=2
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -20,12 +20,16 @@ failed=()
 if [ $# = 0 ]; then
   echo "== unit tests"
   t=$(date +%s)
-  "$B/tests/unit_tests" "-j$jobs" ${UNIT_ARGS:-} || failed+=("unit tests")
+  eval "unit_args=(${UNIT_ARGS:-})" # shell words, as make's recipe line would split them
+  "$B/tests/unit_tests" "-j$jobs" "${unit_args[@]}" || failed+=("unit tests")
   echo "   ($(($(date +%s) - t)) s)"
   checks=(tests/check_*.sh)
 else
   checks=()
-  for c in "$@"; do checks+=("tests/${c%.sh}.sh"); done
+  for c in "$@"; do
+    c=tests/$(basename "${c%.sh}").sh
+    [ -e "$c" ] && checks+=("$c") || { echo "== $c: no such check"; failed+=("$c"); }
+  done
 fi
 
 # The longest first, so the short ones fill in beside them (seconds on the CI machine, alone).
@@ -69,6 +73,10 @@ for c in "${order[@]}"; do
 done
 wait
 report
+for c in "${order[@]}"; do # a check whose runner died wrote no result
+  name=$(basename "$c" .sh)
+  [ -e "$logs/$name.done.reported" ] || { echo "== $c: no result"; failed+=("$c"); }
+done
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== FAILED: ${failed[*]} ($(($(date +%s) - start)) s)"

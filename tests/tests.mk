@@ -26,7 +26,7 @@ unit: $(B)/tests/unit_tests
 # The unit tests, then the check scripts two at a time (tests/run_tests.sh), each one's seconds
 # printed after it, so the slow ones show (make test stays well under 10 min).
 test-run:
-	@B=$(B) UNIT_ARGS="$(UNIT_ARGS)" bash tests/run_tests.sh
+	@B=$(B) UNIT_ARGS='$(subst ','\'',$(UNIT_ARGS))' bash tests/run_tests.sh
 
 # ---------------------------------------------------------------- examples: demo and gpu-test
 REF_SRC := $(sort $(wildcard tests/ref/*.c))
