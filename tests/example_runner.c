@@ -394,7 +394,7 @@ typedef struct Options {
 } Options;
 
 /* Whether text is a whole number of seconds (0 .. 86400). */
-static bool positive_or_zero(const char *text) {
+static bool whole_seconds(const char *text) {
   char *end;
   long v = strtol(text, &end, 10);
   return *text && !*end && v >= 0 && v <= 86400;
@@ -418,8 +418,13 @@ static bool parse_args(int argc, char **argv, Options *o) {
     else if (next && !strcmp(a, "--case")) o->only = argv[++i];
     else if (next && !strcmp(a, "--json")) o->json = argv[++i];
     else if (next && !strcmp(a, "--seed")) o->seed = strtoull(argv[++i], NULL, 0);
-    else if (next && !strcmp(a, "--case-timeout") && positive_or_zero(argv[i + 1])) o->case_timeout = (unsigned)atoi(argv[++i]);
-    else {
+    else if (next && !strcmp(a, "--case-timeout")) {
+      if (!whole_seconds(next)) {
+        fprintf(stderr, "example_runner: error: --case-timeout takes whole seconds (0 .. 86400), not '%s'\n", next);
+        return false;
+      }
+      o->case_timeout = (unsigned)atoi(argv[++i]);
+    } else {
       fprintf(stderr, "example_runner: error: unknown or incomplete option '%s'\n", a);
       return false;
     }
