@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "layout.h"
@@ -710,5 +711,53 @@ Test(nvptx, loads_and_loop_iterations_on_global_elements_are_ordered) {
     b = strstr(b + 1, "bar.sync");
   cr_assert(join && b && b < join, "a barrier right before the load of Y[r, 7]");
   source_assembles("tests/gpu/order_global_loop.tile", file_text(a, "tests/gpu/order_global_loop.tile"));
+  arena_free(a);
+}
+
+/* The lines of file path (0 when it does not exist). */
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  int n = 0, c;
+  while (f && (c = fgetc(f)) != EOF)
+    n += c == '\n';
+  if (f)
+    fclose(f);
+  return n;
+}
+
+/* ptxas's report is kept per module text, ptxas and arch (ptxas_report): the questions asked of
+ * one module run ptxas once; another arch or another text runs it again. The ptxas here is a
+ * wrapper that counts its runs. */
+Test(nvptx, ptxas_runs_once_per_module_text) {
+  const char *real = "/usr/local/cuda/bin/ptxas";
+  if (access(real, X_OK) != 0)
+    return; /* no CUDA toolkit: nothing to count */
+  Arena *a = arena_new();
+  char dir[] = "/tmp/tilec_ptxas_count_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  char *wrapper = arena_printf(a, "%s/ptxas", dir), *runs = arena_printf(a, "%s/runs", dir);
+  FILE *f = fopen(wrapper, "w");
+  cr_assert(f);
+  fprintf(f, "#!/bin/sh\necho run >> '%s'\nexec '%s' \"$@\"\n", runs, real);
+  fclose(f);
+  cr_assert_eq(chmod(wrapper, 0755), 0);
+  /* sm_80 PTX assembles for sm_90a too */
+  char *ptx = source_ptx(a, "dsl/examples/vadd.tile", example_text(a, "vadd"), NULL, ARCH_SM80);
+  int regs[8];
+  cr_expect_eq(ptxas_spill_bytes(a, wrapper, ptx, ARCH_SM80, NULL), 0);
+  cr_expect_eq(ptxas_spill_bytes(a, wrapper, ptx, ARCH_SM80, "__ws"), 0);
+  cr_expect_null(ptxas_refusal(a, wrapper, ptx, ARCH_SM80));
+  cr_expect_eq(ptxas_registers(a, wrapper, ptx, ARCH_SM80, regs, 8), 1);
+  cr_expect_eq(count_lines(runs), 1, "four questions of one module: one ptxas run");
+  cr_expect_eq(ptxas_registers(a, wrapper, ptx, ARCH_SM90A, regs, 8), 1);
+  cr_expect_eq(count_lines(runs), 2, "another arch: ptxas again");
+  char *other = arena_printf(a, "%s// another text\n", ptx);
+  cr_expect_eq(ptxas_spill_bytes(a, wrapper, other, ARCH_SM90A, NULL), 0);
+  cr_expect_eq(count_lines(runs), 3, "another text: ptxas again");
+  cr_expect_not_null(ptxas_refusal(a, wrapper, "not ptx\n", ARCH_SM90A), "a refusal is reported");
+  cr_expect_eq(count_lines(runs), 4);
+  cr_expect_eq(ptxas_spill_bytes(a, wrapper, "not ptx\n", ARCH_SM90A, NULL), -1, "and its status kept");
+  cr_expect_eq(count_lines(runs), 4);
+  unlink(wrapper), unlink(runs), rmdir(dir);
   arena_free(a);
 }
