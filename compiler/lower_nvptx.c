@@ -5238,19 +5238,6 @@ static char *drop_spilling_hint(Arena *a, char *ptx, GpuArch arch) {
   return ptx;
 }
 
-/* Rotated loops (tir_schedule.c) are on where legal (3+ stages), TILEC_ROTATE=0 turns them off:
- * since the last iteration stopped zeroing the scores (session q) they beat the plain
- * warp-specialized loop of as many stages on the H200 (docs/performance.md). A rotated loop keeps the
- * next iteration's scores, this one's P and the output accumulator in registers at once. Where
- * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
- * producer at 40 registers (the consumers at 232), then without rotation, then both, then (the
- * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; then, if
- * an entry was budgeted for 2 blocks an SM (one consumer warpgroup), every plan again at 1
- * block's registers. The first plan without spills wins, else the one that spills the fewest
- * bytes (the earlier on a tie). Where ptxas refuses every plan's module for registers (C7602: a
- * wgmma wider than a thread's registers at the block's launch, as m64n192 in a block of 640
- * threads), the kernel whose entry it names goes without one and runs its cp.async entry instead
- * of failing to load; a module ptxas still refuses that way is an error at the kernel. */
 static long ws_spill_bytes(Arena *a, const char *ptx, GpuArch arch) {
   const char *ptxas = ptxas_find(a);
   return ptxas ? ptxas_spill_bytes(a, ptxas, ptx, arch, "__ws") : 0;
@@ -5291,6 +5278,19 @@ static char *wgmma_assembles(TirFunc **fs, int n, char *out, const NvptxOptions 
   return why && strstr(why, "(C7602)") ? refused(fs, n, why, o, d) : out;
 }
 
+/* Rotated loops (tir_schedule.c) are on where legal (3+ stages), TILEC_ROTATE=0 turns them off:
+ * since the last iteration stopped zeroing the scores (session q) they beat the plain
+ * warp-specialized loop of as many stages on the H200 (docs/performance.md). A rotated loop keeps the
+ * next iteration's scores, this one's P and the output accumulator in registers at once. Where
+ * ptxas at hand says a warp-specialized entry spills, the module is compiled again: with the
+ * producer at 40 registers (the consumers at 232), then without rotation, then both, then (the
+ * few registers of a split TMA store tipped a GELU epilogue over) with whole-tile stores; then, if
+ * an entry was budgeted for 2 blocks an SM (one consumer warpgroup), every plan again at 1
+ * block's registers. The first plan without spills wins, else the one that spills the fewest
+ * bytes (the earlier on a tie). Where ptxas refuses every plan's module for registers (C7602: a
+ * wgmma wider than a thread's registers at the block's launch, as m64n192 in a block of 640
+ * threads), the kernel whose entry it names goes without one and runs its cp.async entry instead
+ * of failing to load; a module ptxas still refuses that way is an error at the kernel. */
 static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions *o, Diag *d, int *smem_bytes_out,
                         int *retry_cap) {
   bool rotate = tir_rotation_enabled();

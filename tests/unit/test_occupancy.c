@@ -34,13 +34,6 @@ static char *rope_ptx(Arena *a, const char *rows, GpuArch arch) {
   return ptx;
 }
 
-static bool have_ptxas(void) {
-  Arena *a = arena_new();
-  bool ok = ptxas_find(a) != NULL;
-  arena_free(a);
-  return ok;
-}
-
 Test(occupancy, hint_dropped_when_ptxas_spills) {
   if (!have_ptxas())
     cr_skip_test("no ptxas");

@@ -821,12 +821,10 @@ static char *module_entry_with(Arena *a, const char *example, const char **defs,
  * one copy of Q: the ring's loads and the head loads after them) is compiled again at 40, its
  * consumers at 232 (the launch's 384 x 168 registers). */
 Test(schedule, a_spilling_producer_gets_wider_budgets) {
+  if (!have_ptxas())
+    return; /* the retry needs ptxas's word */
   Arena *a = arena_new();
   const char *ptxas = ptxas_find(a);
-  if (!ptxas) {
-    arena_free(a);
-    return; /* the retry needs ptxas's word */
-  }
   static const char *defs[] = {"D=64", "BM=128", "BN=128", "WARPS=8", NULL};
   setenv("TILEC_TMA_STORE", "0", 1); /* with its TMA-store epilogue the producer fits 24 */
   setenv("TILEC_HEAD_DOUBLE", "0", 1); /* so it does with Q's loads before the ring's */
@@ -1326,11 +1324,9 @@ Test(schedule, tma_store_per_warpgroup) {
  * says so the module is compiled again with whole-tile stores (the box of all 128 rows); the
  * bias + relu GEMM keeps its split (64-row boxes). */
 Test(schedule, a_spilling_split_store_goes_whole) {
-  Arena *a = arena_new();
-  if (!ptxas_find(a)) {
-    arena_free(a);
+  if (!have_ptxas())
     return; /* the retry needs ptxas's word */
-  }
+  Arena *a = arena_new();
   static const char *gelu[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", "ACT=2", NULL};
   char *ptx = module_ptx(a, "gemm", gelu, ARCH_SM90A);
   cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 128 64"), "whole-tile store");
@@ -1730,11 +1726,9 @@ Test(schedule, idle_warpgroups_left_out) {
  * 640 threads, launch with 96 registers; m64n192 needs 122: C7602) is left out, so the module
  * still loads and runs its cp.async entry (3 consumers keep theirs: idle_warpgroups_left_out). */
 Test(schedule, an_entry_ptxas_refuses_is_left_out) {
-  Arena *a = arena_new();
-  if (!ptxas_find(a)) {
-    arena_free(a);
+  if (!have_ptxas())
     return; /* the refusal is ptxas's word */
-  }
+  Arena *a = arena_new();
   static const char *wide[] = {"D=64", "BM=256", "BN=192", "WARPS=16", NULL};
   char *ptx = module_ptx(a, "attention", wide, ARCH_SM90A);
   cr_expect(!strstr(ptx, "// tilec: ws "));

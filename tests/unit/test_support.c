@@ -20,20 +20,10 @@ static int ptxas_check(const char *ptx, GpuArch arch, long *spilled, bool *seria
   int rc;
   const char *report = ptxas_report(a, PTXAS, ptx, arch, &rc);
   cr_assert(report, "ptxas did not run");
-  long reports = 0;
-  *spilled = 0, *serialized = false;
   snprintf(all, cap, "%s", report);
-  char line[512];
-  for (const char *at = report; *at; at += strcspn(at, "\n") + (at[strcspn(at, "\n")] == '\n')) {
-    snprintf(line, sizeof line, "%.*s", (int)strcspn(at, "\n"), at);
-    long bytes = ptxas_spill_line(line);
-    if (bytes >= 0)
-      *spilled += bytes, reports++;
-    *serialized |= strstr(line, "C7514") || strstr(line, "C7515") || strstr(line, "are serialized");
-  }
+  *spilled = strstr(report, "bytes spill stores") ? ptxas_spill_bytes(a, PTXAS, ptx, arch, NULL) : -1;
+  *serialized = strstr(report, "C7514") || strstr(report, "C7515") || strstr(report, "are serialized");
   arena_free(a);
-  if (!reports)
-    *spilled = -1;
   return rc;
 }
 
@@ -49,6 +39,13 @@ static void ptxas_assert(const char *ptx, GpuArch arch, bool unserialized) {
 }
 
 void ptxas_assert_clean(const char *ptx, GpuArch arch) { ptxas_assert(ptx, arch, false); }
+
+bool have_ptxas(void) {
+  Arena *a = arena_new();
+  bool ok = ptxas_find(a) != NULL;
+  arena_free(a);
+  return ok;
+}
 
 void ptxas_assert_unserialized(const char *ptx, GpuArch arch) { ptxas_assert(ptx, arch, true); }
 

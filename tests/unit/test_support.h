@@ -9,6 +9,8 @@
 /* Assembles ptx with ptxas for arch when CUDA is installed (else returns): a Criterion assertion
  * fails on a ptxas error and on any register spill. */
 void ptxas_assert_clean(const char *ptx, GpuArch arch);
+/* Whether the compiler finds a ptxas (ptxas_find): tests of what ptxas decides skip without one. */
+bool have_ptxas(void);
 /* The same, and no entry has its wgmmas serialized (ptxas C7514 / C7515). */
 void ptxas_assert_unserialized(const char *ptx, GpuArch arch);
 
