@@ -1442,7 +1442,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
                    .wgm = wgm, .wgn = wgn, .Nissue = layout_dot_wgmma_n(g->f, in, wgn),
                    .zero_acc = tir_is_zero_tile(g->f, in->args[2]),
-                   .k_steps = in->k_steps};
+                   .k_steps = in->k_steps, .wg_uniform = !env_off("TILEC_WG_UNIFORM")};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   g->stage_ahead = in->stage;
