@@ -1420,6 +1420,19 @@ static bool lower_dot_mma(Cg *g, const TirInst *in) {
   return true;
 }
 
+/* This thread's warpgroup (tid / 128) for a DOT over nwg warpgroups. With several, through a
+ * shuffle from lane 0: ptxas then proves it warp-uniform and builds the A descriptors derived
+ * from it in uniform registers (one UIADD3.64 a k16 step instead of a 64-bit add in vector
+ * registers and two R2UR moves before each wgmma; CUTLASS's canonical_warp_group_idx does the
+ * same). TILEC_WG_UNIFORM=0: the plain shift (the A/B). */
+static LLVMValueRef dot_warpgroup(Cg *g, int nwg) {
+  LLVMValueRef wg = LLVMBuildLShr(g->b, g->tid, ci32(g, 7), "wg");
+  if (nwg == 1 || env_off("TILEC_WG_UNIFORM"))
+    return wg;
+  LLVMValueRef a[4] = {ci32(g, -1), wg, ci32(g, 0), ci32(g, 0x1f)};
+  return call_intrin(g, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, a, 4);
+}
+
 /* wgmma (lower_nvptx_wgmma.c) in a kernel whose DOTs all qualify (layout_kernel_uses_wgmma). */
 static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
   int wgm, wgn;
@@ -1438,11 +1451,11 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
     cg_error(g, "internal error: wgmma operands or accumulator layout");
     return true;
   }
-  NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .tid = g->tid, .bf16 = ta->elem == TY_BF16,
+  NvWgmmaDot wd = {.ctx = g->ctx, .mod = g->mod, .b = g->b, .bf16 = ta->elem == TY_BF16,
                    .M = acc.shape[0], .N = acc.shape[1], .Kpad = layout_pow2_ceil(ta->dims[1]), .K = ta->dims[1],
                    .wgm = wgm, .wgn = wgn, .Nissue = layout_dot_wgmma_n(g->f, in, wgn),
                    .zero_acc = tir_is_zero_tile(g->f, in->args[2]),
-                   .k_steps = in->k_steps, .wg_uniform = !env_off("TILEC_WG_UNIFORM")};
+                   .k_steps = in->k_steps};
   wd.c = vals_new(g, d->n);
   get_tile_as(g, in->args[2], d->lay, wd.c);
   g->stage_ahead = in->stage;
@@ -1462,6 +1475,7 @@ static bool lower_dot_wgmma(Cg *g, const TirInst *in) {
     wd.in_flight = 2;
   else if (ns && ns->op == TIR_FOR && ns->pipe && ns->pipe->tp->overlap_dot == (int)(in - g->f->insts))
     wd.in_flight = 1;
+  wd.wg = dot_warpgroup(g, wgm * wgn);
   const char *err = nvwgmma_emit_dot(&wd);
   if (err) {
     cg_error(g, "internal error: wgmma lowering: %s", err);

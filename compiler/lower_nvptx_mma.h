@@ -48,7 +48,7 @@ typedef struct NvWgmmaDot {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
-  LLVMValueRef tid;
+  LLVMValueRef wg;       /* i32: this thread's warpgroup (tid / 128), the same in its 128 threads */
   bool bf16;
   int32_t M, N, Kpad, K; /* padded result dims, padded and logical K (k16 steps: K / 16) */
   int wgm, wgn;          /* layout_wgmma_warpgroups */
@@ -59,8 +59,6 @@ typedef struct NvWgmmaDot {
   LLVMValueRef *c;       /* in / out: the accumulator in layout_wgmma_acc (f32) */
   bool zero_acc;         /* c is all zeros: not read (the first k step's scale-d is 0) */
   int k_steps;           /* > 0: only the first k_steps k16 steps (TirInst.k_steps) */
-  bool wg_uniform;       /* the warpgroup index through a shuffle from lane 0, so that ptxas keeps
-                            the descriptors derived from it in uniform registers */
   int in_flight;         /* 0: wait_group 0, the result is ready. 2: no wait (async; the caller
                             retires it with nvwgmma_wait). 1: wait_group 1: this dot's group
                             stays in flight (the previous one retires); c are the asm's outputs, to be

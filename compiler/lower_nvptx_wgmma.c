@@ -183,21 +183,6 @@ static const char *wgmma(Wg *w, LLVMValueRef *acc, LLVMValueRef da, LLVMValueRef
   return NULL;
 }
 
-/* v (the same in every lane) as a shuffle from lane 0: ptxas then proves it warp-uniform and
- * computes what derives from it, the A descriptors of a warpgroup's rows, in uniform registers
- * (one UIADD3.64 a k16 step instead of a 64-bit add in vector registers and two R2UR moves before
- * each wgmma). CUTLASS's canonical_warp_group_idx does the same. */
-static LLVMValueRef warp_uniform(Wg *w, LLVMValueRef v) {
-  const char *name = "llvm.nvvm.shfl.sync.idx.i32";
-  LLVMTypeRef p[4] = {w->i32, w->i32, w->i32, w->i32};
-  LLVMTypeRef ft = LLVMFunctionType(w->i32, p, 4, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(w->d->mod, name);
-  if (!fn)
-    fn = LLVMAddFunction(w->d->mod, name, ft);
-  LLVMValueRef a[4] = {LLVMConstInt(w->i32, 0xffffffffu, 0), v, ci(w, 0), ci(w, 31)};
-  return LLVMBuildCall2(w->b, ft, fn, a, 4, "");
-}
-
 static void wg_init(Wg *w, NvWgmmaDot *d) {
   memset(w, 0, sizeof *w);
   w->d = d;
@@ -210,11 +195,8 @@ static void wg_init(Wg *w, NvWgmmaDot *d) {
   w->h2 = LLVMVectorType(w->half, 2);
   w->bf2 = LLVMVectorType(w->bfl, 2);
   w->vd = LLVMVoidTypeInContext(d->ctx);
-  LLVMValueRef wg = LLVMBuildLShr(w->b, d->tid, ci(w, 7), "");
-  if (d->wg_uniform && d->wgm * d->wgn > 1)
-    wg = warp_uniform(w, wg);
-  w->wg_m = LLVMBuildAnd(w->b, wg, ci(w, d->wgm - 1), "");
-  w->wg_n = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, wg, ci(w, layout_log2((uint32_t)d->wgm)), ""), ci(w, d->wgn - 1), "");
+  w->wg_m = LLVMBuildAnd(w->b, d->wg, ci(w, d->wgm - 1), "");
+  w->wg_n = LLVMBuildAnd(w->b, LLVMBuildLShr(w->b, d->wg, ci(w, layout_log2((uint32_t)d->wgm)), ""), ci(w, d->wgn - 1), "");
 }
 
 const char *nvwgmma_emit_dot(NvWgmmaDot *d) {
