@@ -22,9 +22,11 @@ flags=() envs=()
 # PARAM=VALUE becomes -D PARAM=VALUE; TILEC_*=VALUE is an environment setting of the compiler
 # instead (TILEC_CLUSTER=0: the schedule without clusters, for an A/B in the same run); TILE=PATH
 # compiles PATH (an A/B of the example's source, bench/ab/) instead of the example; KERNEL=NAME
-# only that kernel of a file of several (tilec --kernel).
+# only that kernel of a file of several (tilec --kernel); COMPILER=PATH compiles with the tilec at
+# PATH, a build of another commit (an A/B against it in the same run; absent: a "no PTX" row).
 tile=${TILE_DIR:-dsl/examples}/$example${TILE_SUFFIX:-}.tile
-for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; TILE=*) tile=${d#TILE=} ;; KERNEL=*) flags+=(--kernel "${d#KERNEL=}") ;; *) flags+=(-D "$d") ;; esac; done
+for d in "$@"; do case $d in TILEC_*) envs+=("$d") ;; TILE=*) tile=${d#TILE=} ;; KERNEL=*) flags+=(--kernel "${d#KERNEL=}") ;;
+  COMPILER=*) tilec=${d#COMPILER=} ;; *) flags+=(-D "$d") ;; esac; done
 
 if [ ! -x "$tilec" ]; then
   echo "gen_ptx: $tilec not built" | tee "$err"

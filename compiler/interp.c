@@ -435,6 +435,15 @@ static bool leaf_exec(Machine *m, const TirInst *in) {
   case TIR_BLOCK_ID:
     *(int32_t *)d = (int32_t)m->block[in->axis];
     return true;
+  case TIR_ROW_SHIFT: { /* from the host address: the interpreter's rows start where they do */
+    const InterpTensor *t = &m->args[in->arg_index].tensor;
+    int64_t off = 0, eb = elem_bytes(m->f->args[in->arg_index].elem);
+    for (int k = 0; k < 3 && in->args[k] >= 0; k++)
+      off += (int64_t)iscalar(m, in->args[k]) * t->strides[k];
+    uint64_t at = (uint64_t)(uintptr_t)t->data + (uint64_t)(off * eb);
+    *(int32_t *)d = (int32_t)((at & 15) / (uint64_t)eb);
+    return true;
+  }
   default: { /* IOTA */
     int64_t dims[4];
     pad4(dt, dims);

@@ -999,6 +999,19 @@ static void lower_leaf(Cg *g, const TirInst *in) {
   case TIR_DIM:
     out[0] = g->dimv[in->arg_index];
     break;
+  case TIR_ROW_SHIFT: {
+    LLVMValueRef at = LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, "");
+    int eb = elem_bytes(g->f->args[in->arg_index].elem);
+    for (int k = 0; k < 3 && in->args[k] >= 0; k++) {
+      LLVMValueRef idx;
+      get_tile(g, in->args[k], &idx);
+      LLVMValueRef off = LLVMBuildMul(g->b, LLVMBuildSExt(g->b, idx, g->i64, ""), g->tensor_stride[in->arg_index][k], "");
+      at = LLVMBuildAdd(g->b, at, LLVMBuildMul(g->b, off, ci64(g, eb), ""), "");
+    }
+    at = LLVMBuildUDiv(g->b, LLVMBuildAnd(g->b, at, ci64(g, 15), ""), ci64(g, eb), "");
+    out[0] = LLVMBuildTrunc(g->b, at, g->i32, "");
+    break;
+  }
   case TIR_BLOCK_ID: {
     static const char *names[3] = {"llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
                                    "llvm.nvvm.read.ptx.sreg.ctaid.z"};
@@ -3832,6 +3845,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_PARAM:
     case TIR_DIM:
     case TIR_BLOCK_ID:
+    case TIR_ROW_SHIFT:
     case TIR_IOTA: lower_leaf(g, in); break;
     case TIR_BCAST:
     case TIR_TRANS:
@@ -4857,8 +4871,11 @@ static bool loop_versionable(const Cg *g, const TirPipe *p) {
 }
 
 /* True (i1) when the rows of every shifted access of loop p start 16-byte aligned in every
- * iteration (rows_aligned's terms, with the loop variable's lo and step for a start that is
- * the loop variable). */
+ * iteration: per access, the address of its first element (the tensor's, plus its scalar indices
+ * and one-row ranges times their strides, plus the loop's lo for a last dim that starts at the
+ * loop variable) and the loop's step; a range of rows, the row stride. The first element is
+ * tested as one sum: a row that starts anywhere is aligned where the loop starts at its
+ * boundary (tir_align.c). */
 static LLVMValueRef loop_rows_aligned(Cg *g, const TirPipe *p, LLVMValueRef lo, LLVMValueRef step) {
   const TirFunc *f = g->f;
   int ind = f->insts[p->first].dst;
@@ -4868,25 +4885,30 @@ static LLVMValueRef loop_rows_aligned(Cg *g, const TirPipe *p, LLVMValueRef lo, 
       continue;
     const TirInst *in = &f->insts[i];
     const TirArg *a = &f->args[in->arg_index];
-    LLVMValueRef eb = ci64(g, elem_bytes(a->elem)), v;
-    mis = LLVMBuildOr(g->b, mis, LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, ""), "");
+    LLVMValueRef eb = ci64(g, elem_bytes(a->elem));
+    LLVMValueRef first = LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, "");
     for (int d = 0; d < a->rank; d++) {
+      const TirIndex *x = &in->index[d];
       bool last = d == a->rank - 1;
-      if (last && in->index[d].start == ind) {
-        v = LLVMBuildOr(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), LLVMBuildSExt(g->b, step, g->i64, ""), "");
-      } else {
-        const TirInst *c = loop_const(f, p, in->index[d].start);
-        if (c)
-          v = ci32(g, (int64_t)c->imm);
-        else
-          get_tile(g, in->index[d].start, &v);
-        v = LLVMBuildSExt(g->b, v, g->i64, "");
-        if (!last)
-          v = in->index[d].is_range ? g->tensor_stride[in->arg_index][d]
-                                    : LLVMBuildMul(g->b, v, g->tensor_stride[in->arg_index][d], "");
+      if (last && x->start == ind) {
+        first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, lo, g->i64, ""), eb, ""), "");
+        mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, step, g->i64, ""), eb, ""), "");
+        continue;
       }
-      mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, v, eb, ""), "");
+      if (!last && x->is_range && (x->size > 1 || !loop_invariant(f, p, x->start))) {
+        mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, g->tensor_stride[in->arg_index][d], eb, ""), "");
+        continue;
+      }
+      const TirInst *c = loop_const(f, p, x->start);
+      LLVMValueRef v;
+      if (c)
+        v = ci32(g, (int64_t)c->imm);
+      else
+        get_tile(g, x->start, &v);
+      v = LLVMBuildMul(g->b, LLVMBuildSExt(g->b, v, g->i64, ""), g->tensor_stride[in->arg_index][d], "");
+      first = LLVMBuildAdd(g->b, first, LLVMBuildMul(g->b, v, eb, ""), "");
     }
+    mis = LLVMBuildOr(g->b, mis, first, "");
   }
   return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
 }

@@ -238,6 +238,9 @@ enum {
   /* read-modify-write of each in-range element, addressed like STORE (args[0] the value) */ \
   X(TIR_ATOMIC_ADD, "atomic_add", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
   X(TIR_ATOMIC_MAX, "atomic_max", -1, OPF_SIDEFX | OPF_INT_OK | OPF_FLOAT_OK)           \
+  /* dst:i32 = how many elements of tensor #arg_index the address of element [args[0], ..]  \
+   * (one i32 operand per dim, rank <= 3) lies past the 16-byte boundary below it; no access */ \
+  X(TIR_ROW_SHIFT, "row_shift", -1, OPF_INT_OK)                                        \
   /* structured control flow */                                                        \
   X(TIR_FOR, "for", 3, OPF_MARKER | OPF_SIDEFX)                                        \
   X(TIR_ENDFOR, "endfor", 0, OPF_MARKER | OPF_SIDEFX)                                  \
@@ -400,6 +403,10 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d);
 /* Puts loop-body selects whose index masks provably keep every element under a scalar guard
  * (tir_guard.c); TILEC_MASK_GUARD=0 turns it off. */
 bool tir_guard_masks(TirFunc *f, Diag *d);
+/* Starts chunk loops over a row at the 16-byte boundary at or below their first column, where the
+ * body provably gives the same result with fill elements before the row (tir_align.c);
+ * TILEC_ALIGN_WINDOWS=0 turns it off. */
+bool tir_align_windows(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter
  *

@@ -108,6 +108,14 @@ static void print_operands(FILE *out, const TirFunc *f, const TirInst *in) {
   case TIR_IOTA:
     fprintf(out, " axis %d", in->axis);
     break;
+  case TIR_ROW_SHIFT:
+    fprintf(out, " %s[", in->arg_index >= 0 && in->arg_index < f->nargs ? f->args[in->arg_index].name : "?");
+    for (int i = 0; i < 3 && in->args[i] >= 0; i++) {
+      fputs(i ? ", " : "", out);
+      print_reg(out, f, in->args[i]);
+    }
+    fputc(']', out);
+    break;
   case TIR_EXTRACT:
     print_args(out, f, in, 1);
     for (int d = 0; d < f->regs[in->dst].type.rank; d++)

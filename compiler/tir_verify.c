@@ -69,6 +69,12 @@ static bool check_operands(Verifier *v) {
   const TirInst *in = v->in;
   const TirOpInfo *info = &tir_op_info[in->op];
   int n = tir_op_writes_tensor(in->op) ? 1 : info->nargs < 0 ? 0 : info->nargs;
+  if (in->op == TIR_ROW_SHIFT) { /* one index per dim of its tensor */
+    if (in->arg_index < 0 || in->arg_index >= v->f->nargs || v->f->args[in->arg_index].kind != ARG_TENSOR ||
+        v->f->args[in->arg_index].rank > 3)
+      return fail(v, "row_shift of argument %d: not a tensor of rank 3 or less", in->arg_index);
+    n = v->f->args[in->arg_index].rank;
+  }
   for (int i = 0; i < 3; i++) {
     int r = in->args[i];
     if (i >= n) {
@@ -320,6 +326,13 @@ static bool check_leaf(Verifier *v) {
   case TIR_IOTA:
     if (d->elem != TY_I32 || in->axis < 0 || in->axis >= d->rank)
       return fail(v, "iota needs an i32 tile and an axis below its rank");
+    return true;
+  case TIR_ROW_SHIFT:
+    for (int i = 0; i < 3 && in->args[i] >= 0; i++)
+      if (!is_i32_scalar(rt(v, in->args[i])))
+        return fail(v, "row_shift index %d is not an i32 scalar", i);
+    if (!is_i32_scalar(d))
+      return fail(v, "row_shift result must be an i32 scalar");
     return true;
   default:
     return true;

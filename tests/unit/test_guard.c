@@ -28,13 +28,6 @@ static const char *src =
 
 enum { M = 37, N = 45 };
 
-static int count_op(const TirFunc *f, TirOp op) {
-  int n = 0;
-  for (int i = 0; i < f->ninsts; i++)
-    n += f->insts[i].op == op;
-  return n;
-}
-
 /* Whether every SELECT at loop depth 1 sits inside an IF. */
 static int guarded_selects(const TirFunc *f) {
   int depth_if = 0, n = 0;
@@ -48,12 +41,9 @@ static int guarded_selects(const TirFunc *f) {
 }
 
 static void run(bool guard, float *y, int *nif, int *nguarded) {
-  if (!guard)
-    setenv("TILEC_MASK_GUARD", "0", 1);
   Arena *a = arena_new();
   Diag d;
-  TirFunc *f = source_tir(a, "masked.tile", src, NULL, ARCH_SM90A, &d);
-  unsetenv("TILEC_MASK_GUARD");
+  TirFunc *f = source_tir_with(a, "masked.tile", src, ARCH_SM90A, "TILEC_MASK_GUARD", guard ? NULL : "0", &d);
   *nif = count_op(f, TIR_IF);
   *nguarded = guarded_selects(f);
   static float x[M * N];

@@ -103,8 +103,8 @@ TirFunc *source_tir_kernel(Arena *a, const char *path, const char *text, const c
   for (int i = 0; i < index && k; i++)
     k = k->next;
   cr_assert(k, "%s has no kernel #%d", path, index);
-  TirFunc *f = lower_tir(a, k, d);
-  cr_assert(f && tir_guard_masks(f, d) && tir_fold_constants(f, d) && tir_eliminate_dead(f, d)); /* driver_lower's passes */
+  TirFunc *f = driver_lower(a, k, d);
+  cr_assert(f, "%s: driver_lower failed", path);
   return f;
 }
 
@@ -123,6 +123,15 @@ char *source_ptx_with(Arena *a, const char *path, const char *text, const char *
   char *ptx = source_ptx(a, path, text, defs, arch);
   unsetenv(knob);
   return ptx;
+}
+
+TirFunc *source_tir_with(Arena *a, const char *path, const char *text, GpuArch arch, const char *knob,
+                         const char *value, Diag *d) {
+  if (value)
+    setenv(knob, value, 1);
+  TirFunc *f = source_tir(a, path, text, NULL, arch, d);
+  unsetenv(knob);
+  return f;
 }
 
 void source_assembles(const char *path, const char *text) {
@@ -164,4 +173,11 @@ int find_op(const TirFunc *f, int from, TirOp op) {
     if (f->insts[j].op == op)
       return j;
   return -1;
+}
+
+int count_op(const TirFunc *f, TirOp op) {
+  int n = 0;
+  for (int i = 0; i < f->ninsts; i++)
+    n += f->insts[i].op == op;
+  return n;
 }

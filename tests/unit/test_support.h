@@ -25,6 +25,9 @@ char *source_ptx(Arena *a, const char *path, const char *text, const char **defs
 /* source_ptx with environment setting knob=value for the compile only (a one-knob A/B). */
 char *source_ptx_with(Arena *a, const char *path, const char *text, const char **defs, GpuArch arch,
                       const char *knob, const char *value);
+/* source_tir with environment setting knob=value for the compile (value NULL: knob unset). */
+TirFunc *source_tir_with(Arena *a, const char *path, const char *text, GpuArch arch, const char *knob,
+                         const char *value, Diag *d);
 /* source_ptx for sm_80 and sm_90a, each assembled by ptxas without spills. */
 void source_assembles(const char *path, const char *text);
 /* The text of dsl/examples/NAME.tile (tests run from the repository root). */
@@ -34,6 +37,8 @@ char *file_text(Arena *a, const char *path);
 
 /* The index of the first instruction of f at or after `from` with op `op`, or -1. */
 int find_op(const TirFunc *f, int from, TirOp op);
+/* How many instructions of f have op `op`. */
+int count_op(const TirFunc *f, TirOp op);
 
 /* tir_verify's message for f ("" when f is valid), its locations in from's file. */
 char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from);

@@ -1,0 +1,136 @@
+/* test_align.c — tir_align.c: chunk loops start at their row's 16-byte boundary only where the
+ * body provably cannot tell, and give the loop as written's results in the interpreter (whose
+ * rows start where the host buffer puts them: 203 f16 columns a row put rows at every shift). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilec.h"
+#include "test_support.h"
+
+/* A row's logsumexp (online max and sum, fill -inf) and a gradient-like output with a one-hot
+ * column: both loops qualify. */
+static const char *lse_src =
+    "kernel lse<BN = 64, WARPS = 1>(X: f16[M, N], L: out f32[M], Y: out f16[M, N])\n"
+    "  grid (M) threads (WARPS * 32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  reg m: f32 = -inf;\n"
+    "  reg s: f32 = 0;\n"
+    "  for n0 in 0 .. N step BN {\n"
+    "    let x = to_f32(fill(X[r, n0 : +BN], -inf));\n"
+    "    let m_new = maximum(m, max(x, 0));\n"
+    "    s = s * exp(m - m_new) + sum(exp(x - m_new), 0);\n"
+    "    m = m_new;\n"
+    "  }\n"
+    "  let lse = m + log(s);\n"
+    "  L[r] = lse;\n"
+    "  for n0 in 0 .. N step BN {\n"
+    "    Y[r, n0 : +BN] = to(f16, exp(to_f32(X[r, n0 : +BN]) - lse) - where(index(n0, BN) == 3, 1.0, 0.0));\n"
+    "  }\n"
+    "}\n";
+
+/* How many loops of the kernel with body `body` (a loop over X's row r, s an f32 sum, W: f16[N])
+ * the pass starts at the row's boundary. */
+static int aligned_loops_with(const char *body, const char *knob_value) {
+  char src[2048];
+  snprintf(src, sizeof src,
+           "kernel k<BN = 64, WARPS = 1>(X: f16[M, N], W: f16[N], S: out f32[M])\n"
+           "  grid (M) threads (WARPS * 32)\n"
+           "{\n"
+           "  let r = block.x;\n"
+           "  let w = to_f32(W[0 : +BN]);\n"
+           "  let c = to_f32(W[0]);\n"
+           "  reg s: f32 = 0;\n"
+           "  for n0 in 0 .. N step BN {\n"
+           "    %s\n"
+           "  }\n"
+           "  S[r] = s + sum(w, 0) + c;\n"
+           "}\n",
+           body);
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", knob_value, &d);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+static int aligned_loops(const char *body) { return aligned_loops_with(body, NULL); }
+
+Test(align, sums_whose_fill_is_their_identity) {
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]), 0);"), 1, "fill 0 into a sum");
+  cr_assert_eq(aligned_loops("s = maximum(s, max(to_f32(fill(X[r, n0 : +BN], -inf)), 0));"), 1, "fill -inf into a max");
+  cr_assert_eq(aligned_loops("s += sum(exp(to_f32(fill(X[r, n0 : +BN], -inf)) - c), 0);"), 1,
+               "exp(-inf - finite) = 0 into a sum");
+}
+
+Test(align, loops_that_would_see_the_shift) {
+  cr_assert_eq(aligned_loops("s += sum(exp(to_f32(X[r, n0 : +BN])), 0);"), 0, "exp(fill 0) = 1 is no identity");
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]) * w, 0);"), 0, "w pairs columns by position");
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]), 0) * to_f32(n0);"), 0, "n0 used as a number");
+  cr_assert_eq(aligned_loops("s += sum(where(index(n0, BN) < N, to_f32(X[r, n0 : +BN]), 1.0), 0);"), 0,
+               "a column mask that holds before the row");
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +32]), 0);"), 0, "a window narrower than the step");
+  cr_assert_eq(aligned_loops("s = maximum(s, max(to_f32(fill(X[r, n0 : +BN], -inf)) + 1.0, 0));"), 1,
+               "-inf + 1 is still -inf");
+  cr_assert_eq(aligned_loops("s = s * 0.5 + sum(to_f32(X[r, n0 : +BN]), 0);"), 0, "a sum that decays per chunk");
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]), 0) + 1.0;"), 0, "a count of chunks");
+  cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]) * s, 0);"), 0, "a sum of values scaled by the sum so far");
+  cr_assert_eq(aligned_loops("s += sum(exp(to_f32(fill(X[r, n0 : +BN], -inf)) - s), 0);"), 0,
+               "exp of the running sum: not a rescaled sum");
+}
+
+Test(align, off_switch) {
+  cr_assert_eq(aligned_loops_with("s += sum(to_f32(X[r, n0 : +BN]), 0);", "0"), 0);
+}
+
+enum { M = 9, N = 203 };
+
+static void run_lse(bool align, float *l, uint16_t *y, int *shifts) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "lse.tile", lse_src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", align ? NULL : "0", &d);
+  *shifts = count_op(f, TIR_ROW_SHIFT);
+  static _Alignas(16) uint16_t x[M * N];
+  for (int i = 0; i < M * N; i++) {
+    float v = (float)((i * 7919) % 61) / 8.0f - 3.0f; /* exact in f16 */
+    elem_store(x, i, TY_F16, v);
+  }
+  InterpArg args[3] = {{.tensor = {x, {M, N}, {N, 1}}}, {.tensor = {l, {M}, {1}}}, {.tensor = {y, {M, N}, {N, 1}}}};
+  int64_t dims[2] = {M, N}, grid[3] = {M, 1, 1};
+  char err[256];
+  cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+  arena_free(a);
+}
+
+Test(align, same_results_as_the_loop_as_written) {
+  static float l0[M], l1[M];
+  static uint16_t y0[M * N], y1[M * N];
+  int s0, s1;
+  run_lse(false, l0, y0, &s0);
+  run_lse(true, l1, y1, &s1);
+  cr_assert_eq(s0, 0);
+  cr_assert_eq(s1, 2, "both loops start at the row's boundary");
+  for (int i = 0; i < M; i++)
+    cr_assert(fabsf(l0[i] - l1[i]) <= 1e-5f * fabsf(l0[i]) + 1e-6f, "row %d: %g vs %g", i, l0[i], l1[i]);
+  for (int i = 0; i < M * N; i++) {
+    double a = elem_load(y0, i, TY_F16), b = elem_load(y1, i, TY_F16);
+    cr_assert(fabs(a - b) <= 1e-3 * fabs(a) + 1e-6, "element %d: %g vs %g", i, a, b);
+  }
+}
+
+/* The rewrite: row_shift of the first window load's row at the loop's start, the start moved back by it. */
+Test(align, loop_starts_at_lo_minus_the_shift) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "lse.tile", lse_src, NULL, ARCH_SM90A, &d);
+  int i = find_op(f, 0, TIR_ROW_SHIFT);
+  cr_assert(i >= 0);
+  cr_assert_eq(f->insts[i].arg_index, 0, "aligned to X");
+  cr_assert_eq(f->insts[i + 1].op, TIR_SUB);
+  cr_assert_eq(f->insts[i + 2].op, TIR_FOR);
+  cr_assert_eq(f->insts[i + 2].args[0], f->insts[i + 1].dst, "the loop starts at lo - shift");
+  arena_free(a);
+}
