@@ -385,6 +385,7 @@ bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LO
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
+bool tir_is_i32_scalar(const TirFunc *f, int r);      /* r is an i32 scalar */
 bool tir_trans_view_ok(const TirFunc *f, int t);     /* TRANS t reads its shared source in place */
 /* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
 int64_t tir_known_multiple(const TirFunc *f, int r);

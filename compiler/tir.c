@@ -93,6 +93,10 @@ int64_t tir_known_multiple(const TirFunc *f, int r) {
 }
 
 
+bool tir_is_i32_scalar(const TirFunc *f, int r) {
+  return f->regs[r].type.rank == 0 && f->regs[r].type.elem == TY_I32;
+}
+
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);
   return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;

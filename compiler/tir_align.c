@@ -63,10 +63,6 @@ typedef struct Scan {
 static const Val uniform = {V_UNIFORM, false, false, 0};
 static const Val any = {V_ANY, false, false, 0};
 
-static bool is_scalar_i32(const TirFunc *f, int r) {
-  return f->regs[r].type.rank == 0 && f->regs[r].type.elem == TY_I32;
-}
-
 /* The size of r's last dim (1 for a scalar). */
 static int32_t last_dim(const TirFunc *f, int r) {
   const TileType *t = &f->regs[r].type;
@@ -520,7 +516,7 @@ bool tir_align_windows(TirFunc *f, Diag *d) {
   if (env && !strcmp(env, "0"))
     return true;
   for (int i = 0; i < f->ninsts; i++) {
-    if (f->insts[i].op != TIR_FOR || !is_scalar_i32(f, f->insts[i].args[0]))
+    if (f->insts[i].op != TIR_FOR || !tir_is_i32_scalar(f, f->insts[i].args[0]))
       continue;
     Val *val = calloc((size_t)f->nregs + 1, sizeof *val);
     bool *set = calloc((size_t)f->nregs + 1, sizeof *set);

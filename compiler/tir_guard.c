@@ -55,10 +55,6 @@ static int def_of(const TirFunc *f, int r, int before) {
   return -1;
 }
 
-static bool scalar_i32(const TirFunc *f, int r) {
-  return f->regs[r].type.rank == 0 && f->regs[r].type.elem == TY_I32;
-}
-
 /* A tree register: written once, by an instruction before the select at the same level. */
 static int tree_def(Guard *g, int r) {
   if (g->writes[r] != 1 || g->ntree == GUARD_MAX_TREE)
@@ -78,7 +74,7 @@ static int tree_def(Guard *g, int r) {
 
 static bool bound_of(Guard *g, int r, Bound *b) {
   const TirFunc *f = g->f;
-  if (scalar_i32(f, r)) {
+  if (tir_is_i32_scalar(f, r)) {
     *b = (Bound){r, 0, 0};
     return true;
   }
