@@ -8,8 +8,9 @@
  *     %s = row_shift X[r, 0];  for n0 in 0 - s .. N step BN
  *
  * the chunks lie on the row's granules: the first begins with s columns before the row, which
- * read the load's fill as the columns past N of the last chunk do. The rewrite is legal when the
- * body cannot tell the difference:
+ * read the load's fill as the columns past N of the last chunk do. The loop must run from column
+ * 0 to the row length N of every tensor it windows (so both placements cover the same real
+ * columns), and the rewrite is legal when the body cannot tell the difference:
  *   - the loop variable only starts windows of the loop's step along the tensors' last dim
  *     (loads; stores and atomics, which never write a column outside the tensor) and column
  *     indices (`col_index(n0, BN)`: iota plus the variable);
@@ -55,6 +56,7 @@ typedef struct Scan {
   int first, end;  /* the FOR and its ENDFOR */
   int var;         /* the loop variable */
   int32_t step;
+  int bound;       /* the loop's upper bound */
   Val *val;        /* per register, where `set` */
   bool *set;
   int target;      /* the first window load of 16-byte granules, or -1 */
@@ -200,9 +202,26 @@ static bool target_ok(const Scan *s, const TirInst *in) {
   return true;
 }
 
+/* Whether register r holds dim d of the kernel: read by DIM, or a constant equal to it pinned. */
+static bool holds_dim(const TirFunc *f, int r, int d) {
+  int w = tir_only_write(f, r);
+  if (w < 0)
+    return false;
+  const TirInst *in = &f->insts[w];
+  if (in->op == TIR_DIM)
+    return in->arg_index == d;
+  return in->op == TIR_CONST && f->dims[d].pinned && in->imm == (double)f->dims[d].value;
+}
+
 static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
   bool window;
   if (!access_kind(s, in, &window))
+    return false;
+  /* The chunks cover the row, columns 0 .. N - 1, however they are placed: the loop ends at the
+   * windowed tensor's row length (another bound would move which real columns the last chunk
+   * reads or writes). */
+  const TirArg *a = &s->f->args[in->arg_index];
+  if (window && !holds_dim(s->f, s->bound, a->dims[a->rank - 1]))
     return false;
   if (in->op == TIR_LOAD) {
     if (!window) {
@@ -479,8 +498,10 @@ static int align_target(const TirFunc *f, int first, Val *val, bool *set) {
   int w = tir_only_write(f, fr->args[2]);
   if (w < 0 || f->insts[w].op != TIR_CONST || f->insts[w].imm < 1 || f->insts[w].imm > (1 << 20))
     return -1;
-  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, val, set, -1};
-  if (s.end < 0)
+  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1};
+  /* From column 0: chunks moved left of a later start would read real columns before it. */
+  int w0 = tir_only_write(f, fr->args[0]);
+  if (s.end < 0 || w0 < 0 || f->insts[w0].op != TIR_CONST || f->insts[w0].imm != 0)
     return -1;
   memset(set, 0, (size_t)f->nregs + 1);
   for (int j = first + 1; j < s.end; j++)

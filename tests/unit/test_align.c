@@ -134,3 +134,30 @@ Test(align, loop_starts_at_lo_minus_the_shift) {
   cr_assert_eq(f->insts[i + 2].args[0], f->insts[i + 1].dst, "the loop starts at lo - shift");
   arena_free(a);
 }
+
+/* The chunks must cover the same real columns however they are placed: a loop from a later
+ * column, or to a bound short of the row's length, would read other columns moved left. */
+Test(align, loops_over_part_of_the_row_stay) {
+  static const char *fmt =
+      "kernel k<BN = 64>(X: f16[M, N], S: out f32[M])\n"
+      "  grid (M) threads (32)\n"
+      "{\n"
+      "  let r = block.x;\n"
+      "  reg s: f32 = 0;\n"
+      "  for n0 in %s step BN { s += sum(to_f32(X[r, n0 : +BN]), 0); }\n"
+      "  S[r] = s;\n"
+      "}\n";
+  static const struct { const char *range; int want; } cases[] = {
+      {"0 .. N", 1}, {"3 .. N", 0}, {"0 .. N - 100", 0}, {"0 .. 2 * N", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char src[1024];
+    snprintf(src, sizeof src, fmt, cases[i].range);
+    Arena *a = arena_new();
+    Diag d;
+    TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+    cr_assert_not_null(f, "%s", cases[i].range);
+    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), cases[i].want, "for n0 in %s", cases[i].range);
+    arena_free(a);
+  }
+}
