@@ -500,8 +500,7 @@ static int align_target(const TirFunc *f, int first, Val *val, bool *set) {
     return -1;
   Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1};
   /* From column 0: chunks moved left of a later start would read real columns before it. */
-  int w0 = tir_only_write(f, fr->args[0]);
-  if (s.end < 0 || w0 < 0 || f->insts[w0].op != TIR_CONST || f->insts[w0].imm != 0)
+  if (s.end < 0 || !tir_is_zero_tile(f, fr->args[0]))
     return -1;
   memset(set, 0, (size_t)f->nregs + 1);
   for (int j = first + 1; j < s.end; j++)
