@@ -54,6 +54,10 @@ typedef struct Tile {
   int parts;             /* a progressive copy's commit groups (TirSchedule.progs), else 0 */
   int stage_bytes;       /* pipelined: bytes of one stage (the buffer holds Pipe.stages of them) */
   const SmemLayout *swz; /* shared wgmma operand: its swizzled layout (no pitch), else NULL */
+  int stored_cols;       /* a rank-1 shared tile read only through windows: the elements its
+                            buffer holds, its length rounded up to 16 bytes (a row of 50257
+                            logits: 100 KB, where its layout's power-of-two shape takes 128 KB);
+                            its copies skip the positions past them (stored_row). Else 0. */
   /* A cp.async ring tile whose rows may start anywhere in memory (rows of 50257 f16 logits):
    * a misaligned row is copied from the 16-byte aligned address at or before it, so element
    * (i, j) sits shift_i elements past its place, shift_i the row's misalignment in elements;
@@ -1791,8 +1795,11 @@ static void load_shared_scalars(Cg *g, const TirInst *in, const Access *ac, cons
 
 /* Whether element r of shared tile t (its row) lies in the rows its storage has, or NULL when
  * it has them all: a tile stored in fewer rows than its layout's (SmemLayout.rows, not a power
- * of two) gets no writes of fill values to the padding rows, which lie past its buffer. */
+ * of two) gets no writes of fill values to the padding rows, which lie past its buffer; nor does
+ * a rank-1 tile stored in fewer elements (Tile.stored_cols) past them. */
 static LLVMValueRef stored_row(Cg *g, const Tile *t, LLVMValueRef lw, int r) {
+  if (t->stored_cols)
+    return LLVMBuildICmp(g->b, LLVMIntULT, elem_dim(g, t->lay, lw, r, 0), ci32(g, t->stored_cols), "");
   if (!t->swz || t->swz->rows >= t->lay->shape[0])
     return NULL;
   return LLVMBuildICmp(g->b, LLVMIntULT, elem_dim(g, t->lay, lw, r, 0), ci32(g, t->swz->rows), "");
@@ -4043,6 +4050,26 @@ static void plan_pipes(Cg *g) {
   }
 }
 
+/* A rank-1 shared tile that only windows read (they read the fill past its length) is stored in
+ * its length rounded up to 16 bytes, not its layout's power-of-two shape (Tile.stored_cols). */
+static void plan_stored_cols(Cg *g, int r) {
+  const TirFunc *f = g->f;
+  Tile *t = &g->tiles[r];
+  const TileType *ty = &f->regs[r].type;
+  int ch = 16 / elem_bytes(ty->elem), stored = (ty->dims[0] + ch - 1) / ch * ch;
+  if (ty->rank != 1 || t->shifted || t->swz || g->ws || stored >= t->pitch || env_off("TILEC_STORED_COLS"))
+    return;
+  bool windows = false;
+  for (int j = 0; j < f->ninsts; j++)
+    if (tir_inst_reads(&f->insts[j], r)) {
+      if (f->insts[j].op != TIR_WINDOW || f->insts[j].args[0] != r)
+        return;
+      windows = true;
+    }
+  if (windows)
+    t->stored_cols = t->pitch = stored;
+}
+
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
@@ -4082,6 +4109,7 @@ static bool plan(Cg *g) {
         t->pitch = t->lay->shape[t->lay->rank - 1];
       if (t->shifted && t->lay->rank == 1)
         t->pitch += 16 / elem_bytes(ty->elem); /* room for the chunk a shifted row spills into */
+      plan_stored_cols(g, r);
       if (!old_pad && t->pipe >= 0)
         g->smem_tiles = (g->smem_tiles + 127) & ~127;
       t->smem_off = g->smem_tiles;
