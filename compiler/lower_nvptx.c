@@ -63,6 +63,9 @@ typedef struct Tile {
    * (i, j) sits shift_i elements past its place, shift_i the row's misalignment in elements;
    * get_tile adds it back (plan_shifted). */
   const TirInst *shifted; /* the LOAD filling it, or NULL */
+  LLVMValueRef shift;     /* a row copied once, shifted, that windows read (plan_shifted): its
+                             misalignment in elements (i32), set by its LOAD; window column c
+                             sits at c + shift */
   bool ahead;             /* a lookahead load's register: pipe_top fills it, its LOAD emits nothing */
   const bool *pad;        /* register tile: which registers hold only padding (read as undef, so
                              LLVM drops what is computed from them), or NULL: none */
@@ -1101,6 +1104,8 @@ static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
     LLVMValueRef row = rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, d->lay, lw, k, 0), "") : w->r0;
     LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, col, ci32(g, w->cols)), in_range(g, row, ci32(g, w->rows)), "");
     LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, w->src->pitch), ""), col, "");
+    if (w->src->shift)
+      idx = LLVMBuildAdd(g->b, idx, w->src->shift, "");
     idx = LLVMBuildSelect(g->b, ok, idx, ci32(g, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
     LLVMSetAlignment(v, (unsigned)eb);
@@ -1114,7 +1119,7 @@ static void lower_window(Cg *g, const TirInst *in) {
   const TileType *st = rtype(g, in->args[0]), *dt = rtype(g, in->dst);
   Window w = {&g->tiles[in->args[0]], &g->tiles[in->dst], dt->elem, NULL, NULL,
               st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
-  if (w.src->swz || w.src->view_of >= 0 || w.src->shifted) {
+  if (w.src->swz || w.src->view_of >= 0 || (w.src->shifted && !w.src->shift)) {
     const char *name = g->f->regs[in->args[0]].name;
     cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, shifted or "
              "a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
@@ -1138,7 +1143,25 @@ static void lower_window(Cg *g, const TirInst *in) {
   LLVMBasicBlockRef fast = new_bb(g, "win"), slow = new_bb(g, "wout"), join = new_bb(g, "wj");
   LLVMBuildCondBr(g->b, inside, fast, slow);
   LLVMPositionBuilderAtEnd(g->b, fast);
-  window_inside(g, &w, window_chunk(g, in, w.src, layout_vec_chunk(w.dst->lay, w.e)), vals);
+  int want = layout_vec_chunk(w.dst->lay, w.e);
+  if (w.src->shift) {
+    /* A shifted row: vector reads where the window starts on a whole chunk of the buffer (the
+     * loops tir_align moved to the row's boundary), element reads elsewhere. */
+    LLVMValueRef c0 = w.c0;
+    w.c0 = LLVMBuildAdd(g->b, w.c0, w.src->shift, "");
+    LLVMValueRef even = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, w.c0, ci32(g, want - 1), ""), ci32(g, 0), "");
+    LLVMBasicBlockRef vec = new_bb(g, "wvec"), one = new_bb(g, "wone");
+    LLVMBuildCondBr(g->b, even, vec, one);
+    LLVMPositionBuilderAtEnd(g->b, vec);
+    window_inside(g, &w, want, vals);
+    store_regs(g, in->dst, vals);
+    LLVMBuildBr(g->b, join);
+    LLVMPositionBuilderAtEnd(g->b, one);
+    w.c0 = c0;
+    window_masked(g, &w, vals);
+  } else {
+    window_inside(g, &w, window_chunk(g, in, w.src, want), vals);
+  }
   store_regs(g, in->dst, vals);
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, slow);
@@ -1999,7 +2022,10 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
   Granule gr = granule_of(g, ac, tt, L);
   gr.extent = tensor_extent(g, in);
   gr.fill = const_mem(g, tt->elem, in->imm);
+  if (t->stored_cols)
+    gr.shape = t->stored_cols;
   for (int k = 0; k < t->n / ch; k++) {
+    LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
     LLVMValueRef off, col;
     access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &gr.row_ok, &col);
     LLVMValueRef shift = elem_misalign(g, in, off, eb);
@@ -2010,7 +2036,18 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
     copy_granule(g, in, &gr, smem_at(g, sp[k], ci32(g, 16)), LLVMBuildAdd(g->b, back, ci64(g, ch), ""),
                  LLVMBuildAdd(g->b, tc0, ci32(g, ch), ""), l1);
     end_if(g, j);
+    end_if(g, sj);
   }
+}
+
+/* The misalignment in elements of the row LOAD in copies (a rank-1 tile: one row). */
+static LLVMValueRef row_misalign(Cg *g, const TirInst *in) {
+  const TileType *tt = rtype(g, in->dst);
+  Access ac;
+  access_init(g, in, &ac);
+  LLVMValueRef off, ok;
+  access_elem(g, in, &ac, tt, g->tiles[in->dst].lay, ci32(g, 0), 0, 1, &off, &ok);
+  return elem_misalign(g, in, off, elem_bytes(tt->elem));
 }
 
 /* Whether every row of LOAD in's tile starts 16-byte aligned: the tensor's address, the row
@@ -3309,6 +3346,8 @@ static void lower_load(Cg *g, const TirInst *in) {
     if (g->dirty)
       barrier(g); /* earlier reads of this buffer (a second LOAD into the tile) are done */
     Tile *t = &g->tiles[dst];
+    if (t->shifted)
+      t->shift = row_misalign(g, in);
     int parts = t->parts && !t->shifted ? t->parts : 1;
     async_load_parts(g, in, ci32(g, 0), true, parts);
     t->parts = parts > 1 ? parts : 0;
@@ -3929,10 +3968,12 @@ static bool moves_16_byte_chunks(Cg *g, const TirInst *in, const Tile *t, const 
  * (get_tile: DOT operands and transposed views read the plain layout). Opt-in: on the H200 it
  * made cross-entropy's misaligned rows (50257 columns) 5-14% faster but its aligned ones 4%
  * slower (runs n3, n4; docs/performance.md). */
+static bool plan_shifted_row(Cg *g, int i);
+
 static void plan_shifted(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
-  if (in->op != TIR_LOAD || g->ws || !shifted_wanted(g, i))
+  if (in->op != TIR_LOAD || g->ws || plan_shifted_row(g, i) || !shifted_wanted(g, i))
     return;
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
@@ -3946,6 +3987,44 @@ static void plan_shifted(Cg *g, int i) {
       return;
   }
   t->shifted = in;
+}
+
+/* Whether instruction i lies outside every loop and branch. */
+static bool at_top_level(const TirFunc *f, int i) {
+  for (int j = 0; j < i; j++)
+    if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
+      return false;
+  return true;
+}
+
+/* A row copied once into a rank-1 shared tile that only windows read (the one-pass row kernels:
+ * `shared xs = X[r, 0 : +BLOCK]`): a row that starts anywhere is copied 16 bytes at a time from
+ * the aligned address at or before it (copy_shifted), column c at c + shift, and the windows
+ * read it there (lower_window), in vectors where tir_align moved their loop to the row's
+ * boundary. On by default; TILEC_SHIFTED=0 turns it off. */
+static bool plan_shifted_row(Cg *g, int i) {
+  const TirFunc *f = g->f;
+  const TirInst *in = &f->insts[i];
+  Tile *t = &g->tiles[in->dst];
+  const TileType *tt = rtype(g, in->dst);
+  if (env_off("TILEC_SHIFTED") || tt->place != PLACE_SHARED || tt->rank != 1 || t->pipe >= 0 || t->head || t->parts ||
+      !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
+      !moves_16_byte_chunks(g, in, t, tt) || !at_top_level(f, i))
+    return false;
+  bool windows = false;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *u = &f->insts[j];
+    if (j != i && u->dst == in->dst)
+      return false;
+    if (tir_inst_reads(u, in->dst)) {
+      if (u->op != TIR_WINDOW || u->args[0] != in->dst || u->args[1] == in->dst || u->args[2] == in->dst)
+        return false;
+      windows = true;
+    }
+  }
+  if (windows)
+    t->shifted = in;
+  return windows;
 }
 
 /* Shifted stores (opt-in with the shifted tiles, TILEC_SHIFTED=1): a STORE of a register tile
@@ -4057,7 +4136,9 @@ static void plan_stored_cols(Cg *g, int r) {
   Tile *t = &g->tiles[r];
   const TileType *ty = &f->regs[r].type;
   int ch = 16 / elem_bytes(ty->elem), stored = (ty->dims[0] + ch - 1) / ch * ch;
-  if (ty->rank != 1 || t->shifted || t->swz || g->ws || stored >= t->pitch || env_off("TILEC_STORED_COLS"))
+  int room = t->shifted ? ch : 0; /* the chunk a shifted row spills into */
+  if (ty->rank != 1 || (t->shifted && t->pipe >= 0) || t->swz || g->ws || stored + room >= t->pitch ||
+      env_off("TILEC_STORED_COLS"))
     return;
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++)
@@ -4066,8 +4147,10 @@ static void plan_stored_cols(Cg *g, int r) {
         return;
       windows = true;
     }
-  if (windows)
-    t->stored_cols = t->pitch = stored;
+  if (windows) {
+    t->stored_cols = stored;
+    t->pitch = stored + room;
+  }
 }
 
 static bool plan(Cg *g) {

@@ -59,7 +59,10 @@ typedef struct Scan {
   int bound;       /* the loop's upper bound */
   Val *val;        /* per register, where `set` */
   bool *set;
-  int target;      /* the first window load of 16-byte granules, or -1 */
+  int target;      /* the first window load of 16-byte granules (a LOAD, or the LOAD filling the
+                      shared tile a WINDOW reads), or -1 */
+  bool tile_fill;  /* a WINDOW of a copied row at a fill column reads the copy's fill (its LOAD's,
+                      for the columns past the tensor), not the window's own (past the tile) */
 } Scan;
 
 static const Val uniform = {V_UNIFORM, false, false, 0};
@@ -241,6 +244,41 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
   return get_val(s, in->args[0], &v) && !v.iter && (window || v.kind == V_UNIFORM);
 }
 
+/* The LOAD that copies a row into shared tile r once, before the loop, from its column 0, or
+ * NULL: `shared xs = X[r, 0 : +B]`, rank 1, the tile's only write. */
+static const TirInst *row_copy(const Scan *s, int r) {
+  const TirFunc *f = s->f;
+  int w = tir_only_write(f, r);
+  if (w < 0 || w > s->first || f->regs[r].type.rank != 1 || f->regs[r].type.place != PLACE_SHARED)
+    return NULL;
+  const TirInst *ld = &f->insts[w];
+  const TirArg *a = ld->op == TIR_LOAD ? &f->args[ld->arg_index] : NULL;
+  if (!a || !ld->index[a->rank - 1].is_range)
+    return NULL;
+  for (int d = 0; d < a->rank - 1; d++)
+    if (ld->index[d].is_range)
+      return NULL;
+  int c = tir_only_write(f, ld->index[a->rank - 1].start);
+  return c >= 0 && f->insts[c].op == TIR_CONST && f->insts[c].imm == 0 ? ld : NULL;
+}
+
+/* WINDOW xs[c0 : +step] of a row copied once (row_copy): a window of the row as a LOAD's is,
+ * column c0 + j of the tensor; past the tensor it reads the copy's fill, past the tile the
+ * window's (Scan.tile_fill picks which one this scan assumes). */
+static bool scan_window(Scan *s, const TirInst *in, Val *out) {
+  const TirFunc *f = s->f;
+  const TirInst *ld = in->args[2] == s->var ? row_copy(s, in->args[0]) : NULL;
+  if (!ld || last_dim(f, in->dst) != s->step || f->regs[in->dst].type.rank != 1)
+    return false;
+  const TirArg *a = &f->args[ld->arg_index];
+  if (!holds_dim(f, s->bound, a->dims[a->rank - 1]))
+    return false;
+  if (s->target < 0 && target_ok(s, ld))
+    s->target = (int)(ld - f->insts);
+  *out = (Val){V_PAD, false, false, s->tile_fill ? ld->imm : in->imm};
+  return true;
+}
+
 static bool scan_reduce(Scan *s, const TirInst *in, Val *out) {
   Val a;
   if (!get_val(s, in->args[0], &a) || a.kind == V_IOTA || a.kind == V_VAR)
@@ -275,10 +313,46 @@ static bool scan_bcast(Scan *s, const TirInst *in, Val *out) {
   return a.kind == V_UNIFORM || last_dim(f, in->args[0]) == last_dim(f, in->dst);
 }
 
+static TirOp reduction_of(TirOp op) {
+  return op == TIR_ADD ? TIR_REDUCE_SUM : op == TIR_MAX ? TIR_REDUCE_MAX : op == TIR_MIN ? TIR_REDUCE_MIN : TIR_OP_COUNT;
+}
+
+/* Body instruction j is `acc = acc OP x`, an element-wise accumulator over the chunks (OP add,
+ * max or min) that only a reduction by OP along the window reads after the loop: which column
+ * meets which element of acc then does not matter. acc starts as a constant (the same in every
+ * element) and x, fixed by its columns, gives OP's identity at a fill column. */
+static bool accumulator(const Scan *s, int j) {
+  const TirFunc *f = s->f;
+  const TirInst *in = &f->insts[j];
+  TirOp red = reduction_of(in->op);
+  int r = in->dst, k = r < 0 ? -1 : in->args[0] == r ? 1 : in->args[1] == r ? 0 : -1;
+  if (red == TIR_OP_COUNT || k < 0 || in->args[0] == in->args[1] || last_dim(f, r) < 2)
+    return false;
+  int x = in->args[k];
+  if (!s->set[x] || s->val[x].kind != V_PAD || s->val[x].iter || !is_identity(red, s->val[x].v))
+    return false;
+  int inits = 0;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *u = &f->insts[i];
+    bool body = i > s->first && i < s->end;
+    if (u->dst == r && i != j && (body || u->op != TIR_CONST || ++inits > 1))
+      return false;
+    if (i != j && tir_inst_reads(u, r) &&
+        (body || u->op != red || u->axis != f->regs[r].type.rank - 1 || i < s->end))
+      return false;
+  }
+  return inits == 1;
+}
+
 /* Body instruction j: its value at a fill column, false where the rewrite would show. */
 static bool scan_inst(Scan *s, int j) {
   const TirFunc *f = s->f;
   const TirInst *in = &f->insts[j];
+  if (accumulator(s, j)) {
+    s->val[in->dst] = any;
+    s->set[in->dst] = true;
+    return true;
+  }
   Val out = uniform, a[3] = {uniform, uniform, uniform};
   switch (in->op) {
   case TIR_CONST: out.known = true, out.v = in->imm; break;
@@ -304,6 +378,10 @@ static bool scan_inst(Scan *s, int j) {
     break;
   case TIR_BCAST:
     if (!scan_bcast(s, in, &out))
+      return false;
+    break;
+  case TIR_WINDOW:
+    if (!scan_window(s, in, &out))
       return false;
     break;
   case TIR_RESHAPE: /* of a value that stays one per row (a reduction's [1] to a scalar) */
@@ -486,7 +564,7 @@ static bool carried_ok(const Scan *s) {
     for (int i = 0; i < f->ninsts && !carried; i++)
       if ((i > s->first && i <= j) || i >= s->end)
         carried = tir_inst_reads(&f->insts[i], r);
-    if (carried && !(body_write(s, r) == j && (running_extreme(s, r) || running_sum(s, r))))
+    if (carried && !(body_write(s, r) == j && (running_extreme(s, r) || running_sum(s, r) || accumulator(s, j))))
       return false;
   }
   return true;
@@ -498,15 +576,21 @@ static int align_target(const TirFunc *f, int first, Val *val, bool *set) {
   int w = tir_only_write(f, fr->args[2]);
   if (w < 0 || f->insts[w].op != TIR_CONST || f->insts[w].imm < 1 || f->insts[w].imm > (1 << 20))
     return -1;
-  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1};
+  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1, false};
   /* From column 0: chunks moved left of a later start would read real columns before it. */
   if (s.end < 0 || !tir_is_zero_tile(f, fr->args[0]))
     return -1;
-  memset(set, 0, (size_t)f->nregs + 1);
-  for (int j = first + 1; j < s.end; j++)
-    if (!scan_inst(&s, j))
+  /* Twice when a window of a copied row reads two fills (its own, the copy's): legal with both. */
+  for (int pass = 0; pass < 2; pass++) {
+    s.tile_fill = pass == 1;
+    memset(set, 0, (size_t)f->nregs + 1);
+    for (int j = first + 1; j < s.end; j++)
+      if (!scan_inst(&s, j))
+        return -1;
+    if (!carried_ok(&s))
       return -1;
-  return carried_ok(&s) ? s.target : -1;
+  }
+  return s.target;
 }
 
 /* Before FOR `first`: %s = row_shift of the target's row at the loop's start; %lo = lo - %s. */

@@ -254,6 +254,14 @@ static const Case cases[] = {
      "cross_entropy_backward_row", 0},
     {"xent_bwd_row_big", "cross_entropy_backward", "-D BLOCK=32768 -D C=4096 -D WARPS=16", "M=300,N=32000", SUITE_GPU, 0,
      "cross_entropy_backward_row", 0},
+    /* rows that start anywhere: copied shifted, read in windows where tir_align moved the loops
+     * (and, bf16 at C = 100, where it could not: windows at every shift) */
+    {"xent_bwd_row_odd", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257", SUITE_GPU, 0,
+     "cross_entropy_backward_row", 0},
+    {"xent_bwd_row_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D BLOCK=4104 -D C=512 -D WARPS=4", "M=17,N=4099",
+     SUITE_GPU, 0, "cross_entropy_backward_row", 0},
+    {"xent_bwd_row_odd_c100", "cross_entropy_backward", "-D T=bf16 -D BLOCK=1008 -D C=100 -D WARPS=2", "M=11,N=1001",
+     SUITE_GPU, 0, "cross_entropy_backward_row", 0},
     /* the row split over a cluster (bench/ab/cross_entropy_backward_split.tile, sm_90): the last
      * block's part ragged, or empty (SPLIT 4 x 256 > 700 + 256); bf16 rows that start anywhere;
      * the bench's 50257 (misaligned) and 128256 columns, 4 and 8 blocks a cluster */

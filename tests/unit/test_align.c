@@ -161,3 +161,75 @@ Test(align, loops_over_part_of_the_row_stay) {
     arena_free(a);
   }
 }
+
+/* A row copied once into shared memory and read in windows by chunk loops (the one-pass row
+ * kernels): the loops move to the row's boundary as those over the tensor do; an element-wise
+ * running max or sum that only its reduction reads after the loop may be carried. */
+static int aligned_window_loops(const char *copy, const char *range) {
+  char src[2048];
+  snprintf(src, sizeof src,
+           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+           "  grid (M) threads (32)\n"
+           "{\n"
+           "  let r = block.x;\n"
+           "  shared xs = fill(X[r, %s : +B], -inf);\n"
+           "  reg mx: f32[C] = -inf;\n"
+           "  for c0 in %s step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+           "  let m = max(mx, 0);\n"
+           "  reg se: f32[C] = 0;\n"
+           "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
+           "  S[r] = m + log(sum(se, 0));\n"
+           "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
+           "}\n",
+           copy, range);
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f, "%s / %s", copy, range);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+Test(align, windows_of_a_row_copied_once) {
+  cr_assert_eq(aligned_window_loops("0", "0 .. N"), 3, "all three loops");
+  cr_assert_eq(aligned_window_loops("3", "0 .. N"), 0, "a copy from column 3: window 0 is no row start");
+  cr_assert_eq(aligned_window_loops("0", "0 .. N - 100"), 2, "a max over part of the row");
+}
+
+/* The one-pass kernel in the interpreter, loops moved and not: the same loss and gradient. */
+Test(align, windows_give_the_results_of_the_loops_as_written) {
+  static const char *src =
+      "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+      "  grid (M) threads (32)\n"
+      "{\n"
+      "  let r = block.x;\n"
+      "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+      "  reg mx: f32[C] = -inf;\n"
+      "  for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+      "  let m = max(mx, 0);\n"
+      "  reg se: f32[C] = 0;\n"
+      "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
+      "  S[r] = m + log(sum(se, 0));\n"
+      "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
+      "}\n";
+  static _Alignas(16) uint16_t x[M * N], y[2][M * N];
+  static float s[2][M];
+  for (int i = 0; i < M * N; i++)
+    elem_store(x, i, TY_F16, (float)((i * 7919) % 61) / 8.0f - 3.0f);
+  for (int v = 0; v < 2; v++) {
+    Arena *a = arena_new();
+    Diag d;
+    TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", v ? NULL : "0", &d);
+    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? 3 : 0);
+    InterpArg args[3] = {{.tensor = {x, {M, N}, {N, 1}}}, {.tensor = {s[v], {M}, {1}}}, {.tensor = {y[v], {M, N}, {N, 1}}}};
+    int64_t dims[2] = {M, N}, grid[3] = {M, 1, 1};
+    char err[256];
+    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+    arena_free(a);
+  }
+  for (int i = 0; i < M; i++)
+    cr_assert(fabsf(s[0][i] - s[1][i]) <= 1e-5f * fabsf(s[0][i]) + 1e-6f, "row %d: %g vs %g", i, s[0][i], s[1][i]);
+  for (int i = 0; i < M * N; i++)
+    cr_assert_eq(elem_load(y[0], i, TY_F16), elem_load(y[1], i, TY_F16), "element %d", i);
+}
