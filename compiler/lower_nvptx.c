@@ -1113,6 +1113,31 @@ static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
   }
 }
 
+/* Whether registers a and b hold the same value: one register, or one constant, each written once. */
+static bool same_value(const TirFunc *f, int a, int b) {
+  int wa = tir_only_write(f, a), wb = tir_only_write(f, b);
+  if (wa < 0 || wb < 0)
+    return false;
+  return a == b || (f->insts[wa].op == TIR_CONST && f->insts[wb].op == TIR_CONST && f->insts[wa].imm == f->insts[wb].imm);
+}
+
+/* A known multiple of window in's column start plus its tile's shift (a row copied shifted): in a
+ * loop that tir_align.c moved to the boundary of the row the tile copies, `for c0 = lo - %s ..`
+ * with `%s = row_shift` of that row, the windows start at lo + k * step there; elsewhere 1. */
+static int64_t shifted_window_multiple(Cg *g, const TirInst *in, const Tile *t) {
+  const TirFunc *f = g->f;
+  int fo = tir_only_write(f, in->args[2]);
+  int sub = fo >= 0 && f->insts[fo].op == TIR_FOR ? tir_only_write(f, f->insts[fo].args[0]) : -1;
+  int rw = sub >= 0 && f->insts[sub].op == TIR_SUB ? tir_only_write(f, f->insts[sub].args[1]) : -1;
+  const TirInst *rs = rw >= 0 ? &f->insts[rw] : NULL, *ld = t->shifted;
+  if (!rs || rs->op != TIR_ROW_SHIFT || rs->arg_index != ld->arg_index)
+    return 1;
+  for (int d = 0; d < f->args[ld->arg_index].rank; d++)
+    if (!same_value(f, rs->args[d], ld->index[d].start))
+      return 1;
+  return tir_gcd(tir_known_multiple(f, f->insts[sub].args[0]), tir_known_multiple(f, f->insts[fo].args[2]));
+}
+
 /* WINDOW: a register box of a shared tile at run-time starts; elements outside the tile read the
  * fill (the interpreter's rule). The tile's buffer is row-major with rows Tile.pitch apart. */
 static void lower_window(Cg *g, const TirInst *in) {
@@ -1144,10 +1169,15 @@ static void lower_window(Cg *g, const TirInst *in) {
   LLVMBuildCondBr(g->b, inside, fast, slow);
   LLVMPositionBuilderAtEnd(g->b, fast);
   int want = layout_vec_chunk(w.dst->lay, w.e);
-  if (w.src->shift) {
-    /* A shifted row: vector reads where the window starts on a whole chunk of the buffer (the
-     * loops tir_align moved to the row's boundary), element reads elsewhere. */
-    LLVMValueRef c0 = w.c0;
+  LLVMValueRef c0 = w.c0; /* the slow path's, which adds the shift itself */
+  if (w.src->shift && shifted_window_multiple(g, in, w.src) % want == 0) {
+    /* A shifted row read where tir_align moved the loop: whole chunks of the buffer. */
+    w.c0 = LLVMBuildAdd(g->b, w.c0, w.src->shift, "");
+    window_inside(g, &w, want, vals);
+    w.c0 = c0;
+  } else if (w.src->shift) {
+    /* Elsewhere vector reads where the window happens to start on a whole chunk of the buffer,
+     * element reads otherwise. */
     w.c0 = LLVMBuildAdd(g->b, w.c0, w.src->shift, "");
     LLVMValueRef even = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, w.c0, ci32(g, want - 1), ""), ci32(g, 0), "");
     LLVMBasicBlockRef vec = new_bb(g, "wvec"), one = new_bb(g, "wone");
@@ -4009,7 +4039,7 @@ static bool plan_shifted_row(Cg *g, int i) {
   const TileType *tt = rtype(g, in->dst);
   if (env_off("TILEC_SHIFTED") || tt->place != PLACE_SHARED || tt->rank != 1 || t->pipe >= 0 || t->head || t->parts ||
       !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
-      !moves_16_byte_chunks(g, in, t, tt) || !at_top_level(f, i))
+      !moves_16_byte_chunks(g, in, t, tt) || !at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
     return false;
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++) {

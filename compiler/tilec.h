@@ -386,6 +386,7 @@ int tir_only_write(const TirFunc *f, int r);          /* the one instruction wri
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
 bool tir_is_i32_scalar(const TirFunc *f, int r);      /* r is an i32 scalar */
+bool tir_rows_whole_granules(const TirFunc *f, int arg); /* tensor arg's rows: a pinned length of whole 16-byte granules */
 bool tir_trans_view_ok(const TirFunc *f, int t);     /* TRANS t reads its shared source in place */
 /* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
 int64_t tir_known_multiple(const TirFunc *f, int r);

@@ -97,6 +97,16 @@ bool tir_is_i32_scalar(const TirFunc *f, int r) {
   return f->regs[r].type.rank == 0 && f->regs[r].type.elem == TY_I32;
 }
 
+/* Rows of a pinned length that is a whole number of 16-byte granules start where the tensor does
+ * (on a boundary, as allocators give): no row of it needs shifting. */
+bool tir_rows_whole_granules(const TirFunc *f, int arg) {
+  const TirArg *a = &f->args[arg];
+  if (a->rank < 1)
+    return false;
+  const TirDim *d = &f->dims[a->dims[a->rank - 1]];
+  return d->pinned && (d->value * elem_bytes(a->elem)) % 16 == 0;
+}
+
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);
   return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;

@@ -273,7 +273,8 @@ static bool scan_window(Scan *s, const TirInst *in, Val *out) {
   const TirArg *a = &f->args[ld->arg_index];
   if (!holds_dim(f, s->bound, a->dims[a->rank - 1]))
     return false;
-  if (s->target < 0 && target_ok(s, ld))
+  /* rows of whole granules: the GPU lowering copies them as they are (plan_shifted_row) */
+  if (s->target < 0 && target_ok(s, ld) && !tir_rows_whole_granules(f, ld->arg_index))
     s->target = (int)(ld - f->insts);
   *out = (Val){V_PAD, false, false, s->tile_fill ? ld->imm : in->imm};
   return true;
