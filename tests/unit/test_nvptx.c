@@ -551,6 +551,42 @@ Test(nvptx, shifted_loops_get_an_aligned_version) {
   arena_free(a);
 }
 
+/* A row copied once into a tile that only windows read (cross-entropy's one-pass kernel, N at run
+ * time) is copied from its 16-byte boundary (plan_shifted_row), and the three loops tir_align
+ * moved to that boundary read it 16 bytes at a time, as many vector reads as the kernel with
+ * neither (TILEC_SHIFTED=0 TILEC_ALIGN_WINDOWS=0); with the loops moved but the copy not shifted,
+ * the moved windows lose theirs. */
+Test(nvptx, rows_copied_once_are_shifted) {
+  Arena *a = arena_new();
+  static const char *defs[] = {"BLOCK=4096", "C=1024", "WARPS=4", NULL};
+  char *text = example_text(a, "cross_entropy_backward");
+  for (int arch = 0; arch < 2; arch++) {
+    GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+    char *ptx[3]; /* the default; the loops moved, the copy not shifted; neither */
+    for (int v = 0; v < 3; v++) {
+      Diag d;
+      if (v)
+        setenv("TILEC_SHIFTED", "0", 1);
+      if (v == 2)
+        setenv("TILEC_ALIGN_WINDOWS", "0", 1);
+      TirFunc *f = source_tir_kernel(a, "cross_entropy_backward.tile", text, defs, ga, 1, &d);
+      NvptxOptions o = {.arch = ga, .opt_level = 3};
+      ptx[v] = f ? nvptx_compile(f, &o, &d, NULL) : NULL;
+      unsetenv("TILEC_SHIFTED");
+      unsetenv("TILEC_ALIGN_WINDOWS");
+      cr_assert(ptx[v], "variant %d", v);
+    }
+    int v_on = occurrences(ptx[0], "ld.shared.v4.b32"), v_moved = occurrences(ptx[1], "ld.shared.v4.b32"),
+        v_neither = occurrences(ptx[2], "ld.shared.v4.b32");
+    cr_assert_eq(v_on, v_neither, "%d vs %d", v_on, v_neither);
+    cr_assert_lt(v_moved, v_on, "%d vs %d", v_moved, v_on);
+    cr_assert_gt(occurrences(ptx[0], "cp.async.ca.shared.global"), occurrences(ptx[2], "cp.async.ca.shared.global"),
+                 "the granule past the row");
+    ptxas_assert_clean(ptx[0], ga);
+  }
+  arena_free(a);
+}
+
 /* Row padding only where it spreads a DOT operand's rows over the banks: layernorm backward's
  * X and dY rings ([4, 1024] f16, read elementwise) lose their 16 bytes a row (2 tiles x 2 stages
  * x 4 rows), so each row starts on a 128-byte line; TILEC_ROW_PAD=1 pads them as before. */
