@@ -1159,7 +1159,9 @@ static void lower_window(Cg *g, const TirInst *in) {
   int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
   int32_t prows = dt->rank == 2 ? dl->shape[0] : 1, pcols = dl->shape[dl->rank - 1];
   int32_t bufrows = sl->rank == 2 ? sl->shape[0] : 1;
-  int32_t chi = w.cols - dcols < w.src->pitch - pcols ? w.cols - dcols : w.src->pitch - pcols;
+  /* a shifted row's reads lie up to a chunk further on, in its room */
+  int32_t buf = w.src->pitch - (w.src->shifted ? 16 / elem_bytes(w.e) : 0);
+  int32_t chi = w.cols - dcols < buf - pcols ? w.cols - dcols : buf - pcols;
   int32_t rhi = w.rows - drows < bufrows - prows ? w.rows - drows : bufrows - prows;
   LLVMValueRef inside = chi < 0 || rhi < 0 ? LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0)
                         : LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, chi), ""),
