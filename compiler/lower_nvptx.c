@@ -4161,16 +4161,19 @@ static void plan_pipes(Cg *g) {
   }
 }
 
-/* A rank-1 shared tile that only windows read (they read the fill past its length) is stored in
- * its length rounded up to 16 bytes, not its layout's power-of-two shape (Tile.stored_cols). */
+/* A rank-1 shared tile that one load writes and only windows read (they read the fill past its
+ * length) is stored in its length rounded up to 16 bytes, not its layout's power-of-two shape
+ * (Tile.stored_cols). Only the load's copies skip the positions past that length: a constant or
+ * a copy of another tile writes the whole layout. */
 static void plan_stored_cols(Cg *g, int r) {
   const TirFunc *f = g->f;
   Tile *t = &g->tiles[r];
   const TileType *ty = &f->regs[r].type;
   int ch = 16 / elem_bytes(ty->elem), stored = (ty->dims[0] + ch - 1) / ch * ch;
   int room = t->shifted ? ch : 0; /* the chunk a shifted row spills into */
-  if (ty->rank != 1 || (t->shifted && t->pipe >= 0) || t->swz || g->ws || stored + room >= t->pitch ||
-      env_off("TILEC_STORED_COLS"))
+  int def = tir_only_write(f, r);
+  if (ty->rank != 1 || def < 0 || f->insts[def].op != TIR_LOAD || (t->shifted && t->pipe >= 0) || g->ws ||
+      stored + room >= t->pitch || env_off("TILEC_STORED_COLS"))
     return;
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++)

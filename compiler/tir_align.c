@@ -63,6 +63,8 @@ typedef struct Scan {
                       shared tile a WINDOW reads), or -1 */
   bool tile_fill;  /* a WINDOW of a copied row at a fill column reads the copy's fill (its LOAD's,
                       for the columns past the tensor), not the window's own (past the tile) */
+  int32_t win_len; /* the length of the copied rows the loop windows (0: none yet): one length, so
+                      that at any column every window reads the same kind of fill */
 } Scan;
 
 static const Val uniform = {V_UNIFORM, false, false, 0};
@@ -271,8 +273,10 @@ static bool scan_window(Scan *s, const TirInst *in, Val *out) {
   if (!ld || last_dim(f, in->dst) != s->step || f->regs[in->dst].type.rank != 1)
     return false;
   const TirArg *a = &f->args[ld->arg_index];
-  if (!holds_dim(f, s->bound, a->dims[a->rank - 1]))
+  int32_t len = last_dim(f, in->args[0]);
+  if (!holds_dim(f, s->bound, a->dims[a->rank - 1]) || (s->win_len && s->win_len != len))
     return false;
+  s->win_len = len;
   /* rows of whole granules: the GPU lowering copies them as they are (plan_shifted_row) */
   if (s->target < 0 && target_ok(s, ld) && !tir_rows_whole_granules(f, ld->arg_index))
     s->target = (int)(ld - f->insts);
@@ -577,7 +581,7 @@ static int align_target(const TirFunc *f, int first, Val *val, bool *set) {
   int w = tir_only_write(f, fr->args[2]);
   if (w < 0 || f->insts[w].op != TIR_CONST || f->insts[w].imm < 1 || f->insts[w].imm > (1 << 20))
     return -1;
-  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1, false};
+  Scan s = {f, first, tir_region_end(f, first), fr->dst, (int32_t)f->insts[w].imm, fr->args[1], val, set, -1, false, 0};
   /* From column 0: chunks moved left of a later start would read real columns before it. */
   if (s.end < 0 || !tir_is_zero_tile(f, fr->args[0]))
     return -1;

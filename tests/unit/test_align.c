@@ -197,6 +197,41 @@ Test(align, windows_of_a_row_copied_once) {
   cr_assert_eq(aligned_window_loops("0", "0 .. N - 100"), 2, "a max over part of the row");
 }
 
+/* Windows of two copied rows of different lengths in one loop: at a column past the shorter
+ * tile but inside the longer one, one window reads its own fill and the other the copy's, a
+ * pair neither scan assumes (here 0 + 0 into a max, where each fill alone gives -inf): the loop
+ * stays. Of the same length, every column reads one kind of fill, and it moves. */
+static int loops_over_two_rows(int long_len) {
+  char src[1024];
+  snprintf(src, sizeof src,
+           "kernel k<C = 64>(X: f16[M, N], S: out f32[M])\n"
+           "  grid (M) threads (32)\n"
+           "{\n"
+           "  require N <= 128;\n"
+           "  let r = block.x;\n"
+           "  shared xs = fill(X[r, 0 : +128], -inf);\n"
+           "  shared ys = fill(X[r, 0 : +%d], 0);\n"
+           "  reg mx: f32[C] = -inf;\n"
+           "  for c0 in 0 .. N step C {\n"
+           "    mx = maximum(mx, to_f32(fill(xs[c0 : +C], 0)) + to_f32(fill(ys[c0 : +C], -inf)));\n"
+           "  }\n"
+           "  S[r] = max(mx, 0);\n"
+           "}\n",
+           long_len);
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f, "%d", long_len);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+Test(align, windows_of_rows_of_two_lengths_stay) {
+  cr_assert_eq(loops_over_two_rows(128), 1, "one length: the loop moves");
+  cr_assert_eq(loops_over_two_rows(256), 0, "two lengths: the loop stays");
+}
+
 /* The one-pass kernel in the interpreter, loops moved and not: the same loss and gradient. */
 Test(align, windows_give_the_results_of_the_loops_as_written) {
   static const char *src =

@@ -587,6 +587,33 @@ Test(nvptx, rows_copied_once_are_shifted) {
   arena_free(a);
 }
 
+/* A rank-1 tile that only windows read is stored in its length rounded to 16 bytes when a load
+ * writes it (the copies stop there; a shifted row keeps a chunk of room): 100 f32 + 4 = 416
+ * bytes. A constant writes the whole power-of-two layout, so such a tile keeps all 512 bytes. */
+Test(nvptx, only_loaded_rows_are_stored_short) {
+  Arena *a = arena_new();
+  static const char *inits[] = {"X[0 : +100]", "1"};
+  static const char *smem[] = {"// tilec: smem 416\n", "// tilec: smem 512\n"};
+  for (int k = 0; k < 2; k++) {
+    char *text = arena_printf(a,
+                              "kernel rows<C = 32>(X: f32[N], Y: out f32[N])\n"
+                              "  grid (1) threads (32)\n"
+                              "{\n"
+                              "  require N <= 100;\n"
+                              "  shared z: f32[100] = %s;\n"
+                              "  for c0 in 0 .. N step C { Y[c0 : +C] = X[c0 : +C] + z[c0 : +C]; }\n"
+                              "}\n",
+                              inits[k]);
+    for (int arch = 0; arch < 2; arch++) {
+      GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+      char *ptx = source_ptx(a, "rows.tile", text, NULL, ga);
+      cr_assert(strstr(ptx, smem[k]), "%s: %.120s", inits[k], ptx);
+      ptxas_assert_clean(ptx, ga);
+    }
+  }
+  arena_free(a);
+}
+
 /* Row padding only where it spreads a DOT operand's rows over the banks: layernorm backward's
  * X and dY rings ([4, 1024] f16, read elementwise) lose their 16 bytes a row (2 tiles x 2 stages
  * x 4 rows), so each row starts on a 128-byte line; TILEC_ROW_PAD=1 pads them as before. */
