@@ -4021,14 +4021,6 @@ static void plan_shifted(Cg *g, int i) {
   t->shifted = in;
 }
 
-/* Whether instruction i lies outside every loop and branch. */
-static bool at_top_level(const TirFunc *f, int i) {
-  for (int j = 0; j < i; j++)
-    if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
-      return false;
-  return true;
-}
-
 /* A row copied once into a rank-1 shared tile that only windows read (the one-pass row kernels:
  * `shared xs = X[r, 0 : +BLOCK]`): a row that starts anywhere is copied 16 bytes at a time from
  * the aligned address at or before it (copy_shifted), column c at c + shift, and the windows
@@ -4041,7 +4033,7 @@ static bool plan_shifted_row(Cg *g, int i) {
   const TileType *tt = rtype(g, in->dst);
   if (env_off("TILEC_SHIFTED") || tt->place != PLACE_SHARED || tt->rank != 1 || t->pipe >= 0 || t->head || t->parts ||
       !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
-      !moves_16_byte_chunks(g, in, t, tt) || !at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
+      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
     return false;
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++) {

@@ -107,6 +107,13 @@ bool tir_rows_whole_granules(const TirFunc *f, int arg) {
   return d->pinned && (d->value * elem_bytes(a->elem)) % 16 == 0;
 }
 
+bool tir_at_top_level(const TirFunc *f, int i) {
+  for (int j = 0; j < i; j++)
+    if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
+      return false;
+  return true;
+}
+
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);
   return def >= 0 && f->insts[def].op == TIR_CONST && f->insts[def].imm == 0;

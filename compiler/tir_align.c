@@ -247,12 +247,20 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
 }
 
 /* The LOAD that copies a row into shared tile r once, before the loop, from its column 0, or
- * NULL: `shared xs = X[r, 0 : +B]`, rank 1, the tile's only write. */
+ * NULL: `shared xs = X[r, 0 : +B]`, rank 1, the tile's only write, outside every loop and read
+ * only through windows, as the GPU lowering needs to copy it shifted (plan_shifted_row): a
+ * moved loop over a row copied as it is would lose its windows' vector reads. */
 static const TirInst *row_copy(const Scan *s, int r) {
   const TirFunc *f = s->f;
   int w = tir_only_write(f, r);
-  if (w < 0 || w > s->first || f->regs[r].type.rank != 1 || f->regs[r].type.place != PLACE_SHARED)
+  if (w < 0 || w > s->first || f->regs[r].type.rank != 1 || f->regs[r].type.place != PLACE_SHARED ||
+      !tir_at_top_level(f, w))
     return NULL;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *u = &f->insts[j];
+    if (tir_inst_reads(u, r) && (u->op != TIR_WINDOW || u->args[0] != r || u->args[1] == r || u->args[2] == r))
+      return NULL;
+  }
   const TirInst *ld = &f->insts[w];
   const TirArg *a = ld->op == TIR_LOAD ? &f->args[ld->arg_index] : NULL;
   if (!a || !ld->index[a->rank - 1].is_range)

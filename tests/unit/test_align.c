@@ -232,6 +232,35 @@ Test(align, windows_of_rows_of_two_lengths_stay) {
   cr_assert_eq(loops_over_two_rows(256), 0, "two lengths: the loop stays");
 }
 
+/* A row copy that something besides windows reads (here a max over the whole tile) is copied
+ * as it is on the GPU, not shifted: its window loop stays, keeping its vector reads. */
+static int loops_over_a_row_read_whole(const char *extra) {
+  char src[1024];
+  snprintf(src, sizeof src,
+           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M])\n"
+           "  grid (M) threads (32)\n"
+           "{\n"
+           "  let r = block.x;\n"
+           "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+           "  reg mx: f32[C] = -inf;\n"
+           "  for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+           "  S[r] = max(mx, 0) + %s;\n"
+           "}\n",
+           extra);
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f, "%s", extra);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+Test(align, rows_read_whole_stay) {
+  cr_assert_eq(loops_over_a_row_read_whole("0.0"), 1, "windows only: the loop moves");
+  cr_assert_eq(loops_over_a_row_read_whole("max(to_f32(xs), 0)"), 0, "read whole too: the loop stays");
+}
+
 /* The one-pass kernel in the interpreter, loops moved and not: the same loss and gradient. */
 Test(align, windows_give_the_results_of_the_loops_as_written) {
   static const char *src =
