@@ -59,6 +59,17 @@ static int aligned_loops_with(const char *body, const char *knob_value) {
 
 static int aligned_loops(const char *body) { return aligned_loops_with(body, NULL); }
 
+/* The loops of kernel source src that tir_align moved (one ROW_SHIFT each); what names the case. */
+static int moved_loops(const char *src, const char *what) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f, "%s", what);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
 Test(align, sums_whose_fill_is_their_identity) {
   cr_assert_eq(aligned_loops("s += sum(to_f32(X[r, n0 : +BN]), 0);"), 1, "fill 0 into a sum");
   cr_assert_eq(aligned_loops("s = maximum(s, max(to_f32(fill(X[r, n0 : +BN], -inf)), 0));"), 1, "fill -inf into a max");
@@ -153,19 +164,14 @@ Test(align, loops_over_part_of_the_row_stay) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char src[1024];
     snprintf(src, sizeof src, fmt, cases[i].range);
-    Arena *a = arena_new();
-    Diag d;
-    TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-    cr_assert_not_null(f, "%s", cases[i].range);
-    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), cases[i].want, "for n0 in %s", cases[i].range);
-    arena_free(a);
+    cr_assert_eq(moved_loops(src, cases[i].range), cases[i].want, "for n0 in %s", cases[i].range);
   }
 }
 
 /* A row copied once into shared memory and read in windows by chunk loops (the one-pass row
  * kernels): the loops move to the row's boundary as those over the tensor do; an element-wise
  * running max or sum that only its reduction reads after the loop may be carried. */
-static int aligned_window_loops(const char *copy, const char *range) {
+static int aligned_window_loops(const char *copy, const char *range, const char *extra) {
   char src[2048];
   snprintf(src, sizeof src,
            "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
@@ -178,23 +184,17 @@ static int aligned_window_loops(const char *copy, const char *range) {
            "  let m = max(mx, 0);\n"
            "  reg se: f32[C] = 0;\n"
            "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
-           "  S[r] = m + log(sum(se, 0));\n"
+           "  S[r] = m + log(sum(se, 0)) + %s;\n"
            "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
            "}\n",
-           copy, range);
-  Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-  cr_assert_not_null(f, "%s / %s", copy, range);
-  int n = count_op(f, TIR_ROW_SHIFT);
-  arena_free(a);
-  return n;
+           copy, range, extra);
+  return moved_loops(src, range);
 }
 
 Test(align, windows_of_a_row_copied_once) {
-  cr_assert_eq(aligned_window_loops("0", "0 .. N"), 3, "all three loops");
-  cr_assert_eq(aligned_window_loops("3", "0 .. N"), 0, "a copy from column 3: window 0 is no row start");
-  cr_assert_eq(aligned_window_loops("0", "0 .. N - 100"), 2, "a max over part of the row");
+  cr_assert_eq(aligned_window_loops("0", "0 .. N", "0.0"), 3, "all three loops");
+  cr_assert_eq(aligned_window_loops("3", "0 .. N", "0.0"), 0, "a copy from column 3: window 0 is no row start");
+  cr_assert_eq(aligned_window_loops("0", "0 .. N - 100", "0.0"), 2, "a max over part of the row");
 }
 
 /* Windows of two copied rows of different lengths in one loop: at a column past the shorter
@@ -218,13 +218,7 @@ static int loops_over_two_rows(int long_len) {
            "  S[r] = max(mx, 0);\n"
            "}\n",
            long_len);
-  Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-  cr_assert_not_null(f, "%d", long_len);
-  int n = count_op(f, TIR_ROW_SHIFT);
-  arena_free(a);
-  return n;
+  return moved_loops(src, "two lengths");
 }
 
 Test(align, windows_of_rows_of_two_lengths_stay) {
@@ -233,32 +227,9 @@ Test(align, windows_of_rows_of_two_lengths_stay) {
 }
 
 /* A row copy that something besides windows reads (here a max over the whole tile) is copied
- * as it is on the GPU, not shifted: its window loop stays, keeping its vector reads. */
-static int loops_over_a_row_read_whole(const char *extra) {
-  char src[1024];
-  snprintf(src, sizeof src,
-           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M])\n"
-           "  grid (M) threads (32)\n"
-           "{\n"
-           "  let r = block.x;\n"
-           "  shared xs = fill(X[r, 0 : +B], -inf);\n"
-           "  reg mx: f32[C] = -inf;\n"
-           "  for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
-           "  S[r] = max(mx, 0) + %s;\n"
-           "}\n",
-           extra);
-  Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-  cr_assert_not_null(f, "%s", extra);
-  int n = count_op(f, TIR_ROW_SHIFT);
-  arena_free(a);
-  return n;
-}
-
+ * as it is on the GPU, not shifted: its window loops stay, keeping their vector reads. */
 Test(align, rows_read_whole_stay) {
-  cr_assert_eq(loops_over_a_row_read_whole("0.0"), 1, "windows only: the loop moves");
-  cr_assert_eq(loops_over_a_row_read_whole("max(to_f32(xs), 0)"), 0, "read whole too: the loop stays");
+  cr_assert_eq(aligned_window_loops("0", "0 .. N", "max(to_f32(xs), 0)"), 0);
 }
 
 /* The one-pass kernel in the interpreter, loops moved and not: the same loss and gradient. */
