@@ -441,7 +441,8 @@ static bool leaf_exec(Machine *m, const TirInst *in) {
     for (int k = 0; k < 3 && in->args[k] >= 0; k++)
       off += (int64_t)iscalar(m, in->args[k]) * t->strides[k];
     uint64_t at = (uint64_t)(uintptr_t)t->data + (uint64_t)(off * eb);
-    *(int32_t *)d = (int32_t)((at & 15) / (uint64_t)eb);
+    int rank = m->f->args[in->arg_index].rank;
+    *(int32_t *)d = t->shape[rank - 1] > 0 ? (int32_t)((at & 15) / (uint64_t)eb) : 0; /* an empty row: 0 */
     return true;
   }
   default: { /* IOTA */

@@ -1016,7 +1016,10 @@ static void lower_leaf(Cg *g, const TirInst *in) {
       at = LLVMBuildAdd(g->b, at, LLVMBuildMul(g->b, off, ci64(g, eb), ""), "");
     }
     at = LLVMBuildUDiv(g->b, LLVMBuildAnd(g->b, at, ci64(g, 15), ""), ci64(g, eb), "");
-    out[0] = LLVMBuildTrunc(g->b, at, g->i32, "");
+    const TirArg *a = &g->f->args[in->arg_index];
+    LLVMValueRef len = g->dimv[a->dims[a->rank - 1]]; /* an empty row: 0, so a moved loop runs no iteration */
+    LLVMValueRef empty = LLVMBuildICmp(g->b, LLVMIntSLE, len, ci32(g, 0), "");
+    out[0] = LLVMBuildSelect(g->b, empty, ci32(g, 0), LLVMBuildTrunc(g->b, at, g->i32, ""), "");
     break;
   }
   case TIR_BLOCK_ID: {
