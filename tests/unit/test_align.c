@@ -232,6 +232,35 @@ Test(align, rows_read_whole_stay) {
   cr_assert_eq(aligned_window_loops("0", "0 .. N", "max(to_f32(xs), 0)"), 0);
 }
 
+/* A running max over windows moves only when nothing but the max along the window reads it
+ * after the loop, nothing reads it inside, and one constant starts it: otherwise which column
+ * meets which element of it could show. */
+static int loops_with_running_max(const char *init, const char *step, const char *after) {
+  char src[1024];
+  snprintf(src, sizeof src,
+           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M])\n"
+           "  grid (M) threads (32)\n"
+           "{\n"
+           "  let r = block.x;\n"
+           "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+           "  reg mx: f32[C] = %s;\n"
+           "  for c0 in 0 .. N step C { mx = maximum(mx, %s); }\n"
+           "  S[r] = %s;\n"
+           "}\n",
+           init, step, after);
+  return moved_loops(src, step);
+}
+
+Test(align, running_maxima_read_only_by_their_max) {
+  const char *x = "to_f32(fill(xs[c0 : +C], -inf))";
+  cr_assert_eq(loops_with_running_max("-inf", x, "max(mx, 0)"), 1);
+  cr_assert_eq(loops_with_running_max("-inf", x, "sum(mx, 0)"), 0, "a sum of the maxima");
+  cr_assert_eq(loops_with_running_max("-inf", x, "max(mx, 0) + sum(mx, 0)"), 0, "the maxima read whole");
+  cr_assert_eq(loops_with_running_max("-inf", "to_f32(fill(xs[c0 : +C], -inf)) + max(mx, 0)", "max(mx, 0)"), 0,
+               "read inside the loop");
+  cr_assert_eq(loops_with_running_max("to_f32(index(0, C))", x, "max(mx, 0)"), 0, "no one constant start");
+}
+
 /* The one-pass kernel in the interpreter, loops moved and not, on rows of n columns whose tensor
  * starts `off` elements past a 16-byte boundary: the same loss and gradient. */
 static void moved_windows_match(int n, int off) {

@@ -556,12 +556,18 @@ Test(nvptx, shifted_loops_get_an_aligned_version) {
  * moved to that boundary read it 16 bytes at a time, as many vector reads as the kernel with
  * neither (TILEC_SHIFTED=0 TILEC_ALIGN_WINDOWS=0); with the loops moved but the copy not shifted,
  * the moved windows lose theirs. */
+/* The same kernel in bf16 at BLOCK = 4104 (not a power of two): the row is stored in its 4104
+ * elements plus a chunk of room (8224 bytes, 8208 unshifted), not the layout's 8192 elements;
+ * the scratch of the block reductions is the 32 bytes beyond. */
 Test(nvptx, rows_copied_once_are_shifted) {
   Arena *a = arena_new();
-  static const char *defs[] = {"BLOCK=4096", "C=1024", "WARPS=4", NULL};
+  static const char *defs_f16[] = {"BLOCK=4096", "C=1024", "WARPS=4", NULL};
+  static const char *defs_bf16[] = {"T=bf16", "BLOCK=4104", "C=512", "WARPS=4", NULL};
+  static const char *smem_bf16[] = {"// tilec: smem 8256\n", "// tilec: smem 8240\n", "// tilec: smem 8240\n"};
   char *text = example_text(a, "cross_entropy_backward");
-  for (int arch = 0; arch < 2; arch++) {
-    GpuArch ga = arch ? ARCH_SM90A : ARCH_SM80;
+  for (int run = 0; run < 4; run++) {
+    GpuArch ga = run & 1 ? ARCH_SM90A : ARCH_SM80;
+    const char **defs = run < 2 ? defs_f16 : defs_bf16;
     char *ptx[3]; /* the default; the loops moved, the copy not shifted; neither */
     for (int v = 0; v < 3; v++) {
       Diag d;
@@ -582,6 +588,8 @@ Test(nvptx, rows_copied_once_are_shifted) {
     cr_assert_lt(v_moved, v_on, "%d vs %d", v_moved, v_on);
     cr_assert_gt(occurrences(ptx[0], "cp.async.ca.shared.global"), occurrences(ptx[2], "cp.async.ca.shared.global"),
                  "the granule past the row");
+    for (int v = 0; v < 3 && run >= 2; v++)
+      cr_assert(strstr(ptx[v], smem_bf16[v]), "variant %d: %.200s", v, ptx[v]);
     ptxas_assert_clean(ptx[0], ga);
   }
   arena_free(a);
