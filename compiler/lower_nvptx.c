@@ -1174,28 +1174,29 @@ static void lower_window(Cg *g, const TirInst *in) {
   LLVMBuildCondBr(g->b, inside, fast, slow);
   LLVMPositionBuilderAtEnd(g->b, fast);
   int want = layout_vec_chunk(w.dst->lay, w.e);
-  LLVMValueRef c0 = w.c0; /* the slow path's, which adds the shift itself */
-  if (w.src->shift && shifted_window_multiple(g, in, w.src) % want == 0) {
-    /* A shifted row read where tir_align moved the loop: whole chunks of the buffer. */
-    w.c0 = LLVMBuildAdd(g->b, w.c0, w.src->shift, "");
-    window_inside(g, &w, want, vals);
-    w.c0 = c0;
-  } else if (w.src->shift) {
-    /* Elsewhere vector reads where the window happens to start on a whole chunk of the buffer,
-     * element reads otherwise. */
-    w.c0 = LLVMBuildAdd(g->b, w.c0, w.src->shift, "");
-    LLVMValueRef even = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, w.c0, ci32(g, want - 1), ""), ci32(g, 0), "");
-    LLVMBasicBlockRef vec = new_bb(g, "wvec"), one = new_bb(g, "wone");
-    LLVMBuildCondBr(g->b, even, vec, one);
-    LLVMPositionBuilderAtEnd(g->b, vec);
-    window_inside(g, &w, want, vals);
-    store_regs(g, in->dst, vals);
-    LLVMBuildBr(g->b, join);
-    LLVMPositionBuilderAtEnd(g->b, one);
-    w.c0 = c0;
-    window_masked(g, &w, vals);
-  } else {
+  LLVMValueRef c0 = w.c0; /* the masked paths', which add the shift themselves */
+  if (!w.src->shift) {
     window_inside(g, &w, window_chunk(g, in, w.src, want), vals);
+  } else {
+    w.c0 = LLVMBuildAdd(g->b, c0, w.src->shift, "");
+    if (shifted_window_multiple(g, in, w.src) % want == 0) {
+      /* A shifted row read where tir_align moved the loop: whole chunks of the buffer. */
+      window_inside(g, &w, want, vals);
+    } else {
+      /* Elsewhere vector reads where the window happens to start on a whole chunk of the
+       * buffer, element reads otherwise. */
+      LLVMValueRef even = LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, w.c0, ci32(g, want - 1), ""), ci32(g, 0), "");
+      LLVMBasicBlockRef vec = new_bb(g, "wvec"), one = new_bb(g, "wone");
+      LLVMBuildCondBr(g->b, even, vec, one);
+      LLVMPositionBuilderAtEnd(g->b, vec);
+      window_inside(g, &w, want, vals);
+      store_regs(g, in->dst, vals);
+      LLVMBuildBr(g->b, join);
+      LLVMPositionBuilderAtEnd(g->b, one);
+      w.c0 = c0;
+      window_masked(g, &w, vals);
+    }
+    w.c0 = c0;
   }
   store_regs(g, in->dst, vals);
   LLVMBuildBr(g->b, join);
@@ -3227,10 +3228,8 @@ static bool same_thread_elements(const Cg *g, const TirInst *ld, const TirInst *
   int end = loop >= 0 ? tir_region_end(f, loop) : -1;
   for (int d = 0; d < f->args[st->arg_index].rank; d++) {
     const TirIndex *a = &ld->index[d], *b = &st->index[d];
-    int w = tir_only_write(f, a->start), v = tir_only_write(f, b->start);
-    bool same = a->start == b->start ||
-                (w >= 0 && v >= 0 && f->insts[w].op == TIR_CONST && f->insts[v].op == TIR_CONST && f->insts[w].imm == f->insts[v].imm);
-    if (!same || a->size != b->size || a->is_range != b->is_range || w < 0 || (loop <= w && w <= end))
+    int w = tir_only_write(f, a->start);
+    if (!same_value(f, a->start, b->start) || a->size != b->size || a->is_range != b->is_range || (loop <= w && w <= end))
       return false;
   }
   const Layout *l = g->tiles[ld->dst].lay;
@@ -4036,22 +4035,11 @@ static bool plan_shifted_row(Cg *g, int i) {
   const TileType *tt = rtype(g, in->dst);
   if (env_off("TILEC_SHIFTED") || tt->place != PLACE_SHARED || tt->rank != 1 || t->pipe >= 0 || t->head || t->parts ||
       !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
-      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
+      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index) ||
+      tir_only_write(f, in->dst) != i || !tir_read_only_by_windows(f, in->dst))
     return false;
-  bool windows = false;
-  for (int j = 0; j < f->ninsts; j++) {
-    const TirInst *u = &f->insts[j];
-    if (j != i && u->dst == in->dst)
-      return false;
-    if (tir_inst_reads(u, in->dst)) {
-      if (u->op != TIR_WINDOW || u->args[0] != in->dst || u->args[1] == in->dst || u->args[2] == in->dst)
-        return false;
-      windows = true;
-    }
-  }
-  if (windows)
-    t->shifted = in;
-  return windows;
+  t->shifted = in;
+  return true;
 }
 
 /* Shifted stores (opt-in with the shifted tiles, TILEC_SHIFTED=1): a STORE of a register tile
@@ -4168,19 +4156,10 @@ static void plan_stored_cols(Cg *g, int r) {
   int room = t->shifted ? ch : 0; /* the chunk a shifted row spills into */
   int def = tir_only_write(f, r);
   if (ty->rank != 1 || def < 0 || f->insts[def].op != TIR_LOAD || (t->shifted && t->pipe >= 0) || g->ws ||
-      stored + room >= t->pitch || env_off("TILEC_STORED_COLS"))
+      stored + room >= t->pitch || env_off("TILEC_STORED_COLS") || !tir_read_only_by_windows(f, r))
     return;
-  bool windows = false;
-  for (int j = 0; j < f->ninsts; j++)
-    if (tir_inst_reads(&f->insts[j], r)) {
-      if (f->insts[j].op != TIR_WINDOW || f->insts[j].args[0] != r)
-        return;
-      windows = true;
-    }
-  if (windows) {
-    t->stored_cols = stored;
-    t->pitch = stored + room;
-  }
+  t->stored_cols = stored;
+  t->pitch = stored + room;
 }
 
 static bool plan(Cg *g) {

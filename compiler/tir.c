@@ -107,6 +107,19 @@ bool tir_rows_whole_granules(const TirFunc *f, int arg) {
   return d->pinned && (d->value * elem_bytes(a->elem)) % 16 == 0;
 }
 
+bool tir_read_only_by_windows(const TirFunc *f, int r) {
+  bool windows = false;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *u = &f->insts[j];
+    if (!tir_inst_reads(u, r))
+      continue;
+    if (u->op != TIR_WINDOW || u->args[0] != r || u->args[1] == r || u->args[2] == r)
+      return false;
+    windows = true;
+  }
+  return windows;
+}
+
 bool tir_at_top_level(const TirFunc *f, int i) {
   for (int j = 0; j < i; j++)
     if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)

@@ -254,13 +254,8 @@ static const TirInst *row_copy(const Scan *s, int r) {
   const TirFunc *f = s->f;
   int w = tir_only_write(f, r);
   if (w < 0 || w > s->first || f->regs[r].type.rank != 1 || f->regs[r].type.place != PLACE_SHARED ||
-      !tir_at_top_level(f, w))
+      !tir_at_top_level(f, w) || !tir_read_only_by_windows(f, r))
     return NULL;
-  for (int j = 0; j < f->ninsts; j++) {
-    const TirInst *u = &f->insts[j];
-    if (tir_inst_reads(u, r) && (u->op != TIR_WINDOW || u->args[0] != r || u->args[1] == r || u->args[2] == r))
-      return NULL;
-  }
   const TirInst *ld = &f->insts[w];
   const TirArg *a = ld->op == TIR_LOAD ? &f->args[ld->arg_index] : NULL;
   if (!a || !ld->index[a->rank - 1].is_range)
@@ -268,8 +263,7 @@ static const TirInst *row_copy(const Scan *s, int r) {
   for (int d = 0; d < a->rank - 1; d++)
     if (ld->index[d].is_range)
       return NULL;
-  int c = tir_only_write(f, ld->index[a->rank - 1].start);
-  return c >= 0 && f->insts[c].op == TIR_CONST && f->insts[c].imm == 0 ? ld : NULL;
+  return tir_is_zero_tile(f, ld->index[a->rank - 1].start) ? ld : NULL;
 }
 
 /* WINDOW xs[c0 : +step] of a row copied once (row_copy): a window of the row as a LOAD's is,
@@ -505,7 +499,7 @@ static bool running_extreme(const Scan *s, int r) {
   const TirInst *in = written_value(s, r);
   int x;
   return in && (in->op == TIR_MAX || in->op == TIR_MIN) && one_is(s, in, r, &x) &&
-         chunk_reduction(s, x, index_of(s, in), in->op == TIR_MAX ? TIR_REDUCE_MAX : TIR_REDUCE_MIN);
+         chunk_reduction(s, x, index_of(s, in), reduction_of(in->op));
 }
 
 /* Whether c (read at `at`) is running max m's new value, or the `softmax` construct's form of it,
