@@ -4033,10 +4033,9 @@ static bool plan_shifted_row(Cg *g, int i) {
   const TirInst *in = &f->insts[i];
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
-  if (env_off("TILEC_SHIFTED") || tt->place != PLACE_SHARED || tt->rank != 1 || t->pipe >= 0 || t->head || t->parts ||
+  if (env_off("TILEC_SHIFTED") || tir_windowed_row_load(f, in->dst) != i || t->pipe >= 0 || t->head || t->parts ||
       !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
-      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index) ||
-      tir_only_write(f, in->dst) != i || !tir_read_only_by_windows(f, in->dst))
+      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
     return false;
   t->shifted = in;
   return true;
@@ -4154,9 +4153,8 @@ static void plan_stored_cols(Cg *g, int r) {
   const TileType *ty = &f->regs[r].type;
   int ch = 16 / elem_bytes(ty->elem), stored = (ty->dims[0] + ch - 1) / ch * ch;
   int room = t->shifted ? ch : 0; /* the chunk a shifted row spills into */
-  int def = tir_only_write(f, r);
-  if (ty->rank != 1 || def < 0 || f->insts[def].op != TIR_LOAD || (t->shifted && t->pipe >= 0) || g->ws ||
-      stored + room >= t->pitch || env_off("TILEC_STORED_COLS") || !tir_read_only_by_windows(f, r))
+  if (tir_windowed_row_load(f, r) < 0 || (t->shifted && t->pipe >= 0) || g->ws || stored + room >= t->pitch ||
+      env_off("TILEC_STORED_COLS"))
     return;
   t->stored_cols = stored;
   t->pitch = stored + room;

@@ -107,7 +107,8 @@ bool tir_rows_whole_granules(const TirFunc *f, int arg) {
   return d->pinned && (d->value * elem_bytes(a->elem)) % 16 == 0;
 }
 
-bool tir_read_only_by_windows(const TirFunc *f, int r) {
+/* Shared tile r has readers, all WINDOWs of it. */
+static bool read_only_by_windows(const TirFunc *f, int r) {
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++) {
     const TirInst *u = &f->insts[j];
@@ -118,6 +119,14 @@ bool tir_read_only_by_windows(const TirFunc *f, int r) {
     windows = true;
   }
   return windows;
+}
+
+int tir_windowed_row_load(const TirFunc *f, int r) {
+  const TileType *t = &f->regs[r].type;
+  int w = tir_only_write(f, r);
+  return t->rank == 1 && t->place == PLACE_SHARED && w >= 0 && f->insts[w].op == TIR_LOAD && read_only_by_windows(f, r)
+             ? w
+             : -1;
 }
 
 bool tir_at_top_level(const TirFunc *f, int i) {

@@ -252,13 +252,12 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
  * moved loop over a row copied as it is would lose its windows' vector reads. */
 static const TirInst *row_copy(const Scan *s, int r) {
   const TirFunc *f = s->f;
-  int w = tir_only_write(f, r);
-  if (w < 0 || w > s->first || f->regs[r].type.rank != 1 || f->regs[r].type.place != PLACE_SHARED ||
-      !tir_at_top_level(f, w) || !tir_read_only_by_windows(f, r))
+  int w = tir_windowed_row_load(f, r);
+  if (w < 0 || w > s->first || !tir_at_top_level(f, w))
     return NULL;
   const TirInst *ld = &f->insts[w];
-  const TirArg *a = ld->op == TIR_LOAD ? &f->args[ld->arg_index] : NULL;
-  if (!a || !ld->index[a->rank - 1].is_range)
+  const TirArg *a = &f->args[ld->arg_index];
+  if (!ld->index[a->rank - 1].is_range)
     return NULL;
   for (int d = 0; d < a->rank - 1; d++)
     if (ld->index[d].is_range)
