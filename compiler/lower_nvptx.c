@@ -120,7 +120,9 @@ typedef struct Nest {
  * per-warp partials of cross-warp reductions, used in turn, so a reduction right after another
  * (softmax's max then sum, layernorm's mean then variance) needs no barrier before writing its
  * partials: the previous reduction read the other slot. */
-enum { SLOT_A, SLOT_B, SLOT_RED0, SLOT_RED1, SLOT_CLUSTER, NSLOTS };
+/* SLOT_RED0_ODD, SLOT_RED1_ODD: RED0 and RED1 of the odd iterations of a thread-private ring's
+ * loop (Cg.red_odd). */
+enum { SLOT_A, SLOT_B, SLOT_RED0, SLOT_RED1, SLOT_CLUSTER, SLOT_RED0_ODD, SLOT_RED1_ODD, NSLOTS };
 
 typedef struct Cg {
   TirFunc *f;
@@ -147,6 +149,12 @@ typedef struct Cg {
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
   bool red_read[2];                  /* slot RED0 / RED1 read since the last barrier */
+  bool barriered;                    /* a barrier since the last control-flow marker or the
+                                        thread-private ring's wait (a body with none gets one at
+                                        its latch: see pipe_top) */
+  LLVMValueRef red_odd;              /* in a thread-private ring's loop: i1, an odd iteration, whose
+                                        reductions use the _ODD slots; else NULL */
+  bool odd_slots_used;               /* ... and its body took a slot by red_odd */
   bool copies_in_flight;             /* some tile's cp.async copies not yet waited for */
   int commits;                       /* commit groups of top-level tile copies so far (static) */
   int prog_tile, prog_end;           /* in the loop of a progressive copy: its tile, the ENDFOR;
@@ -254,6 +262,7 @@ static void barrier(Cg *g) {
   } else {
     intrin0(g, "llvm.nvvm.barrier0");
   }
+  g->barriered = true;
   g->dirty = false;
   g->red_read[0] = g->red_read[1] = false;
   if (g->gm)
@@ -420,10 +429,18 @@ static LLVMValueRef smem_at(Cg *g, LLVMValueRef base, LLVMValueRef byte_off) {
   return LLVMBuildInBoundsGEP2(g->b, g->i8, base, &byte_off, 1, "");
 }
 
-static LLVMValueRef slot_base(Cg *g, int slot, int bytes) {
+static LLVMValueRef slot_at(Cg *g, int slot, int bytes) {
   if (bytes > g->slot_size[slot])
     g->slot_size[slot] = bytes;
   return g->slot_ph[slot];
+}
+
+static LLVMValueRef slot_base(Cg *g, int slot, int bytes) {
+  if (!g->red_odd || (slot != SLOT_RED0 && slot != SLOT_RED1))
+    return slot_at(g, slot, bytes);
+  LLVMValueRef odd = slot_at(g, SLOT_RED0_ODD + slot - SLOT_RED0, bytes);
+  g->odd_slots_used = true;
+  return LLVMBuildSelect(g->b, g->red_odd, odd, slot_at(g, slot, bytes), "");
 }
 
 /* Stage `slot` (an i32 value) of a pipelined tile's buffer. */
@@ -2351,6 +2368,17 @@ static void lookahead_take(Cg *g, const Pipe *pp) {
 static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity, bool sleep);
 static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r);
 
+/* A thread-private ring (TirPipe.thread_private) in the cp.async entry, in this version of its
+ * loop: a shifted tile is read at its row's shift, across threads, and keeps the barrier. */
+static bool ring_private(const Cg *g, const Pipe *p) {
+  if (g->ws || !p->tp->thread_private)
+    return false;
+  for (int l = 0; l < p->tp->nloads; l++)
+    if (shifted_here(g, &g->tiles[g->f->insts[p->tp->loads[l]].dst]))
+      return false;
+  return true;
+}
+
 static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef step) {
   if (g->ws) { /* the ring's stage and parity run on across tiles (emit_roles starts them) */
     LLVMBuildStore(g->b, ci32(g, 0), p->iter);
@@ -2375,6 +2403,8 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
     return;
   }
   LLVMBuildStore(g->b, ci32(g, 0), p->rslot);
+  if (ring_private(g, p))
+    LLVMBuildStore(g->b, ci32(g, 0), p->iter);
   if (g->dirty)
     barrier(g); /* the stages may still be read from a previous run of the loop */
   for (int s = 0; s < p->tp->ahead; s++) {
@@ -2402,7 +2432,18 @@ static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LL
   lookahead_issue(g, p, LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, dist), ""), ""), hi, dist - 1);
   LLVMValueRef ahead = LLVMBuildAdd(g->b, ctr, LLVMBuildMul(g->b, step, ci64(g, p->tp->ahead), ""), "");
   cp_async_wait(g, p->tp->ahead - 1);
-  barrier(g);
+  if (ring_private(g, p)) {
+    /* Each thread reads only what it copied: its wait suffices, and the refill below writes a
+     * stage only this thread read. The reductions' slots alternate by iteration, so that writing
+     * this iteration's needs no barrier either: the ones this iteration's parity last used, two
+     * iterations back, were read before a barrier of the iteration between (at its latch if its
+     * body took a slot and no barrier is sure to have run). */
+    g->barriered = g->odd_slots_used = false;
+    g->red_odd = LLVMBuildTrunc(g->b, LLVMBuildLoad2(g->b, g->i32, p->iter, ""), g->i1, "");
+    g->red_read[0] = g->red_read[1] = false;
+  } else {
+    barrier(g);
+  }
   pipe_issue(g, p, ahead, hi, LLVMBuildLoad2(g->b, g->i32, p->wslot, ""));
   cp_async_commit(g);
 }
@@ -2432,6 +2473,10 @@ static void pipe_advance(Cg *g, const Pipe *p) {
   }
   rotate_slot(g, p->rslot, p->tp->stages);
   rotate_slot(g, p->wslot, p->tp->stages);
+  if (ring_private(g, p)) {
+    LLVMValueRef it = LLVMBuildLoad2(g->b, g->i32, p->iter, "");
+    LLVMBuildStore(g->b, LLVMBuildXor(g->b, it, ci32(g, 1), ""), p->iter);
+  }
 }
 
 /* ---------------------------------------------- warp specialization: mbarriers and TMA
@@ -3754,9 +3799,12 @@ static Pipe *pipe_at(Cg *g, int i) {
 }
 
 static void lower_marker(Cg *g, const TirInst *in) {
-  /* Markers break the straight-line view of shared-memory state: assume a read happened. */
+  /* Markers break the straight-line view of shared-memory state: assume a read happened, and no
+   * barrier on every path. */
+  bool barriered = g->barriered;
   g->dirty = true;
   g->red_read[0] = g->red_read[1] = true;
+  g->barriered = false;
   switch (in->op) {
   case TIR_FOR: {
     if (g->depth == MAX_NEST) {
@@ -3807,6 +3855,11 @@ static void lower_marker(Cg *g, const TirInst *in) {
   case TIR_ENDFOR: {
     Nest *ns = &g->nest[--g->depth];
     order_global_carried(g, ns->first);
+    if (ns->pipe && ring_private(g, ns->pipe)) {
+      if (g->odd_slots_used && !barriered) /* the one every iteration runs (pipe_top) */
+        barrier(g);
+      g->red_odd = NULL;
+    }
     if (ns->pipe)
       pipe_advance(g, ns->pipe);
     LLVMValueRef i = LLVMBuildLoad2(g->b, g->i64, ns->counter, "");
@@ -5141,6 +5194,8 @@ static int build_kernel(Cg *g) {
   g->slot_ph[SLOT_RED0] = new_smem_global(g, "tilec_slot_red0");
   g->slot_ph[SLOT_RED1] = new_smem_global(g, "tilec_slot_red1");
   g->slot_ph[SLOT_CLUSTER] = new_smem_global(g, "tilec_slot_cluster");
+  g->slot_ph[SLOT_RED0_ODD] = new_smem_global(g, "tilec_slot_red0_odd");
+  g->slot_ph[SLOT_RED1_ODD] = new_smem_global(g, "tilec_slot_red1_odd");
   build_signature(g);
   annotate(g);
   g->tid = intrin0(g, "llvm.nvvm.read.ptx.sreg.tid.x");

@@ -486,6 +486,12 @@ typedef struct TirPipe {
   int *lookahead, nlookahead;
   int lookahead_dist;
   int wait, release;       /* its PIPE_WAIT and PIPE_RELEASE instructions */
+  /* Thread-private ring (cp.async entry): every element of every ring tile is read only by the
+   * thread that copies it in (the tile's layout has no replicas and only elementwise ops and
+   * conversions read it, in that layout). Its wait is then the thread's own cp.async.wait_group,
+   * no block barrier; the body's reductions take their slots by the iteration's parity instead
+   * (docs/architecture.md, "Thread-private rings"). TILEC_PRIVATE_RING=0: never. */
+  bool thread_private;
   /* Rotated (warp-specialized entry): the zero-accumulator DOT that starts the body (S = Q K^T)
    * is issued for iteration i+1 at the end of iteration i, before the overlapped DOT (O += P V)
    * of iteration i, so the next iteration's softmax runs while P V is on the tensor cores. */

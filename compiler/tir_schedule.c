@@ -308,6 +308,29 @@ static int last_reader(const TirFunc *f, const TirPipe *p) {
   return last;
 }
 
+/* Whether ring tile t is read only by the threads that copy it in: the copies write each element
+ * from the thread that holds it in the tile's layout, and elementwise ops and conversions read
+ * the tile in that layout, so where the layout has no replicas (one thread an element) every
+ * element is read by its copier alone (TirPipe.thread_private). */
+static bool read_by_its_copiers(const TirFunc *f, int t) {
+  const Layout *L = f->regs[t].type.layout;
+  if (!L || layout_zero_mask(L, LAY_LANE) || layout_zero_mask(L, LAY_WARP))
+    return false;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    if (in->dst != t && reads_tile(f, j, t) && !(tir_op_info[in->op].flags & OPF_ELEMWISE) && in->op != TIR_CVT)
+      return false;
+  }
+  return true;
+}
+
+static bool ring_is_thread_private(const TirFunc *f, const TirPipe *p) {
+  for (int l = 0; l < p->nloads; l++)
+    if (!read_by_its_copiers(f, f->insts[p->loads[l]].dst))
+      return false;
+  return p->nloads > 0;
+}
+
 /* Finds the pipelined loops and their ring loads (on the unscheduled instruction numbering). */
 static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
   const TirFunc *f = S->f;
@@ -351,6 +374,7 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
       if (mark[j])
         p->chain[p->nchain++] = j;
     p->release = p->overlap_dot >= 0 ? p->overlap_dot : last_reader(f, p);
+    p->thread_private = !env_off("TILEC_PRIVATE_RING") && ring_is_thread_private(f, p);
     (*npipes)++;
   }
 }
@@ -2061,6 +2085,8 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
     return sfail(v, p->release, "pipe %d releases the previous stage away from its overlapped dot", k);
   if (p->rotated && !verify_rotation(v, p))
     return false;
+  if (p->thread_private && !ring_is_thread_private(f, p))
+    return sfail(v, p->first, "pipe %d is thread-private but a thread reads ring elements another copies", k);
   if (p->nlookahead && (p->lookahead_dist < 1 || p->lookahead_dist > p->ahead))
     return sfail(v, p->first, "pipe %d: lookahead loads %d iterations ahead (1 .. %d)", k, p->lookahead_dist, p->ahead);
   for (int l = 0; l < p->nlookahead; l++) {
@@ -2339,6 +2365,8 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
         fprintf(out, " @%d", p->lookahead[l]);
       fprintf(out, " (%d ahead)", p->lookahead_dist);
     }
+    if (p->thread_private && !s->ws)
+      fputs(", thread-private (no barrier at the wait)", out);
     fputc('\n', out);
   }
   for (int k = 0; k < s->nprogs; k++)
