@@ -2369,13 +2369,21 @@ static void mbar_wait(Cg *g, LLVMValueRef bar, LLVMValueRef parity, bool sleep);
 static LLVMValueRef turn_addr(Cg *g, LLVMValueRef r);
 
 /* A thread-private ring (TirPipe.thread_private) in the cp.async entry, in this version of its
- * loop: a shifted tile is read at its row's shift, across threads, and keeps the barrier. */
+ * loop. Across threads, and so keeping the barrier: a shifted tile's reads (at its row's shift),
+ * and a shifted store staged in a ring tile's stage (shift_stage_alias: the threads read each
+ * other's granules there until the store ends, and only the barrier keeps the refill after). */
 static bool ring_private(const Cg *g, const Pipe *p) {
-  if (g->ws || !p->tp->thread_private)
+  const TirPipe *tp = p->tp;
+  if (g->ws || !tp->thread_private)
     return false;
-  for (int l = 0; l < p->tp->nloads; l++)
-    if (shifted_here(g, &g->tiles[g->f->insts[p->tp->loads[l]].dst]))
+  for (int l = 0; l < tp->nloads; l++) {
+    int r = g->f->insts[tp->loads[l]].dst;
+    if (shifted_here(g, &g->tiles[r]))
       return false;
+    for (int i = tp->first + 1; i < tp->last && !g->aligned_version; i++)
+      if (g->shift_stage[i].pitch && g->shift_stage[i].view_of == r)
+        return false;
+  }
   return true;
 }
 
