@@ -490,7 +490,9 @@ typedef struct TirPipe {
    * thread that copies it in (the tile's layout has no replicas and only elementwise ops and
    * conversions read it, in that layout). Its wait is then the thread's own cp.async.wait_group,
    * no block barrier; the body's reductions take their slots by the iteration's parity instead
-   * (docs/architecture.md, "Thread-private rings"). TILEC_PRIVATE_RING=0: never. */
+   * (docs/architecture.md, "Thread-private rings"). Opt-in (TILEC_PRIVATE_RING=1): it measured
+   * even on the H100 (session aq), and layernorm backward then keeps its loop versions, 3x the
+   * code. */
   bool thread_private;
   /* Rotated (warp-specialized entry): the zero-accumulator DOT that starts the body (S = Q K^T)
    * is issued for iteration i+1 at the end of iteration i, before the overlapped DOT (O += P V)

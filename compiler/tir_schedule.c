@@ -374,7 +374,7 @@ static void find_pipes(Sched *S, TirPipe *pipes, int *npipes) {
       if (mark[j])
         p->chain[p->nchain++] = j;
     p->release = p->overlap_dot >= 0 ? p->overlap_dot : last_reader(f, p);
-    p->thread_private = !env_off("TILEC_PRIVATE_RING") && ring_is_thread_private(f, p);
+    p->thread_private = env_on("TILEC_PRIVATE_RING") && ring_is_thread_private(f, p);
     (*npipes)++;
   }
 }

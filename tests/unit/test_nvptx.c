@@ -642,14 +642,12 @@ Test(nvptx, elementwise_ring_tiles_are_not_padded) {
 }
 
 /* Versions only where they cost no registers (the ptxas at hand decides): layernorm backward's
- * two versions with the ring's barrier took 160 registers where its plain loop takes 116 (a block
- * less per SM), so then it keeps the plain loop; TILEC_SHIFTED=1 still versions it. (With its
- * thread-private ring, the default, the two versions take no more than the plain loop.) */
+ * two versions took 160 registers where its plain loop takes 116 (a block less per SM), so by
+ * default it keeps the plain loop; TILEC_SHIFTED=1 still versions it. */
 Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
   if (!have_ptxas())
     return; /* the decision is ptxas's; without it, no versions by default */
   Arena *a = arena_new();
-  setenv("TILEC_PRIVATE_RING", "0", 1);
   static const char *defs[] = {"BLOCK=4096", "ROWS=1", "CHUNK=32", "WARPS=8", "STAGES=4", NULL};
   char *text = example_text(a, "layernorm_backward");
   char *plain = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "0");
@@ -657,7 +655,6 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
   char *two = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "1");
   cr_assert_gt(occurrences(two, "shf.r.wrap"), 0, "the shifted version");
   cr_assert_gt(occurrences(two, "cp.async.cg.shared.global"), occurrences(plain, "cp.async.cg.shared.global"));
-  unsetenv("TILEC_PRIVATE_RING");
   arena_free(a);
 }
 

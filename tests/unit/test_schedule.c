@@ -1744,19 +1744,21 @@ Test(schedule, an_entry_ptxas_refuses_is_left_out) {
 }
 
 /* A ring whose every element is read by the thread that copies it in (layernorm backward's X and
- * dY rows: no replicas in their layout, read only by conversions) is thread-private: its wait is
- * the thread's own cp.async wait, and the row's two sums, whose slots alternate by iteration,
- * are the loop's one barrier. A DOT reads its operands across threads: GEMM's ring is not, and
- * the verifier refuses the claim. */
+ * dY rows: no replicas in their layout, read only by conversions) is thread-private where
+ * TILEC_PRIVATE_RING=1 asks: its wait is the thread's own cp.async wait, and the row's two sums,
+ * whose slots alternate by iteration, are the loop's one barrier. A DOT reads its operands
+ * across threads: GEMM's ring is not, and the verifier refuses the claim. */
 Test(schedule, a_ring_read_by_its_copiers_has_no_barrier_at_its_wait) {
   Arena *a = arena_new();
   Diag d;
-  TirFunc *f = scheduled(a, "layernorm_backward", LNB_R1, ARCH_SM90A, &d);
+  TirFunc *f = scheduled_with(a, "layernorm_backward", LNB_R1, ARCH_SM90A, "TILEC_PRIVATE_RING", "1", &d);
   cr_assert(f->sched->pipes[0].thread_private);
   cr_assert_str_eq(verify_msg(a, f), "");
-  f = scheduled_with(a, "layernorm_backward", LNB_R1, ARCH_SM90A, "TILEC_PRIVATE_RING", "0", &d);
-  cr_assert_not(f->sched->pipes[0].thread_private);
+  f = scheduled(a, "layernorm_backward", LNB_R1, ARCH_SM90A, &d);
+  cr_assert_not(f->sched->pipes[0].thread_private, "opt-in");
+  setenv("TILEC_PRIVATE_RING", "1", 1);
   TirFunc *gemm = scheduled(a, "gemm", GEMM_BIG, ARCH_SM80, &d);
+  unsetenv("TILEC_PRIVATE_RING");
   cr_assert_not(gemm->sched->pipes[0].thread_private, "the dot reads other threads' copies");
   gemm->sched->pipes[0].thread_private = true;
   cr_assert(strstr(verify_msg(a, gemm), "thread-private but a thread reads ring elements another copies"));
@@ -1770,7 +1772,11 @@ Test(schedule, a_ring_read_by_its_copiers_has_no_barrier_at_its_wait) {
   char *bar = wait ? strstr(wait, "bar.sync") : NULL;
   cr_assert(sums && bar > sums, "no barrier between the wait and the sums");
   cr_assert(strstr(e, "selp.b64"), "the sums' slots by the iteration's parity");
-  if (have_ptxas())
-    ptxas_assert_clean(module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A), ARCH_SM90A);
+  if (have_ptxas()) {
+    setenv("TILEC_PRIVATE_RING", "1", 1);
+    char *ptx = module_ptx(a, "layernorm_backward", LNB_R1, ARCH_SM90A);
+    unsetenv("TILEC_PRIVATE_RING");
+    ptxas_assert_clean(ptx, ARCH_SM90A);
+  }
   arena_free(a);
 }
