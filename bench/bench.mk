@@ -49,7 +49,12 @@ bench-baselines: $(BENCH_B)/libbaselines.so
 $(BENCH_B)/ptx/%.ptx: bench/configs.txt bench/gen_ptx.sh $(wildcard $(B)/tilec) $(wildcard dsl/examples/*.tile)
 	@bash bench/gen_ptx.sh $(B)/tilec $* $(@D)
 
+# PTX older than build/tilec came from another compiler (a variant outside the set, made by hand
+# with gen_ptx.sh before the compiler changed): removed, so that a run of it says "no PTX"
+# instead of timing the old code.
 bench-ptx: $(BENCH_PTX)
+	@[ ! -x $(B)/tilec ] || for p in $(BENCH_B)/ptx/*.ptx; do [ -e "$$p" ] && [ "$$p" -ot $(B)/tilec ] && \
+	  { echo "bench-prep: removed $$p (older than $(B)/tilec)"; rm -f "$$p" "$${p%.ptx}.ptxas" "$${p%.ptx}.err"; }; done; true
 	@n=0; ok=0; for v in $(BENCH_VARIANTS); do n=$$((n+1)); \
 	  [ -s $(BENCH_B)/ptx/$$v.ptx ] && ok=$$((ok+1)); done; \
 	echo "bench-prep: $$ok of $$n PTX variants in $(BENCH_B)/ptx"; \
