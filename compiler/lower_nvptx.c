@@ -3866,7 +3866,10 @@ static void lower_marker(Cg *g, const TirInst *in) {
     if (ns->pipe && ring_private(g, ns->pipe)) {
       if (g->odd_slots_used && !barriered) /* the one every iteration runs (pipe_top) */
         barrier(g);
+      /* A thread-private loop around this one took its slots by its own parity before it: its
+       * latch needs the barrier unless one follows (pipe_top reset the flag for this loop). */
       g->red_odd = NULL;
+      g->odd_slots_used = true;
     }
     if (ns->pipe)
       pipe_advance(g, ns->pipe);

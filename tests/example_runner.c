@@ -279,6 +279,15 @@ static const Case cases[] = {
      "layernorm_backward", 0},
     {"ln_bwd_odd_shift", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,
      "layernorm_backward", 0},
+    /* thread-private rings (make gpu-prep compiles *_priv with TILEC_PRIVATE_RING=1): one barrier
+     * a row, the row sums' slots by parity; odd and even row counts, a ragged and a full tile */
+    {"ln_bwd_17_priv", "layernorm_backward", "-D BLOCK=32 -D ROWS=4 -D CHUNK=2 -D WARPS=1", "M=9,N=17",
+     SUITE_GPU, 0, "layernorm_backward", 0},
+    {"ln_bwd_odd_priv", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,
+     "layernorm_backward", 0},
+    {"ln_bwd_big_priv", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0,
+     "layernorm_backward", 0},
+    {"xent_bwd_1000_priv", "cross_entropy_backward", "-D BN=256", "M=7,N=1000", SUITE_GPU, 0, NULL, 0},
     /* attention_backward.tile, kernel by kernel (random LSE and Delta: the reference rebuilds P
      * from them as the kernel does); dQacc sums f16 products of dS, hence T's bound */
     {"attn_lse_d64", "attention_backward", "", "B=1,H=2,N=100", SUITE_ALL, 0, "attention_lse", 0},

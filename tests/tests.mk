@@ -57,9 +57,9 @@ gpu-prep: all $(B)/example_runner
 	  case $$id in *_cluster) cl=1 ;; *) cl= ;; esac; case $$id in *_pingpong) pp=1 ;; *) pp= ;; esac; \
 	  case $$id in attn_rot_*) rot=1 ;; *) rot= ;; esac; case $$id in *_nt) nt=0 ;; *) nt= ;; esac; \
 	  case $$id in *_shift) sh=1; al=0 ;; *) sh= ; al= ;; esac; case $$id in *_nostore) ns=0 ;; *) ns= ;; esac; \
-	  case $$id in *_pk0) pk=0 ;; *) pk= ;; esac; \
+	  case $$id in *_pk0) pk=0 ;; *) pk= ;; esac; case $$id in *_priv) pv=1 ;; *) pv= ;; esac; \
 	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt TILEC_SHIFTED=$$sh TILEC_ALIGN_WINDOWS=$$al TILEC_TMA_STORE=$$ns \
-	  TILEC_CVT_PACK=$$pk \
+	  TILEC_CVT_PACK=$$pk TILEC_PRIVATE_RING=$$pv \
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done
 	@mkdir -p $(B)/aot $(B)/probe
 	$(B)/tilec tests/gpu/order_global.tile --arch=sm_90a -o $(B)/probe/order_global.ptx
