@@ -2449,6 +2449,7 @@ static void pipe_top(Cg *g, const Pipe *p, LLVMValueRef ctr, LLVMValueRef hi, LL
     g->barriered = g->odd_slots_used = false;
     g->red_odd = LLVMBuildTrunc(g->b, LLVMBuildLoad2(g->b, g->i32, p->iter, ""), g->i1, "");
     g->red_read[0] = g->red_read[1] = false;
+    g->dirty = true; /* the last iteration's reads of the other scratch slots may be running */
   } else {
     barrier(g);
   }
@@ -3213,6 +3214,7 @@ static void wait_parts(Cg *g, const TirInst *in) {
   need = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, need, ci32(g, parts - 1), ""), ci32(g, parts - 1), need, "");
   LLVMValueRef landed = LLVMBuildLoad2(g->b, g->i32, g->prog_landed, "");
   LLVMBasicBlockRef join = begin_if(g, LLVMBuildICmp(g->b, LLVMIntSGT, need, landed, ""));
+  bool barriered = g->barriered; /* the barrier below runs on one path */
   LLVMBasicBlockRef done = new_bb(g, "parts.landed");
   LLVMValueRef sw = LLVMBuildSwitch(g->b, need, done, (unsigned)parts);
   for (int p = 0; p < parts; p++) {
@@ -3226,6 +3228,7 @@ static void wait_parts(Cg *g, const TirInst *in) {
   barrier(g);
   LLVMBuildStore(g->b, need, g->prog_landed);
   end_if(g, join);
+  g->barriered = barriered;
 }
 
 /* Global memory written by one thread and then read or written by another of the block. */
@@ -3708,7 +3711,9 @@ static void lower_store(Cg *g, const TirInst *in) {
   end_if(g, wj);
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  bool barriered = g->barriered; /* store_shifted's barriers run on the misaligned path only */
   store_shifted(g, in, &ac, v, lw);
+  g->barriered = barriered;
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
 }
@@ -3866,10 +3871,7 @@ static void lower_marker(Cg *g, const TirInst *in) {
     if (ns->pipe && ring_private(g, ns->pipe)) {
       if (g->odd_slots_used && !barriered) /* the one every iteration runs (pipe_top) */
         barrier(g);
-      /* A thread-private loop around this one took its slots by its own parity before it: its
-       * latch needs the barrier unless one follows (pipe_top reset the flag for this loop). */
-      g->red_odd = NULL;
-      g->odd_slots_used = true;
+      g->red_odd = NULL; /* no loop inside its body (ring_is_thread_private) */
     }
     if (ns->pipe)
       pipe_advance(g, ns->pipe);

@@ -324,7 +324,12 @@ static bool read_by_its_copiers(const TirFunc *f, int t) {
   return true;
 }
 
+/* ... every ring tile of p, in a body with no loop inside (the reductions' slots go by this
+ * loop's parity alone: an inner loop would read them by its own). */
 static bool ring_is_thread_private(const TirFunc *f, const TirPipe *p) {
+  for (int j = p->first + 1; j < p->last; j++)
+    if (f->insts[j].op == TIR_FOR)
+      return false;
   for (int l = 0; l < p->nloads; l++)
     if (!read_by_its_copiers(f, f->insts[p->loads[l]].dst))
       return false;

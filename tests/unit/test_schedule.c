@@ -1780,3 +1780,36 @@ Test(schedule, a_ring_read_by_its_copiers_has_no_barrier_at_its_wait) {
   }
   arena_free(a);
 }
+
+/* A pipelined loop with a loop inside is never thread-private (its reductions' slots go by its
+ * own parity, which an inner loop's would overlap); the inner loop, with none inside, may be. */
+static const char *NESTED_RINGS_SRC =
+    "kernel nested<BN = 1024, WARPS = 4>(X: f16[M, N], Y: f16[M, N], O: out f32[M], P: out f32[M])\n"
+    "  grid (1) threads (WARPS * 32)\n"
+    "{\n"
+    "  for r in 0 .. M step 1 pipeline 2 {\n"
+    "    shared xs = X[r : +1, 0 : +BN];\n"
+    "    O[r : +1] = sum(to_f32(xs), 1);\n"
+    "    reg acc: f32[1, BN] = 0;\n"
+    "    for c in 0 .. N step BN pipeline 2 {\n"
+    "      shared ys = Y[r : +1, c : +BN];\n"
+    "      acc += to_f32(ys);\n"
+    "    }\n"
+    "    P[r : +1] = sum(acc, 1);\n"
+    "  }\n"
+    "}\n";
+
+Test(schedule, a_ring_around_a_loop_keeps_its_barrier) {
+  Arena *a = arena_new();
+  Diag d;
+  setenv("TILEC_PRIVATE_RING", "1", 1);
+  TirFunc *f = sm90a_scheduled(source_tir(a, "nested.tile", NESTED_RINGS_SRC, NULL, ARCH_SM90A, &d), &d);
+  unsetenv("TILEC_PRIVATE_RING");
+  cr_assert_eq(f->sched->npipes, 2);
+  cr_assert_not(f->sched->pipes[0].thread_private, "the outer loop holds a loop");
+  cr_assert(f->sched->pipes[1].thread_private);
+  cr_assert_str_eq(verify_msg(a, f), "");
+  f->sched->pipes[0].thread_private = true;
+  cr_assert(strstr(verify_msg(a, f), "pipe 0 is thread-private"));
+  arena_free(a);
+}
