@@ -87,7 +87,7 @@ typedef struct Pipe {
   const TirPipe *tp;
   LLVMValueRef rslot, wslot; /* i32 allocas: the stage the body reads; the stage the next prefetch fills */
   LLVMValueRef phase;        /* ws: i32 alloca, the parity of rslot's full barrier this round */
-  LLVMValueRef iter;         /* ws: i32 alloca, iterations completed */
+  LLVMValueRef iter;         /* ws, and a thread-private ring: i32 alloca, iterations completed */
   LLVMValueRef *next;        /* per lookahead load (TirPipe.lookahead) and iteration ahead (1 ..
                                 tp->lookahead_dist): alloca [n x T], that iteration's values,
                                 nearest first (next[l * lookahead_dist + k]: k + 1 ahead) */
@@ -2476,15 +2476,13 @@ static void ring_advance(Cg *g, LLVMValueRef slot, LLVMValueRef phase, int stage
 static void pipe_advance(Cg *g, const Pipe *p) {
   if (g->ws) {
     ring_advance(g, p->rslot, p->phase, p->tp->stages);
+  } else {
+    rotate_slot(g, p->rslot, p->tp->stages);
+    rotate_slot(g, p->wslot, p->tp->stages);
+  }
+  if (g->ws || ring_private(g, p)) { /* Pipe.iter: the ws ring's count; a private ring's parity */
     LLVMValueRef it = LLVMBuildLoad2(g->b, g->i32, p->iter, "");
     LLVMBuildStore(g->b, LLVMBuildAdd(g->b, it, ci32(g, 1), ""), p->iter);
-    return;
-  }
-  rotate_slot(g, p->rslot, p->tp->stages);
-  rotate_slot(g, p->wslot, p->tp->stages);
-  if (ring_private(g, p)) {
-    LLVMValueRef it = LLVMBuildLoad2(g->b, g->i32, p->iter, "");
-    LLVMBuildStore(g->b, LLVMBuildXor(g->b, it, ci32(g, 1), ""), p->iter);
   }
 }
 
