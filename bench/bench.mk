@@ -2,7 +2,8 @@
 #
 #   make bench-prep   HERE (needs nvcc, and LLVM for build/tilec): builds build/bench/libbaselines.so
 #                     (hand-written CUDA baselines), build/libtilert.so, and the PTX of the bench set
-#                     (bench/bench_set.txt; BENCH_ALL=1: every variant of bench/configs.txt) into
+#                     (bench/bench_set.txt; BENCH_ALL=1: every variant of bench/configs.txt;
+#                     BENCH_WITH=REGEX: the set and the variants whose name matches) into
 #                     build/bench/ptx/ (a variant tilec cannot compile is
 #                     recorded in NAME.err and becomes a "no PTX" row, it does not stop the build)
 #   make bench        ON THE GPU MACHINE, from a carried build/: runs bench/run_gpu.sh; builds nothing
@@ -29,6 +30,10 @@ ifeq ($(BENCH_ALL),1)
 BENCH_VARIANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
 else
 BENCH_VARIANTS := $(shell sed 's/\#.*//' bench/bench_set.txt 2>/dev/null)
+endif
+# BENCH_WITH=REGEX: also the variants whose name matches (the A/Bs of `run.py --with REGEX`)
+ifneq ($(BENCH_WITH),)
+BENCH_VARIANTS += $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null | grep -E '$(BENCH_WITH)')
 endif
 BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
 

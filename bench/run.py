@@ -52,7 +52,7 @@ IMPL_ORDER = ["tilec", "baseline", "cublas", "torch-sdpa-flash", "torch-sdpa-cud
 PEERS = ("cublas", "torch-sdpa-flash", "torch-sdpa-cudnn", "torch-flex", "torch")
 ROW_KERNELS = ("softmax", "rmsnorm", "layernorm", "add_rmsnorm")
 # Training kernels (issue 14), against torch autograd; several entries of one multi-kernel module each.
-BACKWARD = ("layernorm_backward", "cross_entropy_backward", "attention_backward")
+BACKWARD = ("rmsnorm_backward", "layernorm_backward", "cross_entropy_backward", "attention_backward")
 # Kernels whose arithmetic runs on tensor cores: their floor also counts FLOPs at the GEMM ceiling.
 TENSOR_CORE = ("gemm", "gemm_gelu", "attention", "attention_gqa", "attention_backward")
 # kernels whose cases carry `causal`; they are checked by FlashAttention-3's rule (fa3_rule), not TOL
@@ -68,7 +68,7 @@ ATTN_SLACK = 2.0 ** -18
 # GELU(tanh) epilogue), against torch's gelu(addmm(...)) (two kernels): does fusion pay.
 EXAMPLE_OF = {"gemm_gelu": "gemm"}
 # Memory-bound kernels: a same-size device copy row and the steady-state (stream) timing.
-MEMORY_BOUND = ("vadd",) + ROW_KERNELS + ("layernorm_backward", "cross_entropy_backward")
+MEMORY_BOUND = ("vadd",) + ROW_KERNELS + ("rmsnorm_backward", "layernorm_backward", "cross_entropy_backward")
 STREAM_BYTES = 1 << 30  # rotating buffer sets: at least this much moved per cycle (> 15x the L2)
 STREAM_LAUNCHES = 200
 
@@ -134,6 +134,7 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
             {"kernel": "add_rmsnorm", "shape": {"M": 64, "N": 1024}, "dtype": "bf16", "causal": None},
             {"kernel": "gemm", "shape": {"M": 64, "N": 128, "K": 128}, "dtype": "f32", "causal": None},
             {"kernel": "attention", "shape": {"B": 2, "H": 2, "N": 128, "D": 64}, "dtype": "f32", "causal": 1},
+            {"kernel": "rmsnorm_backward", "shape": {"M": 64, "N": 1024}, "dtype": "f32", "causal": None},
             {"kernel": "layernorm_backward", "shape": {"M": 64, "N": 1024}, "dtype": "f32", "causal": None},
             {"kernel": "cross_entropy_backward", "shape": {"M": 16, "N": 1000}, "dtype": "f32", "causal": None},
             {"kernel": "attention_backward", "shape": {"B": 1, "H": 2, "N": 96, "D": 64}, "dtype": "f32", "causal": 1},
@@ -177,9 +178,10 @@ def make_plan(quick=False, kernels=None, dtypes=None, smoke=False):
             add("attention_gqa", {"B": 4, "H": 32, "HKV": 8, "N": 4096, "D": 128, "W": w}, dt, 1)
     # backward (training) kernels
     # (not N = 16384 yet: a row over 512 threads with dW, dB, X, dY in registers spills)
-    for m, n in [(m, n) for m, n in row_shapes if n <= 4096]:
-        for dt in dts:
-            add("layernorm_backward", {"M": m, "N": n}, dt)
+    for k in ("rmsnorm_backward", "layernorm_backward"):
+        for m, n in [(m, n) for m, n in row_shapes if n <= 4096]:
+            for dt in dts:
+                add(k, {"M": m, "N": n}, dt)
     for m, n in ([(4096, 50257)] if quick else [(4096, 32000), (4096, 50257), (2048, 128256)]):
         for dt in dts:
             add("cross_entropy_backward", {"M": m, "N": n}, dt)
@@ -232,12 +234,14 @@ def read_bench_set(path=BENCH_SET):
 
 def configs_of(a):
     """The variants a run times: those --variants names; every one with --all (and in the CPU smoke
-    test); else the bench set, so that a plain run fits one device call."""
+    test); else the bench set, so that a plain run fits one device call, and with --with the
+    variants that regular expression names beside it (A/Bs timed in the same run as the set)."""
     configs = read_configs(only=a.variants)
     if a.variants or a.all or a.smoke_cpu:
         return configs
     names = read_bench_set()
-    return [v for v in configs if v["name"] in names]
+    extra = getattr(a, "with_variants", None)
+    return [v for v in configs if v["name"] in names or (extra and re.search(extra, v["name"]))]
 
 
 def case_matches(c, match):
@@ -331,6 +335,9 @@ def flops_bytes(c):
         b, h, hkv, n, d, w = s["B"], s["H"], s["HKV"], s["N"], s["D"], s.get("W", 0)
         pairs = sum(min(i + 1, w) if w > 0 else i + 1 for i in range(n)) if c.get("causal") else n * (min(n, w) if w > 0 else n)
         return 4 * b * h * d * pairs, e * (2 * b * h * n * d + 2 * b * hkv * n * d)
+    if k == "rmsnorm_backward":  # read X, dY, write dX; W; dW in f32
+        m, n = s["M"], s["N"]
+        return 10 * m * n, 3 * m * n * e + n * e + 4 * n
     if k == "layernorm_backward":  # read X, dY, write dX; W, Mean, Rstd; dW, dB in f32
         m, n = s["M"], s["N"]
         return 12 * m * n, 3 * m * n * e + 8 * m + n * e + 8 * n
@@ -725,6 +732,16 @@ class Worker:
                                      bool(c["causal"]), W)
             ctx["ref"] = {"O": ref}
             self.lowp_baseline(ctx, q, kt, v, bool(c["causal"]), W)
+        elif k == "rmsnorm_backward":
+            m, n = s["M"], s["N"]
+            x, w, dy = rnd(m, n, scale=2.0), rnd(n), rnd(m, n)
+            xf, gf = x.float(), dy.float()
+            inv = torch.rsqrt((xf * xf).mean(-1, keepdim=True) + EPS)
+            gw = gf * w.float()
+            dx = inv * gw - xf * inv ** 3 * (gw * xf).mean(-1, keepdim=True)
+            ctx["inputs"] = {"X": x, "W": w, "dY": dy}
+            ctx["outs"] = {"dX": torch.empty_like(x), "dW": torch.empty(n, device=self.dev)}
+            ctx["ref"] = {"dX": dx, "dW": (gf * xf * inv).sum(0)}
         elif k == "layernorm_backward":
             m, n = s["M"], s["N"]
             x, w, b, dy = rnd(m, n, scale=2.0), rnd(n), rnd(n), rnd(m, n)
@@ -1046,6 +1063,14 @@ class Worker:
                 return O
             fn._keep = (dwp, dbp)
             return fn
+        if k == "rmsnorm_backward":
+            bwd = L(variant, [I["X"], I["W"], I["dY"], O["dX"], O["dW"], EPS])
+
+            def fn():
+                O["dW"].zero_()
+                bwd()
+                return O
+            return fn
         if k == "layernorm_backward":
             bwd = L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
                     entry="layernorm_backward")
@@ -1094,6 +1119,14 @@ class Worker:
         torch, F = self.torch, self.torch.nn.functional
         k, s, I = c["kernel"], c["shape"], ctx["inputs"]
         leaf = lambda t: t.detach().clone().requires_grad_()  # noqa: E731
+        if k == "rmsnorm_backward":
+            x, w = leaf(I["X"]), leaf(I["W"])
+            y = F.rms_norm(x, (s["N"],), w, EPS)
+
+            def fn():
+                dx, dw = torch.autograd.grad(y, (x, w), I["dY"], retain_graph=True)
+                return {"dX": dx, "dW": dw}
+            return fn
         if k == "layernorm_backward":
             x, w, b = leaf(I["X"]), leaf(I["W"]), leaf(I["Bias"])
             y = F.layer_norm(x, (s["N"],), w, b, EPS)
@@ -1506,6 +1539,8 @@ def main():
     ap.add_argument("--dtypes", type=lambda s: s.split(","), help="only these dtypes (f32,f16,bf16)")
     ap.add_argument("--variants", help="only our variants whose name matches this regular expression (the peers run "
                     "as always), e.g. 'rotpk|_rot$|bn128$'")
+    ap.add_argument("--with", dest="with_variants", help="the bench set and also the variants whose name matches "
+                    "this regular expression (A/Bs in the same run as the set), e.g. '_priv$'")
     ap.add_argument("--all", action="store_true", help="every variant of bench/configs.txt (several device calls), "
                     "not only the bench set (bench/bench_set.txt)")
     ap.add_argument("--cases", help="only the cases whose key (kernel|B=..,H=..|dtype|causal, as in the JSON) matches "
@@ -1617,6 +1652,8 @@ def parent_main(a, plan, configs):
             cmd += ["--variants", a.variants]
         if a.all:
             cmd.append("--all")
+        if a.with_variants:
+            cmd += ["--with", a.with_variants]
         if a.cases:
             cmd += ["--cases", a.cases]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -219,6 +219,11 @@ static const Case cases[] = {
      SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     {"rmsnorm_bwd_bf16", "rmsnorm_backward", "-D T=bf16", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
     {"rmsnorm_bwd_big", "rmsnorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=4097,N=4095", SUITE_GPU, 0, NULL, 0},
+    /* the bench's shapes of ring: four stages, 32 rows a block (the last block short), several rows a step */
+    {"rmsnorm_bwd_s4", "rmsnorm_backward", "-D BLOCK=4096 -D WARPS=8 -D CHUNK=32 -D STAGES=4", "M=1001,N=4096",
+     SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_bwd_r4s4", "rmsnorm_backward", "-D ROWS=4 -D STAGES=4", "M=203,N=1000", SUITE_SMALL | SUITE_GPU, 0, NULL,
+     0},
     /* The backward examples (issue 14). layernorm_backward.tile: the forward that saves the row
      * statistics, then the backward (dW, dB across blocks with atomic_add) */
     {"ln_train_1000", "layernorm_backward", "", "M=5,N=1000", SUITE_ALL, 0, "layernorm_train", 0},

@@ -6,7 +6,7 @@ the same inputs as torch's forward + autograd.grad.
   python3 tests/gpu/backward_torch.py [--ptx-dir build/ptx] [--json FILE]
 
 The PTX is the modules `make gpu-prep` compiled for example_runner's GPU cases (every kernel of the
-file in one module): ln_bwd_big (layernorm_train + layernorm_backward), xent_bwd_big
+file in one module): ln_bwd_big (layernorm_train + layernorm_backward), rmsnorm_bwd_big, xent_bwd_big
 (cross_entropy_backward), attn_bwd_d64_big and attn_bwd_d128_causal_big (attention_lse,
 attention_backward_prep, attention_backward, attention_backward_dq) and the *_split twins (the
 scheme without atomics: attention_backward_kv, attention_backward_q). The yardstick is float32
@@ -78,6 +78,20 @@ def main():
         (ref if cast == torch.float32 else low).append([ys, *torch.autograd.grad(ys, (xs, ws, bs), dy.to(cast))])
     for name, ours, r_, t_ in zip(("Y", "dX", "dW", "dB"), (y, dx, dw, db), ref[0], low[0]):
         chk.add("layernorm 4097x4095 f16", name, ours, r_, t_, 5e-3)
+
+    # rmsnorm: rmsnorm_backward recomputes each row's 1 / rms (the forward saves nothing); dW by atomics
+    M, N = 4097, 4095
+    x, w, dy = (rnd(M, N) * 2).to(dt), rnd(N).to(dt), rnd(M, N).to(dt)
+    dx, dw = torch.empty_like(x), torch.zeros(N, device=dev)
+    rt.launcher("rmsnorm_bwd_big", [x, w, dy, dx, dw, EPS])()
+    torch.cuda.synchronize()
+    ref, low = [], []
+    for cast in (torch.float32, dt):
+        xs, ws = leaf(x.to(cast)), leaf(w.to(cast))
+        ys = F.rms_norm(xs, (N,), ws, EPS)
+        (ref if cast == torch.float32 else low).append(torch.autograd.grad(ys, (xs, ws), dy.to(cast)))
+    for name, ours, r_, t_ in zip(("dX", "dW"), (dx, dw), ref[0], low[0]):
+        chk.add("rmsnorm 4097x4095 f16", name, ours, r_, t_, 5e-3)
 
     # cross-entropy: loss and dX in one kernel (reduction='none', dloss per row, ignored rows)
     M, N = 1025, 50257

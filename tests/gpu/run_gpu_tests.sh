@@ -100,7 +100,7 @@ summary="$OUT/sanitizer_summary.txt"
 SAN_CASES=${SAN_CASES:-"vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128
   attn_d64_causal softmax_off1 gemm_off1 attn_d64_off1 gemm_relu attn_d64 gemm_ws_128x128_s6 attn_ws_d64_causal gemm_ws_persist
   gemm_ws_cluster gemm_ws_pingpong ln_bwd_17 xent_bwd_1000 attn_bwd_d64_causal attn_bwd_d128 attn_lse_d128_causal
-  attn_bwd_kv_d64_causal attn_bwd_q_d64_causal ln_bwd_17_priv xent_bwd_1000_priv"}
+  attn_bwd_kv_d64_causal attn_bwd_q_d64_causal ln_bwd_17_priv xent_bwd_1000_priv rmsnorm_bwd_r4s4"}
 for c in $SAN_CASES; do
   for tool in memcheck racecheck synccheck; do
     log="$OUT/san_${c}_${tool}.log"
