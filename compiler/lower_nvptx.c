@@ -4400,10 +4400,19 @@ static void build_signature(Cg *g) {
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {
+      bool al = env_on("TILEC_ALIGNED_ARGS");
+      if (al) {
+        unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+        LLVMAddAttributeAtIndex(g->fn, (unsigned)p + 1, LLVMCreateEnumAttribute(g->ctx, align, 16));
+      }
       g->tensor_ptr[i] = LLVMGetParam(g->fn, (unsigned)p++);
       LLVMSetValueName2(g->tensor_ptr[i], a->name, strlen(a->name));
-      for (int d = 0; d + 1 < a->rank; d++)
+      int eb = elem_bytes(a->elem);
+      for (int d = 0; d + 1 < a->rank; d++) {
         g->tensor_stride[i][d] = LLVMGetParam(g->fn, (unsigned)p++);
+        if (al && eb < 16)
+          g->tensor_stride[i][d] = LLVMBuildAnd(g->b, g->tensor_stride[i][d], ci64(g, -(16 / eb)), "");
+      }
       g->tensor_stride[i][a->rank - 1] = ci64(g, 1);
     } else {
       g->scalar[i] = LLVMGetParam(g->fn, (unsigned)p++);
