@@ -5617,9 +5617,26 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
   return true;
 }
 
+/* Instructions in a PTX module (its lines that start with a tab: instructions, and the
+ * parameter lists' lines, the same in the two modules compared). */
+static long ptx_size(const char *ptx) {
+  long n = 0;
+  for (const char *p = ptx; (p = strstr(p, "\n\t")); p += 2)
+    n++;
+  return n;
+}
+
+/* A module with loop versions this many times the size of the plain one is not kept: rmsnorm
+ * backward with four rows of 1024 columns a step (32 elements a thread, each with its shifted
+ * copy) came out 4.9 times the plain module's size at the same registers, and its rows ran 6-7%
+ * slower than the plain module's (run ar3, H100); cross-entropy backward's versions, kept, are
+ * 1.9-2.1 times. */
+enum { VERSIONS_MAX_GROWTH = 3 };
+
 /* Loop versions by default (TILEC_SHIFTED unset) only where they cost nothing: where the ptxas at
  * hand gives some function of the module more registers, or some kernel's shared memory fewer
- * blocks per SM, than the module without them (the plain loops), the plain module is kept. Without ptxas, no
+ * blocks per SM, than the module without them (the plain loops), or where they make the module
+ * VERSIONS_MAX_GROWTH times the size, the plain module is kept. Without ptxas, no
  * versions by default. --emit=llvm shows the module the PTX would come from. The compiles made
  * only to compare report to a scratch sink (their messages would repeat the kept module's). */
 static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
@@ -5641,7 +5658,8 @@ static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *
   if (sink)
     fclose(sink);
   const char *ptxas = ptxas_find(a);
-  if (!plain_ptx || (ptxas && v_ptx && no_costlier(a, ptxas, o->arch, v_ptx, plain_ptx)))
+  if (!plain_ptx || (ptxas && v_ptx && no_costlier(a, ptxas, o->arch, v_ptx, plain_ptx) &&
+                     ptx_size(v_ptx) <= VERSIONS_MAX_GROWTH * ptx_size(plain_ptx)))
     return versioned;
   return o->dump_llvm ? again(fs, n, &plain_o, d) : plain_ptx;
 }

@@ -658,6 +658,23 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
   arena_free(a);
 }
 
+/* Nor where they make the module VERSIONS_MAX_GROWTH (3) times the size of the plain one at the same
+ * registers: rmsnorm backward with four rows of 1024 columns a step (32 elements a thread, each
+ * with its shifted copy) came out 4.9 times the size and ran 6-7% slower (cross-entropy backward's
+ * versions, about twice the size, are kept: the bench's PTX). */
+Test(nvptx, loop_versions_that_bloat_the_module_are_dropped) {
+  if (!have_ptxas())
+    return;
+  Arena *a = arena_new();
+  static const char *rdefs[] = {"BLOCK=1024", "ROWS=4", "CHUNK=16", "WARPS=4", "STAGES=4", NULL};
+  char *text = example_text(a, "rmsnorm_backward");
+  char *plain = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "0");
+  cr_assert_str_eq(source_ptx(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A), plain);
+  char *two = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "1");
+  cr_assert_gt(occurrences(two, "\n\t"), 3 * occurrences(plain, "\n\t"), "the versions' size");
+  arena_free(a);
+}
+
 /* Rows that may start anywhere (cross-entropy over 50257 f16 logits: 7 rows in 8 misaligned): the
  * ring's copies of a misaligned chunk start at the aligned address before it (one cp.async, and
  * one more for the granule after the row's last chunk), where they used to be a scalar load per
