@@ -5617,26 +5617,34 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
   return true;
 }
 
-/* Instructions in a PTX module (its lines that start with a tab: instructions, and the
- * parameter lists' lines, the same in the two modules compared). */
-static long ptx_size(const char *ptx) {
-  long n = 0;
-  for (const char *p = ptx; (p = strstr(p, "\n\t")); p += 2)
-    n++;
-  return n;
+/* The most instructions of any entry of a PTX module (its lines that start with a tab, from one
+ * `.entry` to the next). */
+static long ptx_largest_entry(const char *ptx) {
+  long most = 0, n = 0;
+  for (const char *p = strstr(ptx, ".entry"); p; p++) {
+    const char *next = strstr(p + 1, ".entry"), *t = p;
+    for (n = 0; (t = strstr(t, "\n\t")) && (!next || t < next); t += 2)
+      n++;
+    most = n > most ? n : most;
+    if (!(p = next))
+      break;
+  }
+  return most;
 }
 
-/* A module with loop versions this many times the size of the plain one is not kept: rmsnorm
- * backward with four rows of 1024 columns a step (32 elements a thread, each with its shifted
- * copy) came out 4.9 times the plain module's size at the same registers, and its rows ran 6-7%
- * slower than the plain module's (run ar3, H100); cross-entropy backward's versions, kept, are
- * 1.9-2.1 times. */
-enum { VERSIONS_MAX_GROWTH = 3 };
+/* A module with loop versions is not kept where an entry of it has more PTX instructions than
+ * this: the instruction fetch starts to show. Rmsnorm backward with four rows of 1024 columns a
+ * step (32 elements a thread, each with its shifted copy) came out at 22000 an entry with its
+ * versions (4.9 times the plain module, at the same registers) and ran 5-6% slower with them
+ * (run ar4, H100); layernorm backward's thread-private ring kept versions of 10000 and stalled on
+ * instruction fetch (session aq's profile). Cross-entropy backward's versioned entries have
+ * 3900-5200 and keep them (its misaligned rows run 1.5 times faster with them). */
+enum { VERSIONS_MAX_INSTRUCTIONS = 8000 };
 
 /* Loop versions by default (TILEC_SHIFTED unset) only where they cost nothing: where the ptxas at
  * hand gives some function of the module more registers, or some kernel's shared memory fewer
- * blocks per SM, than the module without them (the plain loops), or where they make the module
- * VERSIONS_MAX_GROWTH times the size, the plain module is kept. Without ptxas, no
+ * blocks per SM, than the module without them (the plain loops), or where they make an entry
+ * longer than VERSIONS_MAX_INSTRUCTIONS, the plain module is kept. Without ptxas, no
  * versions by default. --emit=llvm shows the module the PTX would come from. The compiles made
  * only to compare report to a scratch sink (their messages would repeat the kept module's). */
 static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *d, char *versioned,
@@ -5659,7 +5667,7 @@ static char *plain_if_cheaper(TirFunc **fs, int n, const NvptxOptions *o, Diag *
     fclose(sink);
   const char *ptxas = ptxas_find(a);
   if (!plain_ptx || (ptxas && v_ptx && no_costlier(a, ptxas, o->arch, v_ptx, plain_ptx) &&
-                     ptx_size(v_ptx) <= VERSIONS_MAX_GROWTH * ptx_size(plain_ptx)))
+                     ptx_largest_entry(v_ptx) <= VERSIONS_MAX_INSTRUCTIONS))
     return versioned;
   return o->dump_llvm ? again(fs, n, &plain_o, d) : plain_ptx;
 }

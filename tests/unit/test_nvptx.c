@@ -658,11 +658,11 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
   arena_free(a);
 }
 
-/* Nor where they make the module VERSIONS_MAX_GROWTH (3) times the size of the plain one at the same
- * registers: rmsnorm backward with four rows of 1024 columns a step (32 elements a thread, each
- * with its shifted copy) came out 4.9 times the size and ran 6-7% slower (cross-entropy backward's
- * versions, about twice the size, are kept: the bench's PTX). */
-Test(nvptx, loop_versions_that_bloat_the_module_are_dropped) {
+/* Nor where they make an entry longer than VERSIONS_MAX_INSTRUCTIONS (8000 PTX instructions) at
+ * the same registers: rmsnorm backward with four rows of 1024 columns a step (32 elements a
+ * thread, each with its shifted copy) came out at 22000 an entry, 4.9 times the plain module, and
+ * ran 5-6% slower. Cross-entropy backward's versions (entries of 3900-5200) are kept. */
+Test(nvptx, loop_versions_that_bloat_an_entry_are_dropped) {
   if (!have_ptxas())
     return;
   Arena *a = arena_new();
@@ -671,7 +671,8 @@ Test(nvptx, loop_versions_that_bloat_the_module_are_dropped) {
   char *plain = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "0");
   cr_assert_str_eq(source_ptx(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A), plain);
   char *two = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "1");
-  cr_assert_gt(occurrences(two, "\n\t"), 3 * occurrences(plain, "\n\t"), "the versions' size");
+  cr_assert_gt(occurrences(two, "\n\t"), 8000, "the versions' size");
+  cr_assert_lt(occurrences(plain, "\n\t"), 8000);
   arena_free(a);
 }
 
