@@ -641,6 +641,16 @@ Test(nvptx, elementwise_ring_tiles_are_not_padded) {
   arena_free(a);
 }
 
+/* The example compiled with every qualifying loop versioned (TILEC_SHIFTED=1), after checking that by
+ * default it keeps the plain loops (TILEC_SHIFTED=0, into *plain). */
+static char *versions_dropped(Arena *a, const char *example, const char **defs, char **plain) {
+  const char *path = arena_printf(a, "%s.tile", example);
+  char *text = example_text(a, example);
+  *plain = source_ptx_with(a, path, text, defs, ARCH_SM90A, "TILEC_SHIFTED", "0");
+  cr_assert_str_eq(source_ptx(a, path, text, defs, ARCH_SM90A), *plain);
+  return source_ptx_with(a, path, text, defs, ARCH_SM90A, "TILEC_SHIFTED", "1");
+}
+
 /* Versions only where they cost no registers (the ptxas at hand decides): layernorm backward's
  * two versions took 160 registers where its plain loop takes 116 (a block less per SM), so by
  * default it keeps the plain loop; TILEC_SHIFTED=1 still versions it. */
@@ -649,10 +659,7 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
     return; /* the decision is ptxas's; without it, no versions by default */
   Arena *a = arena_new();
   static const char *defs[] = {"BLOCK=4096", "ROWS=1", "CHUNK=32", "WARPS=8", "STAGES=4", NULL};
-  char *text = example_text(a, "layernorm_backward");
-  char *plain = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "0");
-  cr_assert_str_eq(source_ptx(a, "layernorm_backward.tile", text, defs, ARCH_SM90A), plain);
-  char *two = source_ptx_with(a, "layernorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_SHIFTED", "1");
+  char *plain, *two = versions_dropped(a, "layernorm_backward", defs, &plain);
   cr_assert_gt(occurrences(two, "shf.r.wrap"), 0, "the shifted version");
   cr_assert_gt(occurrences(two, "cp.async.cg.shared.global"), occurrences(plain, "cp.async.cg.shared.global"));
   arena_free(a);
@@ -666,11 +673,8 @@ Test(nvptx, loop_versions_that_bloat_an_entry_are_dropped) {
   if (!have_ptxas())
     return;
   Arena *a = arena_new();
-  static const char *rdefs[] = {"BLOCK=1024", "ROWS=4", "CHUNK=16", "WARPS=4", "STAGES=4", NULL};
-  char *text = example_text(a, "rmsnorm_backward");
-  char *plain = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "0");
-  cr_assert_str_eq(source_ptx(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A), plain);
-  char *two = source_ptx_with(a, "rmsnorm_backward.tile", text, rdefs, ARCH_SM90A, "TILEC_SHIFTED", "1");
+  static const char *defs[] = {"BLOCK=1024", "ROWS=4", "CHUNK=16", "WARPS=4", "STAGES=4", NULL};
+  char *plain, *two = versions_dropped(a, "rmsnorm_backward", defs, &plain);
   cr_assert_gt(occurrences(two, "\n\t"), 8000, "the versions' size");
   cr_assert_lt(occurrences(plain, "\n\t"), 8000);
   arena_free(a);
