@@ -5620,14 +5620,13 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
 /* The most instructions of any entry of a PTX module (its lines that start with a tab, from one
  * `.entry` to the next). */
 static long ptx_largest_entry(const char *ptx) {
-  long most = 0, n = 0;
-  for (const char *p = strstr(ptx, ".entry"); p; p++) {
-    const char *next = strstr(p + 1, ".entry"), *t = p;
-    for (n = 0; (t = strstr(t, "\n\t")) && (!next || t < next); t += 2)
+  long most = 0;
+  for (const char *p = strstr(ptx, ".entry"), *next; p; p = next) {
+    next = strstr(p + 1, ".entry");
+    long n = 0;
+    for (const char *t = p; (t = strstr(t, "\n\t")) && (!next || t < next); t += 2)
       n++;
     most = n > most ? n : most;
-    if (!(p = next))
-      break;
   }
   return most;
 }
