@@ -33,7 +33,7 @@ BENCH_VARIANTS := $(shell sed 's/\#.*//' bench/bench_set.txt 2>/dev/null)
 endif
 # BENCH_WITH=REGEX: also the variants whose name matches (the A/Bs of `run.py --with REGEX`)
 ifneq ($(BENCH_WITH),)
-BENCH_VARIANTS += $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null | grep -E '$(BENCH_WITH)')
+BENCH_VARIANTS += $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null | grep -E '$(value BENCH_WITH)')
 endif
 BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
 

@@ -237,6 +237,8 @@ def configs_of(a):
     test); else the bench set, so that a plain run fits one device call, and with --with the
     variants that regular expression names beside it (A/Bs timed in the same run as the set)."""
     configs = read_configs(only=a.variants)
+    if getattr(a, "with_variants", None) and (a.variants or a.all):
+        log("bench: --with adds to the bench set; with --variants or --all it changes nothing")
     if a.variants or a.all or a.smoke_cpu:
         return configs
     names = read_bench_set()

@@ -5617,15 +5617,15 @@ static bool no_costlier(Arena *ar, const char *ptxas, GpuArch arch, const char *
   return true;
 }
 
-/* The most instructions of any entry of a PTX module (its lines that start with a tab, from one
- * `.entry` to the next). */
+/* The most instructions of any entry of a PTX module: its lines that start with a tab, from one
+ * `.entry` to the next, but for comments (`// begin inline asm`); declarations count. */
 static long ptx_largest_entry(const char *ptx) {
   long most = 0;
   for (const char *p = strstr(ptx, ".entry"), *next; p; p = next) {
     next = strstr(p + 1, ".entry");
     long n = 0;
     for (const char *t = p; (t = strstr(t, "\n\t")) && (!next || t < next); t += 2)
-      n++;
+      n += t[2] != '/';
     most = n > most ? n : most;
   }
   return most;
@@ -5633,7 +5633,7 @@ static long ptx_largest_entry(const char *ptx) {
 
 /* A module with loop versions is not kept where an entry of it has more PTX instructions than
  * this: the instruction fetch starts to show. Rmsnorm backward with four rows of 1024 columns a
- * step (32 elements a thread, each with its shifted copy) came out at 22000 an entry with its
+ * step (32 elements a thread, each with its shifted copy) came out at 18000 an entry with its
  * versions (4.9 times the plain module, at the same registers) and ran 5-6% slower with them
  * (run ar4, H100); layernorm backward's thread-private ring kept versions of 10000 and stalled on
  * instruction fetch (session aq's profile). Cross-entropy backward's versioned entries have

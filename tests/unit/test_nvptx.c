@@ -667,7 +667,7 @@ Test(nvptx, loop_versions_that_cost_registers_are_dropped) {
 
 /* Nor where they make an entry longer than VERSIONS_MAX_INSTRUCTIONS (8000 PTX instructions) at
  * the same registers: rmsnorm backward with four rows of 1024 columns a step (32 elements a
- * thread, each with its shifted copy) came out at 22000 an entry, 4.9 times the plain module, and
+ * thread, each with its shifted copy) came out at 18000 an entry, 4.9 times the plain module, and
  * ran 5-6% slower. Cross-entropy backward's versions (entries of 3900-5200) are kept. */
 Test(nvptx, loop_versions_that_bloat_an_entry_are_dropped) {
   if (!have_ptxas())
