@@ -25,15 +25,17 @@ BENCH_NVCCFLAGS ?= -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xcompil
                    -Xcompiler -Wall -Ibench/baselines
 BENCH_CU := $(sort $(wildcard bench/baselines/*.cu))
 BENCH_CU_OBJ := $(BENCH_CU:bench/baselines/%.cu=$(BENCH_B)/baselines/%.o)
+# Every variant's name (read only where used: a recursive variable)
+BENCH_ALL_NAMES = $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
 # The bench set (bench/bench_set.txt: what a plain `make bench` times); BENCH_ALL=1: every variant.
 ifeq ($(BENCH_ALL),1)
-BENCH_VARIANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null)
+BENCH_VARIANTS := $(BENCH_ALL_NAMES)
 else
 BENCH_VARIANTS := $(shell sed 's/\#.*//' bench/bench_set.txt 2>/dev/null)
 endif
 # BENCH_WITH=REGEX: also the variants whose name matches (the A/Bs of `run.py --with REGEX`)
 ifneq ($(BENCH_WITH),)
-BENCH_VARIANTS += $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' bench/configs.txt 2>/dev/null | grep -E '$(value BENCH_WITH)')
+BENCH_VARIANTS += $(shell printf '%s\n' $(BENCH_ALL_NAMES) | grep -E '$(value BENCH_WITH)')
 endif
 BENCH_PTX := $(BENCH_VARIANTS:%=$(BENCH_B)/ptx/%.ptx)
 

@@ -237,12 +237,12 @@ def configs_of(a):
     test); else the bench set, so that a plain run fits one device call, and with --with the
     variants that regular expression names beside it (A/Bs timed in the same run as the set)."""
     configs = read_configs(only=a.variants)
-    if getattr(a, "with_variants", None) and (a.variants or a.all):
+    extra = getattr(a, "with_variants", None)
+    if extra and (a.variants or a.all):
         log("bench: --with adds to the bench set; with --variants or --all it changes nothing")
     if a.variants or a.all or a.smoke_cpu:
         return configs
     names = read_bench_set()
-    extra = getattr(a, "with_variants", None)
     return [v for v in configs if v["name"] in names or (extra and re.search(extra, v["name"]))]
 
 
@@ -1044,7 +1044,7 @@ class Worker:
 
     def tilec_backward_fn(self, c, ctx, variant):
         """The kernels of a backward example's module, launched in order; the timed work includes
-        zeroing what they accumulate into (layernorm's dW, dB; attention's prep zeroes dQacc)."""
+        zeroing what they accumulate into (rmsnorm's dW, layernorm's dW and dB; attention's prep zeroes dQacc)."""
         torch = self.torch
         k, s, I, O = c["kernel"], c["shape"], ctx["inputs"], ctx["outs"]
         L = self.tilert.launcher
@@ -1065,24 +1065,18 @@ class Worker:
                 return O
             fn._keep = (dwp, dbp)
             return fn
+        def accumulating(bwd, *sums):  # the sums its atomics add into zeroed first, in the timed work
+            def fn():
+                for t in sums:
+                    t.zero_()
+                bwd()
+                return O
+            return fn
         if k == "rmsnorm_backward":
-            bwd = L(variant, [I["X"], I["W"], I["dY"], O["dX"], O["dW"], EPS])
-
-            def fn():
-                O["dW"].zero_()
-                bwd()
-                return O
-            return fn
+            return accumulating(L(variant, [I["X"], I["W"], I["dY"], O["dX"], O["dW"], EPS]), O["dW"])
         if k == "layernorm_backward":
-            bwd = L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
-                    entry="layernorm_backward")
-
-            def fn():
-                O["dW"].zero_()
-                O["dB"].zero_()
-                bwd()
-                return O
-            return fn
+            return accumulating(L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
+                                  entry="layernorm_backward"), O["dW"], O["dB"])
         if k == "cross_entropy_backward":
             # the module's first kernel: the two-pass one, or the one KERNEL= compiled alone
             f = L(variant, [I["X"], I["label"], I["dloss"], O["loss"], O["dX"]])

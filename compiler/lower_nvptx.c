@@ -4346,6 +4346,12 @@ static bool check_func(Cg *g) {
   return true;
 }
 
+/* `align bytes` on parameter k (0-based) of the kernel. */
+static void param_align(Cg *g, int k, unsigned bytes) {
+  unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+  LLVMAddAttributeAtIndex(g->fn, (unsigned)k + 1, LLVMCreateEnumAttribute(g->ctx, align, bytes));
+}
+
 static void build_signature(Cg *g) {
   TirFunc *f = g->f;
   int np = 0; /* a tensor takes at most TILE_MAX_RANK parameters, a dim one; the ws entry adds the
@@ -4379,9 +4385,9 @@ static void build_signature(Cg *g) {
   g->tmap = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(ntmaps + 1));
   LLVMMetadataRef idx[TIR_MAX_TMAPS];
   for (int t = 0; t < ntmaps; t++) {
-    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
     LLVMAddAttributeAtIndex(g->fn, (unsigned)(first_tmap + t + 1), LLVMCreateTypeAttribute(g->ctx, byval, tmap_ty));
-    LLVMAddAttributeAtIndex(g->fn, (unsigned)(first_tmap + t + 1), LLVMCreateEnumAttribute(g->ctx, align, 64));
+    param_align(g, first_tmap + t, 64);
     idx[t] = LLVMValueAsMetadata(ci32(g, first_tmap + t + 1)); /* 1-based */
   }
   if (ntmaps) { /* one annotation listing them all: LLVM 19 reads only one per kernel */
@@ -4397,14 +4403,12 @@ static void build_signature(Cg *g) {
   g->scalar = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->nargs + 1));
   g->dimv = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->ndims + 1));
   int p = 0;
+  bool al = env_on("TILEC_ALIGNED_ARGS");
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {
-      bool al = env_on("TILEC_ALIGNED_ARGS");
-      if (al) {
-        unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
-        LLVMAddAttributeAtIndex(g->fn, (unsigned)p + 1, LLVMCreateEnumAttribute(g->ctx, align, 16));
-      }
+      if (al)
+        param_align(g, p, 16);
       g->tensor_ptr[i] = LLVMGetParam(g->fn, (unsigned)p++);
       LLVMSetValueName2(g->tensor_ptr[i], a->name, strlen(a->name));
       int eb = elem_bytes(a->elem);

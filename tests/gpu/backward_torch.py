@@ -62,21 +62,28 @@ def main():
     rnd = lambda *s: torch.randn(*s, device=dev, generator=g)  # noqa: E731
     chk = Check()
     leaf = lambda t: t.detach().clone().requires_grad_()  # noqa: E731
+    dt = torch.float16
+
+    def autograd(forward, inputs, dy):
+        """[output, *gradients] of forward(*inputs) given dy, in float32 (the yardstick) and in dt
+        (torch's own error): the two lists."""
+        both = []
+        for cast in (torch.float32, dt):
+            xs = [leaf(t.to(cast)) for t in inputs]
+            ys = forward(*xs)
+            both.append([ys, *torch.autograd.grad(ys, xs, dy.to(cast))])
+        return both
 
     # layernorm: layernorm_train (Y, Mean, Rstd), then layernorm_backward
-    M, N, dt = 4097, 4095, torch.float16
+    M, N = 4097, 4095
     x, w, b, dy = (rnd(M, N) * 2).to(dt), rnd(N).to(dt), rnd(N).to(dt), rnd(M, N).to(dt)
     y, mean, rstd = torch.empty_like(x), torch.empty(M, device=dev), torch.empty(M, device=dev)
     dx, dw, db = torch.empty_like(x), torch.zeros(N, device=dev), torch.zeros(N, device=dev)
     rt.launcher("ln_bwd_big", [x, w, b, y, mean, rstd, EPS], entry="layernorm_train")()
     rt.launcher("ln_bwd_big", [x, w, mean, rstd, dy, dx, dw, db], entry="layernorm_backward")()
     torch.cuda.synchronize()
-    ref, low = [], []
-    for cast in (torch.float32, dt):
-        xs, ws, bs = leaf(x.to(cast)), leaf(w.to(cast)), leaf(b.to(cast))
-        ys = F.layer_norm(xs, (N,), ws, bs, EPS)
-        (ref if cast == torch.float32 else low).append([ys, *torch.autograd.grad(ys, (xs, ws, bs), dy.to(cast))])
-    for name, ours, r_, t_ in zip(("Y", "dX", "dW", "dB"), (y, dx, dw, db), ref[0], low[0]):
+    ref, low = autograd(lambda xs, ws, bs: F.layer_norm(xs, (N,), ws, bs, EPS), (x, w, b), dy)
+    for name, ours, r_, t_ in zip(("Y", "dX", "dW", "dB"), (y, dx, dw, db), ref, low):
         chk.add("layernorm 4097x4095 f16", name, ours, r_, t_, 5e-3)
 
     # rmsnorm: rmsnorm_backward recomputes each row's 1 / rms (the forward saves nothing); dW by atomics
@@ -85,12 +92,8 @@ def main():
     dx, dw = torch.empty_like(x), torch.zeros(N, device=dev)
     rt.launcher("rmsnorm_bwd_big", [x, w, dy, dx, dw, EPS])()
     torch.cuda.synchronize()
-    ref, low = [], []
-    for cast in (torch.float32, dt):
-        xs, ws = leaf(x.to(cast)), leaf(w.to(cast))
-        ys = F.rms_norm(xs, (N,), ws, EPS)
-        (ref if cast == torch.float32 else low).append(torch.autograd.grad(ys, (xs, ws), dy.to(cast)))
-    for name, ours, r_, t_ in zip(("dX", "dW"), (dx, dw), ref[0], low[0]):
+    ref, low = autograd(lambda xs, ws: F.rms_norm(xs, (N,), ws, EPS), (x, w), dy)
+    for name, ours, r_, t_ in zip(("dX", "dW"), (dx, dw), ref[1:], low[1:]):
         chk.add("rmsnorm 4097x4095 f16", name, ours, r_, t_, 5e-3)
 
     # cross-entropy: loss and dX in one kernel (reduction='none', dloss per row, ignored rows)
