@@ -172,6 +172,12 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"attn_bm192_bn192_d64", "attention", "-D D=64 -D BM=192 -D BN=192 -D WARPS=16 -D STAGES=3", "B=2,H=7,N=1234",
      SUITE_GPU, 0, NULL, 0},
+    /* d128 over 192-row tiles: the rotated loop's unread last S reads P instead of Q, so Q is freed
+     * in each tile's last iteration (session as); 165 tiles, so blocks walk two, the last ragged */
+    {"attn_bm192_d128", "attention", "-D D=128 -D BM=192 -D BN=128 -D WARPS=16", "B=1,H=33,N=777", SUITE_GPU, 0,
+     NULL, 0},
+    {"attn_bm192_d128_causal", "attention", "-D T=bf16 -D D=128 -D BM=192 -D BN=128 -D WARPS=16 -D CAUSAL=1",
+     "B=1,H=33,N=777", SUITE_GPU, 0, NULL, 0},
     /* rotated, P rounded where the softmax makes it (gpu-prep compiles *_pk0 with TILEC_CVT_PACK=0,
      * where the rotated loop fits 160 registers): turns over 3 warpgroups (barriers 3..5, the
      * third passing to the first); not yet run on a GPU when added (session aj) */

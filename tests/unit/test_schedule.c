@@ -370,6 +370,37 @@ Test(schedule, attention_loop_is_rotated) {
   arena_free(a);
 }
 
+/* A 192-row d128 query tile has no ring tile of Q's type ([192, 128]; K's stage is [128, 128]),
+ * so the rotated loop's unread last S reads P (the register A of P V, [192, 128] where BN = D)
+ * instead of Q, and Q is freed in the last iteration as with square tiles; TILEC_REG_STAND_IN=0
+ * keeps Q there and frees it after the loop. */
+Test(schedule, attention_bm192_last_product_reads_p_not_q) {
+  static const char *defs[] = {"D=128", "BM=192", "BN=128", "WARPS=16", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", defs, ARCH_SM90A, true, &d);
+  const TirPipe *p = &f->sched->pipes[0];
+  const TirSchedule *sc = f->sched;
+  cr_assert(p->rotated);
+  int q = f->insts[sc->heads[0]].dst, pv_a = f->insts[p->overlap_dot].args[0];
+  int next = find_op(f, find_op(f, top_wait(p), TIR_DOT) + 1, TIR_DOT);
+  const TirInst *last = &f->insts[next + 2];
+  cr_assert_eq(f->insts[next].args[0], q, "the next iteration's S reads Q");
+  cr_assert_eq(last->op, TIR_DOT);
+  cr_assert_eq(last->args[0], pv_a, "the unread last S reads P, the A of P V");
+  cr_assert_neq(f->regs[pv_a].type.place, PLACE_SHARED);
+  cr_assert_lt(sc->head_release, p->acc_wait, "Q freed before the softmax of the last iteration");
+  cr_assert_eq(sc->head_after, 0, "the next tile's Q goes before its ring loads");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as_with(a, "attention", defs, ARCH_SM90A, true, "TILEC_REG_STAND_IN", "0", &d);
+  p = &f->sched->pipes[0];
+  cr_assert_eq(f->insts[find_op(f, find_op(f, top_wait(p), TIR_DOT) + 1, TIR_DOT) + 2].args[0], f->insts[f->sched->heads[0]].dst);
+  cr_assert_gt(f->sched->head_release, p->last, "Q freed after the loop");
+  arena_free(a);
+}
+
 /* K (read by S = Q K^T) and V (read by P V) have barriers of their own in the warp-specialized
  * entry: K's stage is free at the top of each iteration but the last, and the loop rotates at 2
  * stages. */
