@@ -1512,13 +1512,19 @@ static int last_product(const TirFunc *f, const TirPipe *p) {
   return -1;
 }
 
-/* Whether register tile r may stand in for A (a) in the unread last product at last_dot (in the
- * IF at last_dot - 2; nothing reads its result): r has A's type, is written once, at the top
- * level of p's body before that IF, and is the register A of another DOT of the body, so it has
- * wgmma's A layout (P of P V, where BN = D). */
-static bool register_a_ok(const TirFunc *f, const TirPipe *p, int last_dot, int a, int r) {
-  if (r < 0 || r == a || f->regs[r].type.place == PLACE_SHARED || !same_tile_type(f, a, r) ||
-      count_writes(f, r, 0, f->ninsts) != 1)
+/* Whether r may stand in for A (a) in the unread last product at last_dot (in the IF at
+ * last_dot - 2; nothing reads its result), so that nothing reads a head tile after its release:
+ * B's ring tile where it has A's type (its stage is held: P V reads it), or a register tile of A's
+ * type written once, at the top level of p's body before that IF, that is the register A of
+ * another DOT of the body, so it has wgmma's A layout (P of P V, where BN = D: a 192-row query
+ * tile has no ring tile of its type). */
+static bool a_stand_in_ok(const TirFunc *f, const TirPipe *p, int last_dot, int a, int r) {
+  int b = f->insts[last_dot].args[1];
+  if (r < 0 || r == a || !same_tile_type(f, a, r))
+    return false;
+  if (r == operand_tile(f, b))
+    return r != b && in_ring(p, f, r);
+  if (f->regs[r].type.place == PLACE_SHARED || count_writes(f, r, 0, f->ninsts) != 1)
     return false;
   bool written = false, a_of_dot = false;
   for (int k = p->first + 1; k < last_dot - 2; k++)
@@ -1528,24 +1534,23 @@ static bool register_a_ok(const TirFunc *f, const TirPipe *p, int last_dot, int 
   return written && a_of_dot;
 }
 
-/* The register tile register_a_ok picks for the last product at last_dot, or -1. */
-static int register_a_stand_in(const TirFunc *f, const TirPipe *p, int last_dot) {
-  for (int j = p->first + 1; j < p->last; j++)
-    if (f->insts[j].op == TIR_DOT && register_a_ok(f, p, last_dot, f->insts[last_dot].args[0], f->insts[j].args[0]))
+/* The stand-in a_stand_in_ok takes for A of the last product at last_dot: B's ring tile first,
+ * then (unless TILEC_REG_STAND_IN=0) the register A of a DOT of the body; or -1. */
+static int a_stand_in(const TirFunc *f, const TirPipe *p, int last_dot) {
+  int a = f->insts[last_dot].args[0], b = operand_tile(f, f->insts[last_dot].args[1]);
+  if (a_stand_in_ok(f, p, last_dot, a, b))
+    return b;
+  for (int j = p->first + 1; j < p->last && !env_off("TILEC_REG_STAND_IN"); j++)
+    if (f->insts[j].op == TIR_DOT && a_stand_in_ok(f, p, last_dot, a, f->insts[j].args[0]))
       return f->insts[j].args[0];
   return -1;
 }
 
 static void release_heads_early(TirFunc *g, TirPipe *p) {
-  /* a rotated loop's last product reads B's ring tile as A too where it has A's type (its stage
-   * is held: P V reads it), else a register tile of A's type (P, where BN = D: a 192-row query
-   * tile has no ring tile of its type), so that nothing reads a head tile after the release */
   int last_dot = last_product(g, p), a = last_dot >= 0 ? g->insts[last_dot].args[0] : -1;
-  int b = last_dot >= 0 ? operand_tile(g, g->insts[last_dot].args[1]) : -1;
-  if (b >= 0 && b != g->insts[last_dot].args[1] && in_ring(p, g, b) && same_tile_type(g, a, b))
-    g->insts[last_dot].args[0] = b;
-  else if (last_dot >= 0 && !env_off("TILEC_REG_STAND_IN") && (b = register_a_stand_in(g, p, last_dot)) >= 0)
-    g->insts[last_dot].args[0] = b;
+  int stand_in = last_dot >= 0 ? a_stand_in(g, p, last_dot) : -1;
+  if (stand_in >= 0)
+    g->insts[last_dot].args[0] = stand_in;
   int at = plan_early_release(g, p);
   if (at < 0) {
     if (last_dot >= 0)
@@ -1962,11 +1967,9 @@ static bool verify_rotation(const SchedVerifier *v, const TirPipe *p) {
     if (f->insts[wait1].args[0] != in->dst)
       return sfail(v, wait1, "rotated pipe: the dot_wait 1 does not retire the next-stage dot's result");
     const TirInst *last = &f->insts[j + 2]; /* the last iteration's s: zeros, or this stage's dot */
-    /* A may be B's ring tile instead, of A's type, or a register tile (release_heads_early):
-     * nothing reads the result */
+    /* A may be a stand-in of A's type (release_heads_early): nothing reads the result */
     int a = last->args[0];
-    bool a_ok = a == in->args[0] || (a == operand_tile(f, in->args[1]) && same_tile_type(f, in->args[0], a)) ||
-                register_a_ok(f, p, j + 2, in->args[0], a);
+    bool a_ok = a == in->args[0] || a_stand_in_ok(f, p, j + 2, in->args[0], a);
     bool same_dot = last->op == TIR_DOT && last->stage == 0 && last->imm == 1 && a_ok &&
                     last->args[1] == in->args[1] && last->args[2] == in->args[2];
     if (last->dst != in->dst || (!same_dot && !(last->op == TIR_CONST && last->imm == 0)))
