@@ -200,6 +200,9 @@ typedef struct Cg {
   bool aligned_version;              /* emitting the version of a pipelined loop whose shifted
                                         tiles and stores are all aligned (version_loop): the
                                         plain copies, reads and stores */
+  bool protocol_only;                /* emitting an idle warpgroup's loop (idle_band_loop): its
+                                        markers, scalars and synchronization only */
+  int nbarriers;                     /* consumer barriers emitted so far */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
@@ -265,6 +268,7 @@ static void barrier(Cg *g) {
   g->barriered = true;
   g->dirty = false;
   g->red_read[0] = g->red_read[1] = false;
+  g->nbarriers++;
   if (g->gm)
     gmem_set(g, NULL);
 }
@@ -5161,8 +5165,28 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
     memcpy(g->red_pair, s->red_pair, sizeof(struct Reduction *) * (size_t)f->ninsts);
 }
 
+/* What an idle warpgroup's loop runs (TirSchedule.band_rows): the markers, the scalars (the
+ * bounds and branches, computed from scalars only: tir_schedule.c skeleton_runs_alike) and the
+ * protocol it shares with the producer and the other warpgroups. */
+static bool protocol_inst(const Cg *g, const TirInst *in) {
+  switch (in->op) {
+  case TIR_PIPE_WAIT:
+  case TIR_PIPE_RELEASE:
+  case TIR_WG_TURN:
+  case TIR_WG_PASS:
+  case TIR_HEAD_WAIT:
+  case TIR_HEAD_RELEASE: return true;
+  case TIR_DOT:
+  case TIR_DOT_WAIT:
+  case TIR_LOAD: return false;
+  default: return (tir_op_info[in->op].flags & OPF_MARKER) || (in->dst >= 0 && g->f->regs[in->dst].type.rank == 0);
+  }
+}
+
 static void emit_range(Cg *g, int first, int last) {
   for (int i = first; i <= last && !g->failed; i++) {
+    if (g->protocol_only && !protocol_inst(g, &g->f->insts[i]))
+      continue;
     sync_before(g, &g->f->insts[i]);
     lower_inst(g, &g->f->insts[i]);
   }
@@ -5201,6 +5225,40 @@ static int version_loop(Cg *g, int i) {
   return p->last;
 }
 
+
+/* Instruction i is the FOR of the warp-specialized loop with idle bands (TirSchedule.band_rows):
+ * a warpgroup whose rows start at or past the bound runs the loop's protocol only, the others the
+ * whole loop; the loop's ENDFOR returned. Where the whole loop emitted a consumer barrier (a
+ * layout exchange through shared memory: the schedule rules out the rest) the idle warpgroups
+ * run it whole too, so that every barrier still meets all of them. Else -1, nothing emitted. */
+static int idle_band_loop(Cg *g, int i) {
+  const TirSchedule *s = g->sched;
+  if (!g->ws || !s->band_rows || i != s->pipes[0].first)
+    return -1;
+  const TirPipe *p = &s->pipes[0];
+  sync_before(g, &g->f->insts[i]);
+  LLVMValueRef row0, wg = dot_warpgroup(g, s->consumer_threads / 128);
+  get_tile(g, s->band_row0, &row0);
+  LLVMValueRef first = LLVMBuildAdd(g->b, row0, LLVMBuildMul(g->b, wg, ci32(g, s->band_rows), ""), "");
+  LLVMBasicBlockRef bb[3];
+  split3(g, LLVMBuildICmp(g->b, LLVMIntSGE, first, g->dimv[s->band_dim], "idle"), bb);
+  EmitState start, whole_end;
+  state_save(g, &start);
+  LLVMPositionBuilderAtEnd(g->b, bb[1]);
+  int barriers = g->nbarriers;
+  emit_range(g, p->first, p->last);
+  LLVMBuildBr(g->b, bb[2]);
+  state_save(g, &whole_end);
+  state_restore(g, &start, false);
+  LLVMPositionBuilderAtEnd(g->b, bb[0]);
+  g->protocol_only = g->nbarriers == barriers;
+  emit_range(g, p->first, p->last);
+  g->protocol_only = false;
+  LLVMBuildBr(g->b, bb[2]);
+  LLVMPositionBuilderAtEnd(g->b, bb[2]);
+  state_restore(g, &whole_end, true);
+  return p->last;
+}
 
 /* Lowers the scheduled function into g->mod as entry point g->fn_name (g->ws: the warp-
  * specialized one). Returns the dynamic shared bytes, or -1 (failed, or *retry_cap set). */
@@ -5245,6 +5303,8 @@ static int build_kernel(Cg *g) {
   }
   for (int i = 0; i < f->ninsts && !g->failed; i++) {
     int end = version_loop(g, i);
+    if (end < 0)
+      end = idle_band_loop(g, i);
     if (end >= 0) {
       i = end;
       continue;

@@ -631,6 +631,17 @@ typedef struct TirSchedule {
    * H200 the waits and barriers in the loop cost about what the overlap gains (cross-entropy
    * backward: 8 parts 1-4% slower, 2 parts within 1.2% either way; runs ab2, ab3). */
   TirProgressive *progs; int nprogs;
+  /* Idle bands (the warp-specialized entry's copy, 2+ consumer warpgroups): every register tile
+   * the pipelined loop hands to the code after it holds whole bands of band_rows rows, one per
+   * warpgroup, and all that reads them after the loop keeps rows apart and ends in STOREs at
+   * rows band_row0 + i of a dimension band_dim long. A warpgroup whose band starts at or past
+   * that length (the last, ragged query tile of a sequence: 128 of a 192-row tile's rows at
+   * N = 2048) then runs the loop's protocol only, its stage waits and releases, turns and head
+   * syncs, and none of its products or softmax: its rows are never stored. lower_nvptx.c emits
+   * the loop twice (idle_band_loop). TILEC_IDLE_BANDS=0: none. band_rows 0: none. */
+  int band_rows;
+  int band_row0;           /* the i32 register of the tile's first row (attention's m0) */
+  int band_dim;            /* the dim (TirFunc.dims) those rows end at (N) */
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
   int early_bytes;         /* of them, the early set's (pipes[0].early) */

@@ -1861,6 +1861,141 @@ static const TirFunc *hoist_scalar_loads(const TirFunc *f) {
   return g;
 }
 
+/* ---------------------------------------------- idle bands (TirSchedule.band_rows) */
+
+/* Rows per warpgroup where the layout of register tile r holds whole bands of rows by
+ * warpgroup: the warpgroup bits of the warp index step through rows by B, 2B, ... and nothing
+ * else, and every other basis moves inside a band of B rows (B a power of two); else 0. */
+static int32_t warpgroup_band(const TirFunc *f, int r) {
+  const TileType *t = &f->regs[r].type;
+  const Layout *L = t->layout;
+  int wg_bit = layout_log2(WARPGROUP / 32);
+  if (t->place == PLACE_SHARED || !L || t->rank != 2 || L->nbits[LAY_WARP] <= wg_bit)
+    return 0;
+  int32_t c[TILE_MAX_RANK];
+  layout_coord(L->rank, L->shape, L->basis[LAY_WARP][wg_bit], c);
+  int32_t band = c[0];
+  if (band <= 0 || (band & (band - 1)))
+    return 0;
+  for (int kind = 0; kind < LAY_NKINDS; kind++)
+    for (int b = 0; b < L->nbits[kind]; b++) {
+      layout_coord(L->rank, L->shape, L->basis[kind][b], c);
+      bool wg = kind == LAY_WARP && b >= wg_bit;
+      if (wg ? c[0] != band << (b - wg_bit) || c[1] : c[0] >= band)
+        return 0;
+    }
+  return band;
+}
+
+/* Whether the skeleton of loop p (its protocol: markers, scalars, waits, releases, turns, head
+ * syncs) runs exactly as the whole body does without the rest: no body instruction has an effect
+ * outside this thread's registers but the ring's (no stores, atomics, cluster reductions, shared
+ * writes, reductions across warps), and every scalar, hence every branch and bound, is computed
+ * from scalars only. */
+static bool skeleton_runs_alike(const TirFunc *f, const TirPipe *p) {
+  for (int j = p->first + 1; j < p->last; j++) {
+    const TirInst *in = &f->insts[j];
+    if (tir_op_writes_tensor(in->op) || in->op == TIR_CLUSTER_SUM || in->op == TIR_CLUSTER_MAX)
+      return false;
+    if (in->dst < 0 || (in->op == TIR_TRANS && tir_trans_view_ok(f, j)))
+      continue;
+    const TileType *t = &f->regs[in->dst].type;
+    if (t->place == PLACE_SHARED && !(in->op == TIR_LOAD && in_ring(p, f, in->dst)))
+      return false;
+    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) {
+      const Layout *L = f->regs[in->args[0]].type.layout;
+      for (int b = 0; L && b < L->nbits[LAY_WARP]; b++) {
+        int32_t coord[TILE_MAX_RANK];
+        layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
+        if (coord[in->axis])
+          return false;
+      }
+    }
+    for (int a = 0; t->rank == 0 && a < 3; a++)
+      if (in->args[a] >= 0 && f->regs[in->args[a]].type.rank != 0)
+        return false;
+  }
+  return true;
+}
+
+/* Whether instruction j, reading a tile of rows [0, R) that only warpgroup bands of garbage may
+ * hold, keeps each row's result in that row: element-wise ops and conversions, broadcasts along
+ * the columns, reductions along them. */
+static bool keeps_rows(const TirFunc *f, const TirInst *in, int32_t rows) {
+  const TileType *t = &f->regs[in->dst].type;
+  if (t->rank != 2 || t->dims[0] != rows)
+    return false;
+  if (tir_op_maps_elements(in->op))
+    return true;
+  if (in->op == TIR_BCAST)
+    return f->regs[in->args[0]].type.rank == 2 && f->regs[in->args[0]].type.dims[0] == rows;
+  return (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) && in->axis == 1;
+}
+
+/* The idle-band plan of loop p in the scheduled f (TirSchedule.band_rows): one predicate for the
+ * planner and the verifier. Rows per band, or 0; *row0 and *dim as TirSchedule's. */
+static int idle_band_plan(const TirFunc *f, const TirPipe *p, int consumer_threads, int *row0, int *dim) {
+  if (consumer_threads / WARPGROUP < 2 || !top_level(f, -1, p->first) || !skeleton_runs_alike(f, p))
+    return 0;
+  bool *taint = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->nregs + 1));
+  int32_t band = 0, rows = 0;
+  for (int j = p->first + 1; j < p->last; j++) { /* what the loop hands on: its register tiles */
+    int r = f->insts[j].dst;
+    if (r < 0 || taint[r] || f->regs[r].type.rank == 0 || f->regs[r].type.place == PLACE_SHARED)
+      continue;
+    bool read_after = false;
+    for (int k = p->last + 1; k < f->ninsts && !read_after; k++)
+      read_after = tir_inst_reads(&f->insts[k], r);
+    if (!read_after)
+      continue;
+    int32_t b = warpgroup_band(f, r);
+    if (!b || (band && b != band) || (rows && f->regs[r].type.dims[0] != rows))
+      return 0;
+    band = b, rows = f->regs[r].type.dims[0];
+    taint[r] = true;
+  }
+  *row0 = *dim = -1;
+  bool grew = band > 0; /* to a fixed point: a loop after this one may carry garbage round */
+  while (grew) {
+    grew = false;
+    for (int k = p->last + 1; k < f->ninsts; k++) {
+      const TirInst *in = &f->insts[k];
+      bool reads = false;
+      for (int a = 0; a < 3; a++)
+        reads |= in->args[a] >= 0 && taint[in->args[a]];
+      if (!reads)
+        continue;
+      if (in->op != TIR_STORE) {
+        if (in->dst < 0 || !keeps_rows(f, in, rows))
+          return 0;
+        grew |= !taint[in->dst];
+        taint[in->dst] = true;
+        continue;
+      }
+      /* the sink: the value's rows at rows row0 + i of the first range dimension */
+      const TirArg *a = &f->args[in->arg_index];
+      int d = 0;
+      while (d < a->rank && !in->index[d].is_range)
+        d++;
+      if (d == a->rank || taint[in->index[d].start] || in->index[d].size != rows ||
+          f->regs[in->args[0]].type.dims[0] != rows ||
+          (*row0 >= 0 && (*row0 != in->index[d].start || *dim != a->dims[d])))
+        return 0;
+      *row0 = in->index[d].start, *dim = a->dims[d];
+    }
+  }
+  int w = *row0 >= 0 ? tir_only_write(f, *row0) : -1;
+  if (w < 0 || w >= p->first || !top_level(f, -1, w) || !tir_is_i32_scalar(f, *row0))
+    return 0;
+  return band;
+}
+
+static void plan_idle_bands(const TirFunc *g, TirSchedule *s) {
+  if (!s->ws || s->groups != 1 || s->cluster != 1 || env_off("TILEC_IDLE_BANDS"))
+    return;
+  s->band_rows = idle_band_plan(g, &s->pipes[0], s->consumer_threads, &s->band_row0, &s->band_dim);
+}
+
 TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   const TirFunc *f = hoist_scalar_loads(f0);
   Arena *a = f->arena;
@@ -1906,8 +2041,10 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
     one.one_set = true;
     return tir_schedule(f, &one, d);
   }
-  if (o->ws_entry && s->ws)
+  if (o->ws_entry && s->ws) {
     release_heads_early(g, &pipes[0]);
+    plan_idle_bands(g, s);
+  }
   if (s->nheads)
     s->head_after = plan_head_after(s, &pipes[0]);
   for (int t = 0; t < s->ntmaps; t++) {
@@ -2314,6 +2451,13 @@ static bool verify_ws(const SchedVerifier *v) {
   for (int a = 0; a < 3; a++)
     if (!slice_computes(s, f, f->insts[p->first].args[a]))
       return sfail(v, p->first, "the producer cannot compute the loop bound %%%d", f->insts[p->first].args[a]);
+  int row0, dim;
+  if (s->band_rows && (s->groups != 1 || s->cluster != 1 ||
+                       idle_band_plan(f, p, s->consumer_threads, &row0, &dim) != s->band_rows ||
+                       row0 != s->band_row0 || dim != s->band_dim))
+    return sfail(v, p->first, "idle bands of %d rows, yet the loop's protocol is not all a warpgroup past %%%d "
+                 "must run, or what the loop hands on does not keep its rows until stores at them", s->band_rows,
+                 s->band_row0);
   return verify_heads(v);
 }
 
@@ -2429,6 +2573,9 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
     fprintf(out, "// ping-pong: 2 consumer groups on alternate tiles\n");
   if (s->turns)
     fprintf(out, "// turns: %d consumer warpgroups issue their dots in turn\n", s->turns);
+  if (s->band_rows)
+    fprintf(out, "// idle bands: a warpgroup whose %d rows start at or past %s (from %%%d) runs the loop's protocol only\n",
+            s->band_rows, f->dims[s->band_dim].name, s->band_row0);
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);

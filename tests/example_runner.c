@@ -178,6 +178,18 @@ static const Case cases[] = {
      NULL, 0},
     {"attn_bm192_d128_causal", "attention", "-D T=bf16 -D D=128 -D BM=192 -D BN=128 -D WARPS=16 -D CAUSAL=1",
      "B=1,H=33,N=777", SUITE_GPU, 0, NULL, 0},
+    /* idle bands (session at): the last, ragged tile of each sequence leaves whole warpgroups
+     * past N (700 = 2 x 256 + 188: the fourth; causal 600 = 2 x 256 + 88: the third and fourth),
+     * which run only the loop's protocol in the warp-specialized entry while the others compute;
+     * blocks walk several tiles. _nib: the same without (TILEC_IDLE_BANDS=0) */
+    {"attn_bm256_d64_idle", "attention", "-D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D STAGES=3", "B=2,H=35,N=700",
+     SUITE_GPU, 0, NULL, 0},
+    {"attn_bm256_d64_causal_idle", "attention", "-D T=bf16 -D D=64 -D BM=256 -D BN=64 -D WARPS=16 -D CAUSAL=1",
+     "B=1,H=70,N=600", SUITE_GPU, 0, NULL, 0},
+    {"attn_bm192_d128_idle_nib", "attention", "-D D=128 -D BM=192 -D BN=128 -D WARPS=16", "B=1,H=33,N=777", SUITE_GPU,
+     0, NULL, 0},
+    {"gemm_ws_idle", "gemm", "-D BM=128 -D BN=256 -D BK=64 -D WARPS=8 -D STAGES=3 -D ACT=2", "M=1050,N=777,K=520",
+     SUITE_GPU, 0, NULL, 0},
     /* rotated, P rounded where the softmax makes it (gpu-prep compiles *_pk0 with TILEC_CVT_PACK=0,
      * where the rotated loop fits 160 registers): turns over 3 warpgroups (barriers 3..5, the
      * third passing to the first); not yet run on a GPU when added (session aj) */

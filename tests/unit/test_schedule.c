@@ -788,7 +788,9 @@ Test(schedule, rotated_loop_order_in_the_ptx) {
 Test(schedule, turns_in_the_ptx) {
   Arena *a = arena_new();
   setenv("TILEC_ROTATE", "1", 1);
+  setenv("TILEC_IDLE_BANDS", "0", 1); /* (an idle warpgroup's loop repeats them: idle_bands_in_the_ptx) */
   char *ptx = module_ptx(a, "attention", ATTN_ROT, ARCH_SM90A);
+  unsetenv("TILEC_IDLE_BANDS");
   unsetenv("TILEC_ROTATE");
   char *ws = ptx_entry(a, ptx, "attention__ws");
   cr_assert(ws);
@@ -1359,7 +1361,11 @@ Test(schedule, a_spilling_split_store_goes_whole) {
     return; /* the retry needs ptxas's word */
   Arena *a = arena_new();
   static const char *gelu[] = {"BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", "ACT=2", NULL};
+  /* (with idle bands, whose second copy of the loop moves ptxas's allocation, the split store
+   * fits: the retry is shown without them) */
+  setenv("TILEC_IDLE_BANDS", "0", 1);
   char *ptx = module_ptx(a, "gemm", gelu, ARCH_SM90A);
+  unsetenv("TILEC_IDLE_BANDS");
   cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 128 64"), "whole-tile store");
   cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), ptx, ARCH_SM90A, "__ws"), 0);
   ptx = module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A);
@@ -1842,5 +1848,92 @@ Test(schedule, a_ring_around_a_loop_keeps_its_barrier) {
   cr_assert_str_eq(verify_msg(a, f), "");
   f->sched->pipes[0].thread_private = true;
   cr_assert(strstr(verify_msg(a, f), "pipe 0 is thread-private"));
+  arena_free(a);
+}
+
+/* Idle bands (TirSchedule.band_rows): a 192-row d128 query tile hands O's accumulator and the
+ * row statistics on in bands of 64 rows, one per consumer warpgroup, to the epilogue, which keeps
+ * rows apart and stores at rows m0 + i of N; so a warpgroup whose band starts at or past N runs
+ * only the loop's protocol. The verifier recomputes the plan; TILEC_IDLE_BANDS=0: none. */
+Test(schedule, attention_bm192_idle_bands) {
+  static const char *defs[] = {"D=128", "BM=192", "BN=128", "WARPS=16", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = scheduled_as(a, "attention", defs, ARCH_SM90A, true, &d);
+  TirSchedule *s = f->sched;
+  cr_assert_eq(s->consumer_threads, 384);
+  cr_assert_eq(s->band_rows, 64);
+  cr_assert_str_eq(f->dims[s->band_dim].name, "N");
+  cr_assert_str_eq(f->regs[s->band_row0].name, "m0");
+  cr_assert_str_eq(verify_msg(a, f), "");
+  s->band_rows = 32;
+  cr_assert(strstr(verify_msg(a, f), "idle bands of 32 rows"), "the verifier recomputes the plan");
+  arena_free(a);
+  a = arena_new();
+  f = scheduled_as_with(a, "attention", defs, ARCH_SM90A, true, "TILEC_IDLE_BANDS", "0", &d);
+  cr_assert_eq(f->sched->band_rows, 0);
+  arena_free(a);
+}
+
+/* A GEMM whose epilogue also sums the accumulator's columns (across rows, so across the
+ * warpgroups' bands) keeps every warpgroup on the whole loop: an idle one's rows would reach the
+ * sums. Without the sums its ragged last tiles get idle bands (M rows from m0). */
+static const char *COLSUM_SRC =
+    "kernel colsum<BM = 128, BN = 128, BK = 64, WARPS = 8, SUMS = 1>(\n"
+    "    A: f16[M, K], B: f16[K, N], C: out f32[M, N], S: out f32[N])\n"
+    "  grid (cdiv(N, BN), cdiv(M, BM)) threads (WARPS * 32)\n"
+    "{\n"
+    "  let m0 = block.y * BM;\n"
+    "  let n0 = block.x * BN;\n"
+    "  reg acc: f32[BM, BN] = 0;\n"
+    "  for k0 in 0 .. K step BK pipeline 3 {\n"
+    "    shared a = A[m0 : +BM, k0 : +BK];\n"
+    "    shared b = B[k0 : +BK, n0 : +BN];\n"
+    "    acc += dot(a, b);\n"
+    "  }\n"
+    "  C[m0 : +BM, n0 : +BN] = acc;\n"
+    "  if SUMS == 1 { atomic_add(S[n0 : +BN], sum(acc, 0)); }\n"
+    "}\n";
+
+Test(schedule, idle_bands_stop_at_sums_across_rows) {
+  static const char *sums[] = {"SUMS=1", NULL}, *plain[] = {"SUMS=0", NULL};
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "colsum.tile", COLSUM_SRC, sums, ARCH_SM90A, &d);
+  cr_assert(layout_assign_wgmma(f, &d, layout_kernel_uses_wgmma(f)));
+  SchedOptions o = {.arch = ARCH_SM90A, .wgmma = true, .stage_cap = 8, .ws_entry = true, .rotate = true};
+  TirFunc *g = tir_schedule(f, &o, &d);
+  cr_assert(g && g->sched->ws);
+  cr_assert_eq(g->sched->band_rows, 0, "column sums mix the bands");
+  f = source_tir(a, "colsum.tile", COLSUM_SRC, plain, ARCH_SM90A, &d);
+  cr_assert(layout_assign_wgmma(f, &d, layout_kernel_uses_wgmma(f)));
+  g = tir_schedule(f, &o, &d);
+  cr_assert(g && g->sched->ws);
+  cr_assert_eq(g->sched->band_rows, 64);
+  cr_assert_str_eq(g->dims[g->sched->band_dim].name, "M");
+  arena_free(a);
+}
+
+/* In the PTX: the idle warpgroups' copy of the loop waits, releases and takes its turns like the
+ * whole loop (more of each), issues no wgmma of its own, and ptxas keeps the others' wgmmas
+ * asynchronous behind the branch (its condition comes through lane 0's shuffle: warp-uniform). */
+Test(schedule, idle_bands_in_the_ptx) {
+  Arena *a = arena_new();
+  setenv("TILEC_ROTATE", "1", 1);
+  setenv("TILEC_IDLE_BANDS", "0", 1);
+  char *plain = ptx_entry(a, module_ptx(a, "attention", ATTN_ROT, ARCH_SM90A), "attention__ws");
+  unsetenv("TILEC_IDLE_BANDS");
+  char *ptx = module_ptx(a, "attention", ATTN_ROT, ARCH_SM90A);
+  unsetenv("TILEC_ROTATE");
+  char *ws = ptx_entry(a, ptx, "attention__ws");
+  cr_assert(plain && ws);
+  cr_assert_eq(count(ws, "wgmma.mma_async"), count(plain, "wgmma.mma_async"));
+  cr_assert_gt(count(ws, "mbarrier.try_wait"), count(plain, "mbarrier.try_wait"));
+  cr_assert_gt(count(ws, "mbarrier.arrive.shared"), count(plain, "mbarrier.arrive.shared"));
+  cr_assert_gt(count(ws, "bar.sync %r"), count(plain, "bar.sync %r"));
+  cr_assert_gt(count(ws, "bar.arrive"), count(plain, "bar.arrive"));
+  cr_assert_eq(count(ws, "shfl.sync.idx"), count(plain, "shfl.sync.idx") + 1, "the warpgroup index, uniform");
+  ptxas_assert_unserialized(ptx, ARCH_SM90A);
+  ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
