@@ -5398,10 +5398,12 @@ typedef struct WsPlan {
                          the unrounded scores no longer live until the packing at the dot, which
                          a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
   bool one_block;     /* registers for 1 block an SM where the schedule would budget 2 (SchedOptions) */
+  bool no_bands;      /* no idle bands (SchedOptions): their loop's second copy tipped ptxas over */
   const bool *no_ws;  /* per kernel of the file: no warp-specialized entry (SchedOptions), or NULL */
   bool rotated;       /* out: some loop was rotated */
   bool two_blocks;    /* out: some warp-specialized entry is budgeted for 2 blocks an SM */
   bool split;         /* out: some TMA store is split by warpgroup */
+  bool banded;        /* out: some warp-specialized entry has idle bands */
   bool ws;            /* out: some kernel has a warp-specialized entry */
 } WsPlan;
 
@@ -5418,7 +5420,8 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, bo
   if (!check_func(g) || !layout_assign_wgmma(f0, g->d, g->wgmma))
     return false;
   SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
-                     .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = no_ws};
+                     .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = no_ws,
+                     .no_idle_bands = plan->no_bands};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -5440,6 +5443,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, bo
     ws->cvt_unpacked = plan->unpacked;
     plan->rotated |= fw->sched->pipes[0].rotated;
     plan->two_blocks |= fw->sched->launch_blocks > 1;
+    plan->banded |= fw->sched->band_rows > 0;
     for (int t = 0; t < fw->sched->ntmaps; t++)
       plan->split |= fw->sched->tmaps[t].store && fw->sched->tmaps[t].split > 1;
   }
@@ -5603,16 +5607,21 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
   bool unpacked_on = env_on("TILEC_UNPACKED_PLAN"); /* opt-in: run z2 measured it slower than the plain loop */
   char *best = NULL;
   long best_spill = 0;
-  bool rotated = false, split = false, two_blocks = false;
+  bool rotated = false, split = false, two_blocks = false, banded = false;
   /* round 1 (every plan spilled, some entry budgeted for 2 blocks an SM): the plans again at 1
-   * block's registers */
-  for (int round = 0; round < 2 && (round == 0 || two_blocks); round++)
+   * block's registers; rounds 2 and 3 (every plan spilled and some entry had idle bands): rounds
+   * 0 and 1 without them (their loop's second copy moved ptxas's allocation: GEMM + GELU in bf16
+   * spilled 4 bytes with them, none without) */
+  for (int round = 0; round < 4; round++)
     for (size_t k = 0; k < sizeof plans / sizeof plans[0]; k++) {
+      if ((round & 1 && !two_blocks) || (round >= 2 && !banded))
+        break;
       if ((plans[k].if_rotated && !rotated) || (plans[k].if_split && !split) || (plans[k].plan.unpacked && !unpacked_on))
         continue;
       WsPlan plan = plans[k].plan;
       plan.rotate &= rotate;
-      plan.one_block = round == 1;
+      plan.one_block = round & 1;
+      plan.no_bands = round >= 2;
       char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
       if (!out || *retry_cap || o->dump_llvm)
         return out;
@@ -5626,6 +5635,7 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       rotated |= plan.rotated;
       split |= plan.split;
       two_blocks |= plan.two_blocks;
+      banded |= plan.banded;
     }
   /* ptxas refused every plan's module for want of registers (not for any other reason: a ptxas
    * too old for the PTX's .version refuses everything, and the driver may still take it): the

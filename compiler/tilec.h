@@ -663,6 +663,7 @@ typedef struct SchedOptions {
                               few registers spilled a GELU epilogue; lower_nvptx.c retries with it */
   bool one_block;          /* TirSchedule.launch_blocks 1 where it would be 2: the consumers spilled
                               at the 2-block budget; lower_nvptx.c retries with it */
+  bool no_idle_bands;      /* no TirSchedule.band_rows: every plan with them spilled (lower_nvptx.c) */
   bool no_ws;              /* no warp-specialized entry (lower_nvptx.c, when ptxas refused every
                               plan's: a wgmma too wide for the registers the block is launched
                               with, C7602) */

@@ -1990,8 +1990,8 @@ static int idle_band_plan(const TirFunc *f, const TirPipe *p, int consumer_threa
   return band;
 }
 
-static void plan_idle_bands(const TirFunc *g, TirSchedule *s) {
-  if (!s->ws || s->groups != 1 || s->cluster != 1 || env_off("TILEC_IDLE_BANDS"))
+static void plan_idle_bands(const TirFunc *g, TirSchedule *s, const SchedOptions *o) {
+  if (!s->ws || s->groups != 1 || s->cluster != 1 || o->no_idle_bands || env_off("TILEC_IDLE_BANDS"))
     return;
   s->band_rows = idle_band_plan(g, &s->pipes[0], s->consumer_threads, &s->band_row0, &s->band_dim);
 }
@@ -2043,7 +2043,7 @@ TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
   }
   if (o->ws_entry && s->ws) {
     release_heads_early(g, &pipes[0]);
-    plan_idle_bands(g, s);
+    plan_idle_bands(g, s, o);
   }
   if (s->nheads)
     s->head_after = plan_head_after(s, &pipes[0]);

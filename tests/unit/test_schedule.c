@@ -1370,6 +1370,9 @@ Test(schedule, a_spilling_split_store_goes_whole) {
   cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), ptx, ARCH_SM90A, "__ws"), 0);
   ptx = module_ptx(a, "gemm", GEMM_S3, ARCH_SM90A);
   cr_assert(strstr(ptx, "// tilec: tmap C swizzle 128 box 64 64"), "a store per warpgroup");
+  /* in bf16 every plan with idle bands spills 4 bytes: the plans again without them */
+  static const char *gelu_bf16[] = {"T=bf16", "BM=128", "BN=256", "BK=64", "WARPS=8", "STAGES=3", "ACT=2", NULL};
+  cr_assert_eq(ptxas_spill_bytes(a, ptxas_find(a), module_ptx(a, "gemm", gelu_bf16, ARCH_SM90A), ARCH_SM90A, "__ws"), 0);
   arena_free(a);
 }
 
