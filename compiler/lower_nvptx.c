@@ -2821,8 +2821,11 @@ static void tile_decode(Cg *g, LLVMValueRef t) {
     LLVMValueRef plain = g->sched->reverse_x ? LLVMBuildSub(g->b, last, b, "") : b;
     b = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntUGE, g->grid_tiles[3], ci32(g, 2), ""), folded, plain, "");
   }
+  LLVMValueRef y = LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), "");
+  if (g->sched->rotate_x) /* (TirSchedule.rotate_x) */
+    b = LLVMBuildURem(g->b, LLVMBuildAdd(g->b, b, y, ""), gx, "");
   LLVMBuildStore(g->b, b, g->pblock[0]);
-  LLVMBuildStore(g->b, LLVMBuildAdd(g->b, first_y, LLVMBuildURem(g->b, q, gsize, ""), ""), g->pblock[1]);
+  LLVMBuildStore(g->b, y, g->pblock[1]);
   LLVMBuildStore(g->b, LLVMBuildUDiv(g->b, t, per_z, ""), g->pblock[2]);
   if (g->cluster) { /* the pair's two tiles: 2 i + rank along the axis (one may be past the edge:
                        every access of it is masked) */

@@ -642,6 +642,14 @@ typedef struct TirSchedule {
   int band_rows;
   int band_row0;           /* the i32 register of the tile's first row (attention's m0) */
   int band_dim;            /* the dim (TirFunc.dims) those rows end at (N) */
+  /* With idle bands in a persistent walk taken x first (tile_group 1, no row walk): the walk
+   * decodes x as (x + y) mod gx, a permutation of each row's tiles. A walker takes every
+   * blocks-th tile, and where the blocks are a multiple of the row (132 walkers, rows of 11
+   * 192-row tiles at N = 2048) it met the same x, so the same walkers took every ragged tile and
+   * the others, all whole tiles, set the time; rotated, each walker meets each x. The rows' tiles
+   * read the same ring data (nothing loaded follows x), so the waves stream what they did.
+   * TILEC_ROTATE_X=0: not rotated. */
+  bool rotate_x;
   TirTmap *tmaps; int ntmaps;
   int tx_bytes;            /* bytes one stage receives (mbarrier expect_tx) */
   int early_bytes;         /* of them, the early set's (pipes[0].early) */

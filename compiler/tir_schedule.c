@@ -1994,6 +1994,7 @@ static void plan_idle_bands(const TirFunc *g, TirSchedule *s, const SchedOptions
   if (!s->ws || s->groups != 1 || s->cluster != 1 || o->no_idle_bands || env_off("TILEC_IDLE_BANDS"))
     return;
   s->band_rows = idle_band_plan(g, &s->pipes[0], s->consumer_threads, &s->band_row0, &s->band_dim);
+  s->rotate_x = s->band_rows && s->persistent && !s->walk_rows && s->tile_group == 1 && !env_off("TILEC_ROTATE_X");
 }
 
 TirFunc *tir_schedule(const TirFunc *f0, const SchedOptions *o, Diag *d) {
@@ -2452,6 +2453,8 @@ static bool verify_ws(const SchedVerifier *v) {
     if (!slice_computes(s, f, f->insts[p->first].args[a]))
       return sfail(v, p->first, "the producer cannot compute the loop bound %%%d", f->insts[p->first].args[a]);
   int row0, dim;
+  if (s->rotate_x && (!s->band_rows || !s->persistent || s->walk_rows || s->tile_group != 1))
+    return sfail(v, -1, "x rotated in a walk that is not persistent and x first with idle bands");
   if (s->band_rows && (s->groups != 1 || s->cluster != 1 ||
                        idle_band_plan(f, p, s->consumer_threads, &row0, &dim) != s->band_rows ||
                        row0 != s->band_row0 || dim != s->band_dim))
@@ -2574,8 +2577,9 @@ void tir_print_schedule(FILE *out, const TirFunc *f) {
   if (s->turns)
     fprintf(out, "// turns: %d consumer warpgroups issue their dots in turn\n", s->turns);
   if (s->band_rows)
-    fprintf(out, "// idle bands: a warpgroup whose %d rows start at or past %s (from %%%d) runs the loop's protocol only\n",
-            s->band_rows, f->dims[s->band_dim].name, s->band_row0);
+    fprintf(out, "// idle bands: a warpgroup whose %d rows start at or past %s (from %%%d) runs the loop's protocol only%s\n",
+            s->band_rows, f->dims[s->band_dim].name, s->band_row0,
+            s->rotate_x ? "; the walk rotates x by y" : "");
   fputs("// producer slice:", out);
   for (int k = 0; k < s->nslice; k++)
     fprintf(out, " @%d", s->slice[k]);

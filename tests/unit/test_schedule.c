@@ -1868,6 +1868,7 @@ Test(schedule, attention_bm192_idle_bands) {
   cr_assert_eq(s->band_rows, 64);
   cr_assert_str_eq(f->dims[s->band_dim].name, "N");
   cr_assert_str_eq(f->regs[s->band_row0].name, "m0");
+  cr_assert(s->rotate_x, "a persistent walk x first: x rotated by y");
   cr_assert_str_eq(verify_msg(a, f), "");
   s->band_rows = 32;
   cr_assert(strstr(verify_msg(a, f), "idle bands of 32 rows"), "the verifier recomputes the plan");
@@ -1875,6 +1876,10 @@ Test(schedule, attention_bm192_idle_bands) {
   a = arena_new();
   f = scheduled_as_with(a, "attention", defs, ARCH_SM90A, true, "TILEC_IDLE_BANDS", "0", &d);
   cr_assert_eq(f->sched->band_rows, 0);
+  cr_assert(!f->sched->rotate_x);
+  static const char *causal[] = {"D=128", "BM=192", "BN=128", "WARPS=16", "CAUSAL=1", NULL};
+  f = scheduled_as(a, "attention", causal, ARCH_SM90A, true, &d);
+  cr_assert(f->sched->walk_rows && f->sched->band_rows == 64 && !f->sched->rotate_x, "a row walk keeps its order");
   arena_free(a);
 }
 
