@@ -5169,8 +5169,8 @@ static void state_restore(Cg *g, const EmitState *s, bool merge) {
 }
 
 /* What an idle warpgroup's loop runs (TirSchedule.band_rows): the markers, the scalars (the
- * bounds and branches, computed from scalars only: tir_schedule.c skeleton_runs_alike) and the
- * protocol it shares with the producer and the other warpgroups. */
+ * bounds and branches, computed from scalars only, scalar loads among them: tir_schedule.c
+ * skeleton_runs_alike) and the protocol it shares with the producer and the other warpgroups. */
 static bool protocol_inst(const Cg *g, const TirInst *in) {
   switch (in->op) {
   case TIR_PIPE_WAIT:
@@ -5180,8 +5180,7 @@ static bool protocol_inst(const Cg *g, const TirInst *in) {
   case TIR_HEAD_WAIT:
   case TIR_HEAD_RELEASE: return true;
   case TIR_DOT:
-  case TIR_DOT_WAIT:
-  case TIR_LOAD: return false;
+  case TIR_DOT_WAIT: return false;
   default: return (tir_op_info[in->op].flags & OPF_MARKER) || (in->dst >= 0 && g->f->regs[in->dst].type.rank == 0);
   }
 }
