@@ -1918,9 +1918,9 @@ static bool skeleton_runs_alike(const TirFunc *f, const TirPipe *p) {
   return true;
 }
 
-/* Whether instruction j, reading a tile of rows [0, R) that only warpgroup bands of garbage may
- * hold, keeps each row's result in that row: element-wise ops and conversions, broadcasts along
- * the columns, reductions along them. */
+/* Whether `in`, reading a tile of `rows` rows some of whose warpgroup bands may hold garbage,
+ * keeps each row's result in that row: element-wise ops and conversions, broadcasts along the
+ * columns, reductions along them. */
 static bool keeps_rows(const TirFunc *f, const TirInst *in, int32_t rows) {
   const TileType *t = &f->regs[in->dst].type;
   if (t->rank != 2 || t->dims[0] != rows)
