@@ -5400,7 +5400,7 @@ typedef struct WsPlan {
                          the unrounded scores no longer live until the packing at the dot, which
                          a rotated loop of wide key tiles cannot afford; TILEC_UNPACKED_PLAN=1 */
   bool one_block;     /* registers for 1 block an SM where the schedule would budget 2 (SchedOptions) */
-  bool no_bands;      /* no idle bands (SchedOptions): their loop's second copy tipped ptxas over */
+  bool no_idle_bands; /* no idle bands (SchedOptions): their loop's second copy tipped ptxas over */
   const bool *no_ws;  /* per kernel of the file: no warp-specialized entry (SchedOptions), or NULL */
   bool rotated;       /* out: some loop was rotated */
   bool two_blocks;    /* out: some warp-specialized entry is budgeted for 2 blocks an SM */
@@ -5423,7 +5423,7 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, bo
     return false;
   SchedOptions so = {.arch = m->o->arch, .wgmma = g->wgmma, .stage_cap = stage_cap, .wide_producer = plan->wide_producer,
                      .whole_stores = plan->whole_stores, .one_block = plan->one_block, .no_ws = no_ws,
-                     .no_idle_bands = plan->no_bands};
+                     .no_idle_bands = plan->no_idle_bands};
   TirFunc *f = tir_schedule(f0, &so, g->d);
   if (!f)
     return false;
@@ -5623,7 +5623,7 @@ static char *compile_ws(TirFunc **fs, int n, const int *caps, const NvptxOptions
       WsPlan plan = plans[k].plan;
       plan.rotate &= rotate;
       plan.one_block = round & 1;
-      plan.no_bands = round >= 2;
+      plan.no_idle_bands = round >= 2;
       char *out = compile_once(fs, n, caps, &plan, o, d, smem_bytes_out, retry_cap);
       if (!out || *retry_cap || o->dump_llvm)
         return out;

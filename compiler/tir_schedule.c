@@ -806,6 +806,21 @@ static bool producer_writes(const TirFunc *f, const TirSchedule *s, const TirIns
   return in->op == TIR_LOAD && s->npipes == 1 && in_ring(&s->pipes[0], f, in->dst);
 }
 
+static bool is_reduction(TirOp op) { return op == TIR_REDUCE_SUM || op == TIR_REDUCE_MAX || op == TIR_REDUCE_MIN; }
+
+/* Whether `in` reduces along an axis that warp bits from `from_bit` on walk (warp bit 2 on:
+ * across warpgroups), so that its partials meet through shared memory and a barrier. */
+static bool reduces_across_warps(const TirFunc *f, const TirInst *in, int from_bit) {
+  const Layout *L = is_reduction(in->op) ? f->regs[in->args[0]].type.layout : NULL;
+  for (int b = from_bit; L && b < L->nbits[LAY_WARP]; b++) {
+    int32_t coord[TILE_MAX_RANK];
+    layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
+    if (coord[in->axis])
+      return true;
+  }
+  return false;
+}
+
 /* The consumer warpgroups of the warp-specialized entry (TirSchedule.consumer_threads): the
  * kernel's, less those at the end that hold nothing of any register tile the others lack (only
  * padding or replicas: a 192-row wgmma tile over 4 warpgroups leaves the fourth only the padded
@@ -818,15 +833,8 @@ static int consumer_warpgroups(const TirFunc *f, const TirSchedule *s) {
     return wgs;
   for (int j = 0; j < f->ninsts && need < wgs; j++) {
     const TirInst *in = &f->insts[j];
-    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) {
-      const Layout *L = f->regs[in->args[0]].type.layout;
-      for (int b = wg_bit; L && b < L->nbits[LAY_WARP]; b++) {
-        int32_t coord[TILE_MAX_RANK];
-        layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
-        if (coord[in->axis])
-          return wgs;
-      }
-    }
+    if (reduces_across_warps(f, in, wg_bit))
+      return wgs;
     if (in->dst < 0 || (in->op == TIR_TRANS && tir_trans_view_ok(f, j))) /* (a view: no registers) */
       continue;
     const TileType *t = &f->regs[in->dst].type;
@@ -1902,15 +1910,8 @@ static bool skeleton_runs_alike(const TirFunc *f, const TirPipe *p) {
     const TileType *t = &f->regs[in->dst].type;
     if (t->place == PLACE_SHARED && !(in->op == TIR_LOAD && in_ring(p, f, in->dst)))
       return false;
-    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) {
-      const Layout *L = f->regs[in->args[0]].type.layout;
-      for (int b = 0; L && b < L->nbits[LAY_WARP]; b++) {
-        int32_t coord[TILE_MAX_RANK];
-        layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
-        if (coord[in->axis])
-          return false;
-      }
-    }
+    if (reduces_across_warps(f, in, 0))
+      return false;
     for (int a = 0; t->rank == 0 && a < 3; a++)
       if (in->args[a] >= 0 && f->regs[in->args[a]].type.rank != 0)
         return false;
@@ -1929,7 +1930,7 @@ static bool keeps_rows(const TirFunc *f, const TirInst *in, int32_t rows) {
     return true;
   if (in->op == TIR_BCAST)
     return f->regs[in->args[0]].type.rank == 2 && f->regs[in->args[0]].type.dims[0] == rows;
-  return (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) && in->axis == 1;
+  return is_reduction(in->op) && in->axis == 1;
 }
 
 /* The idle-band plan of loop p in the scheduled f (TirSchedule.band_rows): one predicate for the
