@@ -3,7 +3,8 @@
 # CASES (an extended regex), one by one against the float64 reference (each under the runner's
 # deadline: a wrong mbarrier parity hangs), then compute-sanitizer memcheck, racecheck and
 # synccheck on SAN_CASES. From build/carry_cases.tar.xz (build/ptx, the runner and libtilert,
-# made here by `make gpu-prep`); builds nothing. Writes cases.txt and sanitizer.txt to $OUT.
+# made here by `make gpu-prep`); builds nothing. Writes cases.txt, sanitizer_summary.txt and
+# sanitizer_logs.txt to $OUT (tests/gpu/sanitize.sh).
 #   CASES='^attn_bm' SAN_CASES='attn_bm256_d64_idle' bash tests/gpu/device_cases.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,14 +20,6 @@ for id in $("$runner" --suite=gpu --list | awk '{print $1}' | grep -E "${CASES:?
   [ "$rc" = 0 ] || { status=1; cat "$OUT/one.txt" >> "$OUT/cases.txt"; }
 done
 rm -f "$OUT/one.txt"
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for c in ${SAN_CASES:-}; do
-  for tool in memcheck racecheck synccheck; do
-    timeout -k 5 240 "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir build/ptx --case "$c" > "$OUT/san.log" 2>&1
-    rc=$?
-    printf '%-28s %-10s rc=%-3s %s\n' "$c" "$tool" "$rc" "$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+[a-z ]*' "$OUT/san.log" | tail -1)" | tee -a "$OUT/sanitizer.txt"
-    [ "$rc" = 0 ] || { status=1; tail -40 "$OUT/san.log" >> "$OUT/sanitizer.txt"; }
-  done
-done
-rm -f "$OUT/san.log"
+# shellcheck disable=SC2086 # (the cases are words)
+[ -z "${SAN_CASES:-}" ] || OUT=$OUT B=build bash tests/gpu/sanitize.sh $SAN_CASES || status=1
 exit $status

@@ -95,26 +95,15 @@ else
 fi
 
 echo "== compute-sanitizer on a small ragged case per example"
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 summary="$OUT/sanitizer_summary.txt"
 : > "$summary"
+: > "$OUT/sanitizer_logs.txt"
 # SAN_CASES: the cases to run under the sanitizers (default: a small ragged case per example and
 # the warp-specialized, persistent and cluster cases)
 SAN_CASES=${SAN_CASES:-"vadd_n17 softmax_17r2 softmax_online_1000 rmsnorm_17 layernorm_17 add_rmsnorm_17 gemm_gelu attn_d128
   attn_d64_causal softmax_off1 gemm_off1 attn_d64_off1 gemm_relu attn_d64 gemm_ws_128x128_s6 attn_ws_d64_causal gemm_ws_persist
   gemm_ws_cluster gemm_ws_pingpong ln_bwd_17 xent_bwd_1000 attn_bwd_d64_causal attn_bwd_d128 attn_lse_d128_causal
   attn_bwd_kv_d64_causal attn_bwd_q_d64_causal ln_bwd_17_priv xent_bwd_1000_priv rmsnorm_bwd_r4s4"}
-for c in $SAN_CASES; do
-  for tool in memcheck racecheck synccheck; do
-    log="$OUT/san_${c}_${tool}.log"
-    timeout -k 5 300 "$san" --tool "$tool" --error-exitcode 99 "$runner" --backend=gpu --ptx-dir "$B/ptx" --case "$c" > "$log" 2>&1
-    rc=$?
-    errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+$')
-    hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$log" | grep -Eo '[0-9]+' | head -1)
-    printf '%-22s %-10s rc=%-3s errors=%s %s\n' "$c" "$tool" "$rc" "${errs:-?}" "${hazards:+hazards=$hazards}" | tee -a "$summary"
-    [ "$rc" = 0 ] || status=1
-  done
-done
-# keep only a few logs (the device tool returns at most 8 files)
-cat "$OUT"/san_*.log > "$OUT/sanitizer_logs.txt" 2>/dev/null; rm -f "$OUT"/san_*.log
+# shellcheck disable=SC2086 # (the cases are words)
+OUT=$OUT B=$B bash "$(dirname "$0")/sanitize.sh" $SAN_CASES || status=1
 exit $status
