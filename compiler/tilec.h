@@ -411,6 +411,9 @@ bool tir_guard_masks(TirFunc *f, Diag *d);
  * body provably gives the same result with fill elements before the row (tir_align.c);
  * TILEC_ALIGN_WINDOWS=0 turns it off. */
 bool tir_align_windows(TirFunc *f, Diag *d);
+/* Moves the computation of a reduction's operand above an earlier reduction it does not depend
+ * on, so that the two cross warps together (tir_passes.c); TILEC_REDUCE_HOIST=0 turns it off. */
+bool tir_hoist_reduce_operands(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter
  *

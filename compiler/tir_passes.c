@@ -275,3 +275,137 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d) {
   free(dead);
   return true;
 }
+
+/* ------------------------------------------------------------- reduction pairs */
+
+/* A reduction followed closely by another whose operand is computed in between without it
+ * (rmsnorm backward: sum(x * x), then inv from it, then gw = g * w and sum(gw * x)) cannot share
+ * the first's trip through shared memory: the second's operand does not exist yet when the first
+ * crosses warps. Moving that operand's computation above the first reduction lets the lowering
+ * pair them (reduce_partner in lower_nvptx.c: both written, one barrier, both read). Only pure
+ * register instructions move, and only when nothing between them and their new place reads or
+ * writes what they write or writes what they read. TILEC_REDUCE_HOIST=0 turns it off. */
+enum { HOIST_SPAN = 16 }; /* reduce_partner's REDUCE_PAIR_SPAN */
+
+static bool is_reduce(TirOp op) { return op == TIR_REDUCE_SUM || op == TIR_REDUCE_MAX || op == TIR_REDUCE_MIN; }
+
+/* Register instructions that may change place among their neighbours. */
+static bool hoistable(TirOp op) {
+  return tir_op_maps_elements(op) || op == TIR_BCAST || op == TIR_RESHAPE || op == TIR_CONST || op == TIR_PARAM ||
+         op == TIR_TRANS || op == TIR_EXTRACT;
+}
+
+static bool inst_writes_or_reads(const TirInst *in, int r) { return r >= 0 && (in->dst == r || tir_inst_reads(in, r)); }
+
+/* Marks in `slice` the instructions of (i, j) that j's operand needs; false when one of them
+ * cannot move above i (it needs i's result, or is not a pure register instruction). */
+static bool operand_slice(const TirFunc *f, int i, int j, bool *slice) {
+  memset(slice, 0, (size_t)(j - i) + 1);
+  bool *need = calloc((size_t)f->nregs + 1, 1);
+  if (!need)
+    return false;
+  for (int a = 0; a < 3; a++)
+    if (f->insts[j].args[a] >= 0)
+      need[f->insts[j].args[a]] = true;
+  bool ok = true;
+  for (int k = j - 1; k > i && ok; k--) {
+    const TirInst *in = &f->insts[k];
+    if (in->dst < 0 || !need[in->dst])
+      continue;
+    if (!hoistable(in->op) || tir_inst_reads(in, f->insts[i].dst) || in->dst == f->insts[i].dst) {
+      ok = false;
+      break;
+    }
+    slice[k - i] = true;
+    for (int a = 0; a < 3; a++)
+      if (in->args[a] >= 0)
+        need[in->args[a]] = true;
+  }
+  free(need);
+  return ok;
+}
+
+/* The slice may move above i: nothing it leaves behind in [i, k) touches what k writes or
+ * writes what k reads. */
+static bool slice_moves(const TirFunc *f, int i, int j, const bool *slice) {
+  for (int k = i + 1; k < j; k++) {
+    if (!slice[k - i])
+      continue;
+    const TirInst *in = &f->insts[k];
+    for (int m = i; m < k; m++) {
+      if (m > i && slice[m - i])
+        continue;
+      const TirInst *o = &f->insts[m];
+      if (inst_writes_or_reads(o, in->dst))
+        return false;
+      for (int a = 0; a < 3; a++)
+        if (in->args[a] >= 0 && o->dst == in->args[a])
+          return false;
+    }
+  }
+  return true;
+}
+
+/* A reduction that combines more than one element along its axis (one of a size-1 axis, like the
+ * row sum of a single row, is a copy, and crosses nothing). */
+static bool reduces_elements(const TirFunc *f, const TirInst *in) {
+  const TileType *t = &f->regs[in->args[0]].type;
+  return is_reduce(in->op) && in->axis < t->rank && t->dims[in->axis] > 1;
+}
+
+/* The next reduction after i in straight-line code along i's axis, or -1. */
+static int next_reduce(const TirFunc *f, int i) {
+  for (int j = i + 1; j < f->ninsts && j <= i + HOIST_SPAN * 2; j++) {
+    TirOp op = f->insts[j].op;
+    if (reduces_elements(f, &f->insts[j]) && f->insts[j].axis == f->insts[i].axis)
+      return j;
+    if (tir_op_info[op].flags & (OPF_MARKER | OPF_SIDEFX))
+      return -1;
+  }
+  return -1;
+}
+
+/* Puts the slice (in order) before i, then i, then the rest of (i, j). */
+static void hoist_slice(TirFunc *f, int i, int j, const bool *slice, TirInst *tmp) {
+  int n = 0;
+  for (int k = i + 1; k < j; k++)
+    if (slice[k - i])
+      tmp[n++] = f->insts[k];
+  tmp[n++] = f->insts[i];
+  for (int k = i + 1; k < j; k++)
+    if (!slice[k - i])
+      tmp[n++] = f->insts[k];
+  memcpy(&f->insts[i], tmp, sizeof *tmp * (size_t)n);
+}
+
+bool tir_hoist_reduce_operands(TirFunc *f, Diag *d) {
+  if (env_off("TILEC_REDUCE_HOIST"))
+    return true;
+  bool *slice = malloc((size_t)HOIST_SPAN * 2 + 2);
+  TirInst *tmp = malloc(sizeof *tmp * ((size_t)HOIST_SPAN * 2 + 2));
+  if (!slice || !tmp) {
+    free(slice);
+    free(tmp);
+    diag_plain(d, DIAG_ERROR, "reduction pairs: out of memory");
+    return false;
+  }
+  bool moved = false;
+  for (int i = 0; i < f->ninsts; i++) {
+    int j = reduces_elements(f, &f->insts[i]) ? next_reduce(f, i) : -1;
+    if (j < 0 || j == i + 1 || !operand_slice(f, i, j, slice) || !slice_moves(f, i, j, slice))
+      continue;
+    int n = 0;
+    for (int k = i + 1; k < j; k++)
+      n += slice[k - i];
+    if (n == 0 || j - n - i > HOIST_SPAN)
+      continue;
+    hoist_slice(f, i, j, slice, tmp);
+    i += n; /* i's reduction now sits n further on */
+    moved = true;
+  }
+  free(slice);
+  free(tmp);
+  if (moved)
+    renumber(f);
+  return true;
+}
