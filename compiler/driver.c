@@ -42,6 +42,8 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
     return NULL;
   if (!tir_hoist_reduce_operands(f, d) || !tir_verify(f, d, "hoist_reduce_operands"))
     return NULL;
+  if (!tir_guard_onehots(f, d) || !tir_verify(f, d, "guard_onehots"))
+    return NULL;
   if (!driver_check_meta(a, f, meta_emit(a, f, 0), d))
     return NULL;
   return f;

@@ -407,6 +407,10 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d);
 /* Puts loop-body selects whose index masks provably keep every element under a scalar guard
  * (tir_guard.c); TILEC_MASK_GUARD=0 turns it off. */
 bool tir_guard_masks(TirFunc *f, Diag *d);
+/* The same for one-hot masks (`where(col_index(n0, BN) == t, g, 0)`: false everywhere but in the
+ * chunk holding t); run after tir_align_windows, which reads masks as selects, not IFs.
+ * TILEC_ONEHOT_GUARD=0 turns it off. */
+bool tir_guard_onehots(TirFunc *f, Diag *d);
 /* Starts chunk loops over a row at the 16-byte boundary at or below their first column, where the
  * body provably gives the same result with fill elements before the row (tir_align.c);
  * TILEC_ALIGN_WINDOWS=0 turns it off. */

@@ -22,6 +22,7 @@
 #include "tilec.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +31,14 @@ typedef struct Bound {
   int64_t lo, hi; /* the values lie in [reg + lo, reg + hi] (reg counted as 0 when -1) */
 } Bound;
 
-/* One endpoint pair to compare: lhs.reg + lhs_c OP rhs.reg + rhs_c. */
+/* One endpoint pair to compare: lhs.reg + lhs_c OP rhs.reg + rhs_c. The checks hold together,
+ * but a check marked or_next holds with the next one or instead of it (an index that differs
+ * from a scalar everywhere lies wholly below it or wholly above). */
 typedef struct Check {
   int lreg, rreg;
   int64_t lc, rc;
   TirOp op; /* LT or LE */
+  bool or_next;
 } Check;
 
 enum { GUARD_MAX_CHECKS = 8, GUARD_MAX_TREE = 64 };
@@ -46,6 +50,7 @@ typedef struct Guard {
   int tree[GUARD_MAX_TREE], ntree; /* instructions of the index tree */
   Check checks[GUARD_MAX_CHECKS];
   int nchecks;
+  bool apart;    /* EQ / NE masks (tir_guard_onehots), not the orderings */
 } Guard;
 
 static int def_of(const TirFunc *f, int r, int before) {
@@ -114,8 +119,33 @@ static bool add_check(Guard *g, int a, int b, TirOp op) {
   Bound x, y;
   if (g->nchecks == GUARD_MAX_CHECKS || !bound_of(g, a, &x) || !bound_of(g, b, &y))
     return false;
-  g->checks[g->nchecks++] = (Check){x.reg, y.reg, x.hi, y.lo, op};
+  g->checks[g->nchecks++] = (Check){x.reg, y.reg, x.hi, y.lo, op, false};
   return true;
+}
+
+/* Every element of a differs from b's: all of a below all of b, or all above. A one-hot mask
+ * `where(col_index(n0, BN) == t, g, 0)` is then false in every chunk but the label's. */
+static bool add_apart(Guard *g, int a, int b) {
+  if (g->nchecks + 2 > GUARD_MAX_CHECKS || !add_check(g, a, b, TIR_LT))
+    return false;
+  g->checks[g->nchecks - 1].or_next = true;
+  return add_check(g, b, a, TIR_LT);
+}
+
+/* Every element of `a OP b` is want (OP an ordering), as checks on their bounds. */
+static bool all_ordered(Guard *g, TirOp op, int a, int b, bool want) {
+  switch (op) {
+  case TIR_LT: /* a < b everywhere, or b <= a everywhere */
+    return want ? add_check(g, a, b, TIR_LT) : add_check(g, b, a, TIR_LE);
+  case TIR_LE:
+    return want ? add_check(g, a, b, TIR_LE) : add_check(g, b, a, TIR_LT);
+  case TIR_GT:
+    return want ? add_check(g, b, a, TIR_LT) : add_check(g, a, b, TIR_LE);
+  case TIR_GE:
+    return want ? add_check(g, b, a, TIR_LE) : add_check(g, a, b, TIR_LT);
+  default:
+    return false;
+  }
 }
 
 /* Whether every element of bool register c is `want`, as checks on its bounds. */
@@ -136,13 +166,14 @@ static bool all_are(Guard *g, int c, bool want) {
       return false; /* some false / some true: either operand could say it */
     return all_are(g, a, want) && all_are(g, b, want);
   case TIR_LT: /* a < b everywhere, or b <= a everywhere */
-    return want ? add_check(g, a, b, TIR_LT) : add_check(g, b, a, TIR_LE);
   case TIR_LE:
-    return want ? add_check(g, a, b, TIR_LE) : add_check(g, b, a, TIR_LT);
   case TIR_GT:
-    return want ? add_check(g, b, a, TIR_LT) : add_check(g, a, b, TIR_LE);
   case TIR_GE:
-    return want ? add_check(g, b, a, TIR_LE) : add_check(g, a, b, TIR_LT);
+    return !g->apart && all_ordered(g, in->op, a, b, want);
+  case TIR_EQ:
+    return g->apart && !want && add_apart(g, a, b);
+  case TIR_NE:
+    return g->apart && want && add_apart(g, a, b);
   default:
     return false;
   }
@@ -208,18 +239,69 @@ static int out_side(Out *o, int reg, int64_t c, int *ok) {
   return out_op(o, TIR_ADD, TY_I32, reg, out_const(o, TY_I32, c));
 }
 
+/* One check's comparison, or -1 when a constant leaves i32. */
+static int out_check(Out *o, const Check *c, int *ok) {
+  if (c->lc < INT_MIN || c->lc > INT_MAX || c->rc < INT_MIN || c->rc > INT_MAX)
+    return -1;
+  int l = out_side(o, c->lreg, c->lc, ok), r = out_side(o, c->rreg, c->rc, ok);
+  return out_op(o, c->op, TY_BOOL, l, r);
+}
+
 /* The guard's condition: some element may be masked (NOT of all checks and no overflow). */
 static int out_condition(Out *o, const Guard *g) {
   int all = -1;
   for (int k = 0; k < g->nchecks; k++) {
-    const Check *c = &g->checks[k];
-    if (c->lc < INT_MIN || c->lc > INT_MAX || c->rc < INT_MIN || c->rc > INT_MAX)
+    int holds = out_check(o, &g->checks[k], &all);
+    while (holds >= 0 && g->checks[k].or_next && k + 1 < g->nchecks) {
+      int other = out_check(o, &g->checks[++k], &all);
+      holds = other < 0 ? -1 : out_op(o, TIR_OR, TY_BOOL, holds, other);
+    }
+    if (holds < 0)
       return -1;
-    int l = out_side(o, c->lreg, c->lc, &all), r = out_side(o, c->rreg, c->rc, &all);
-    int holds = out_op(o, c->op, TY_BOOL, l, r);
     all = all < 0 ? holds : out_op(o, TIR_AND, TY_BOOL, all, holds);
   }
   return out_op(o, TIR_NOT, TY_BOOL, all, -1);
+}
+
+/* Whether register r holds the splat constant v (its one write a CONST of v, sign of zero too). */
+static bool is_splat(const Guard *g, int r, double v) {
+  int d = g->writes[r] == 1 ? def_of(g->f, r, g->sel) : -1;
+  return d >= 0 && g->f->insts[d].op == TIR_CONST && g->f->insts[d].imm == v &&
+         signbit(g->f->insts[d].imm) == signbit(v);
+}
+
+/* The one reader of the select's result when the select's kept operand is that reader's identity
+ * (x - 0, x + -0.0 or an integer x + 0, x * 1), so that it can move under the guard too and the
+ * unmasked path copy its other operand (cross-entropy's `p * g - where(col == t, g, 0)`); -1 when
+ * not. It must follow in straight-line code, with nothing in between touching its result or
+ * writing its other operand. */
+static int identity_user(const Guard *g, int kept) {
+  const TirFunc *f = g->f;
+  int r = f->insts[g->sel].dst, u = -1;
+  if (g->writes[r] != 1)
+    return -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (i != g->sel && tir_inst_reads(&f->insts[i], r)) {
+      if (u >= 0 || i < g->sel)
+        return -1;
+      u = i;
+    }
+  if (u < 0)
+    return -1;
+  const TirInst *in = &f->insts[u];
+  int other = in->args[0] == r ? in->args[1] : in->args[0];
+  bool is_int = f->regs[r].type.elem == TY_I32;
+  bool identity = (in->op == TIR_SUB && in->args[1] == r && in->args[0] != r && is_splat(g, kept, 0.0)) ||
+                  (in->op == TIR_ADD && other != r && is_splat(g, kept, is_int ? 0.0 : -0.0)) ||
+                  (in->op == TIR_MUL && other != r && is_splat(g, kept, 1.0));
+  if (!identity)
+    return -1;
+  for (int i = g->sel + 1; i < u; i++) {
+    const TirInst *w = &f->insts[i];
+    if ((tir_op_info[w->op].flags & OPF_MARKER) || w->dst == other || w->dst == in->dst || tir_inst_reads(w, in->dst))
+      return -1;
+  }
+  return u;
 }
 
 /* The select at g->sel, guarded; the instructions before it that are not the tree copied. */
@@ -232,10 +314,16 @@ static bool guard_select(Guard *g) {
   if (!keeps_x && keeps_y)
     want = false;
   g->ntree = g->nchecks = 0;
-  if (!all_are(g, sel->args[0], want) || !tree_is_own(g))
+  bool bounded = all_are(g, sel->args[0], want);
+  if (!bounded && !keeps_x && !keeps_y) { /* a select into a new register: all false will do */
+    want = false;
+    g->ntree = g->nchecks = 0;
+    bounded = all_are(g, sel->args[0], want);
+  }
+  if (!bounded || !tree_is_own(g))
     return false;
   Out o = {f, NULL, 0, sel->loc};
-  size_t extra = (size_t)(8 * g->nchecks + 8);
+  size_t extra = (size_t)(14 * g->nchecks + 8); /* out_check: up to 12 each, and AND / OR */
   o.insts = arena_alloc(f->arena, sizeof(TirInst) * ((size_t)f->ninsts + extra));
   bool *in_tree = calloc((size_t)f->ninsts + 1, sizeof *in_tree);
   if (!in_tree)
@@ -246,8 +334,13 @@ static bool guard_select(Guard *g) {
     if (!in_tree[i])
       o.insts[o.n++] = f->insts[i];
   TirInst s = *sel;
-  if (!keeps_x && !keeps_y) /* guard passes: the select would have produced its kept operand */
+  int u = keeps_x || keeps_y ? -1 : identity_user(g, s.args[want ? 1 : 2]);
+  if (u >= 0) { /* guard passes: the user gives its other operand */
+    const TirInst *ui = &f->insts[u];
+    out_inst(&o, TIR_COPY, ui->dst, ui->args[0] == s.dst ? ui->args[1] : ui->args[0], -1);
+  } else if (!keeps_x && !keeps_y) { /* guard passes: the select would have produced its kept operand */
     out_inst(&o, TIR_COPY, s.dst, s.args[want ? 1 : 2], -1);
+  }
   int cond = out_condition(&o, g);
   if (cond < 0) {
     free(in_tree);
@@ -258,9 +351,12 @@ static bool guard_select(Guard *g) {
     if (in_tree[i])
       o.insts[o.n++] = f->insts[i];
   o.insts[o.n++] = s;
+  if (u >= 0)
+    o.insts[o.n++] = f->insts[u];
   out_inst(&o, TIR_ENDIF, -1, -1, -1);
   for (int i = g->sel + 1; i < f->ninsts; i++)
-    o.insts[o.n++] = f->insts[i];
+    if (i != u)
+      o.insts[o.n++] = f->insts[i];
   free(in_tree);
   f->insts = o.insts;
   f->ninsts = f->cap_insts = o.n;
@@ -285,10 +381,7 @@ static bool in_loop(const TirFunc *f, int i) {
   return false;
 }
 
-bool tir_guard_masks(TirFunc *f, Diag *d) {
-  (void)d;
-  if (getenv("TILEC_MASK_GUARD") && !strcmp(getenv("TILEC_MASK_GUARD"), "0"))
-    return true;
+static bool guard_all(TirFunc *f, bool apart) {
   for (int i = 0; i < f->ninsts; i++) {
     if (f->insts[i].op != TIR_SELECT || !in_loop(f, i) || f->regs[f->insts[i].dst].type.rank == 0)
       continue;
@@ -298,11 +391,21 @@ bool tir_guard_masks(TirFunc *f, Diag *d) {
     for (int k = 0; k < f->ninsts; k++)
       if (f->insts[k].dst >= 0)
         writes[f->insts[k].dst]++;
-    Guard g = {.f = f, .writes = writes, .sel = i};
+    Guard g = {.f = f, .writes = writes, .sel = i, .apart = apart};
     int before = f->ninsts;
     if (guard_select(&g))
       i += f->ninsts - before; /* past the moved tree, the guard and the ENDIF */
     free(writes);
   }
   return true;
+}
+
+bool tir_guard_masks(TirFunc *f, Diag *d) {
+  (void)d;
+  return env_off("TILEC_MASK_GUARD") || guard_all(f, false);
+}
+
+bool tir_guard_onehots(TirFunc *f, Diag *d) {
+  (void)d;
+  return env_off("TILEC_MASK_GUARD") || env_off("TILEC_ONEHOT_GUARD") || guard_all(f, true);
 }
