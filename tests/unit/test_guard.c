@@ -86,3 +86,59 @@ Test(guard, bound_is_the_last_column) {
   cr_assert(seen15 && seen_limit);
   arena_free(a);
 }
+
+/* One-hot masks (tir_guard_onehots): `where(col_index(n0, BN) == t, g, 0)` is false in every
+ * chunk but t's, so its index tree and select go under `if (not (n0 + BN - 1 < t or t < n0))`;
+ * its one user subtracting it (x - 0 = x) goes too, and the unmasked path copies x. An addition
+ * of the mask (x + 0 is not x for x = -0.0) keeps its add outside, and the mask's copy. */
+static const char *onehot_src =
+    "kernel onehot<BN = 16, WARPS = 1>(X: f32[M, N], T: i32[M], Y: out f32[M, N], Z: out f32[M, N])\n"
+    "  grid (M) threads (WARPS * 32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  let t = T[r];\n"
+    "  for n0 in 0 .. N step BN {\n"
+    "    let x = X[r : +1, n0 : +BN];\n"
+    "    Y[r : +1, n0 : +BN] = x * 2.0 - where(col_index(n0, BN) == t, 3.0, 0.0);\n"
+    "    Z[r : +1, n0 : +BN] = x + where(col_index(n0, BN) != t, 0.0, 5.0);\n"
+    "  }\n"
+    "}\n";
+
+static void run_onehot(const char *knob_value, float *y, float *z, int *nif, bool *sub_inside) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "onehot.tile", onehot_src, ARCH_SM90A, "TILEC_ONEHOT_GUARD", knob_value, &d);
+  *nif = count_op(f, TIR_IF);
+  *sub_inside = false;
+  for (int i = find_op(f, 0, TIR_IF); i >= 0 && f->insts[i].op != TIR_ENDIF; i++)
+    *sub_inside |= f->insts[i].op == TIR_SUB;
+  static float x[M * N];
+  static int32_t t[M];
+  for (int i = 0; i < M * N; i++)
+    x[i] = (float)((i * 7919) % 23) - 5.0f;
+  for (int m = 0; m < M; m++)
+    t[m] = m % 7 == 3 ? -1 : (m * 13) % N; /* one label outside every chunk */
+  InterpArg args[4] = {{.tensor = {x, {M, N}, {N, 1}}}, {.tensor = {t, {M}, {1}}},
+                       {.tensor = {y, {M, N}, {N, 1}}}, {.tensor = {z, {M, N}, {N, 1}}}};
+  int64_t dims[2] = {M, N};
+  int64_t grid[3] = {M, 1, 1};
+  char err[256];
+  cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+  arena_free(a);
+}
+
+Test(guard, one_hot_masks_are_guarded_per_chunk) {
+  static float y0[M * N], y1[M * N], z0[M * N], z1[M * N];
+  int nif0, nif1;
+  bool sub0, sub1;
+  run_onehot("0", y0, z0, &nif0, &sub0);
+  run_onehot(NULL, y1, z1, &nif1, &sub1);
+  cr_assert_eq(nif0, 0);
+  cr_assert_eq(nif1, 2, "the == and the != masks");
+  cr_assert(sub1, "x * 2 - mask moves under the first guard");
+  for (int i = 0; i < M * N; i++) {
+    cr_assert_eq(memcmp(&y0[i], &y1[i], sizeof(float)), 0, "Y %d: %g vs %g", i, y0[i], y1[i]);
+    cr_assert_eq(memcmp(&z0[i], &z1[i], sizeof(float)), 0, "Z %d: %g vs %g", i, z0[i], z1[i]);
+  }
+  source_assembles("onehot.tile", onehot_src);
+}
