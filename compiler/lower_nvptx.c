@@ -1112,14 +1112,14 @@ static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
   buf_read_chunks(g, base, w->dst->lay, w->e, w->src->pitch, ch, w->dst->pad, vals);
 }
 
-/* A window that reaches outside the tile: element by element, those outside read the fill (and
- * load from the buffer's start, so that no address leaves it). */
-static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
+/* Registers [from, to) of a window that reaches outside the tile: element by element, those
+ * outside read the fill (and load from the buffer's start, so that no address leaves it). */
+static void window_masked_regs(Cg *g, const Window *w, int from, int to, LLVMValueRef *vals) {
   const Tile *d = w->dst;
   int eb = elem_bytes(w->e), rank = d->lay->rank;
   LLVMValueRef lw = layout_lw(g, d->lay), base = tile_base(g, w->src);
   LLVMValueRef fill = const_elem(g, w->e, w->fill);
-  for (int k = 0; k < d->n; k++) {
+  for (int k = from; k < to; k++) {
     if (d->pad && d->pad[k]) {
       vals[k] = LLVMGetUndef(reg_type(g, w->e));
       continue;
@@ -1134,6 +1134,47 @@ static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) {
     LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
     LLVMSetAlignment(v, (unsigned)eb);
     vals[k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, v), fill, "");
+  }
+}
+
+static void window_masked(Cg *g, const Window *w, LLVMValueRef *vals) { window_masked_regs(g, w, 0, w->dst->n, vals); }
+
+/* A window that reaches outside the tile, where it starts on a whole chunk of ch elements of the
+ * buffer: each chunk of a thread that lies in the buffer is one vector read (one that does not
+ * reads the buffer's first chunk instead), then each element outside the tile takes the fill: a
+ * compare and a select an element where window_masked pays a scalar read, its address and two
+ * compares (a row's first window, which a moved loop starts before the row, and its last, past
+ * the row's end). Chunks with padding go element by element. */
+static void window_masked_chunks(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
+  const Tile *d = w->dst;
+  const Layout *l = d->lay;
+  int eb = elem_bytes(w->e), rank = l->rank, pitch = w->src->pitch;
+  int32_t bufrows = w->src->lay->rank == 2 ? w->src->lay->shape[0] : 1;
+  LLVMValueRef lw = layout_lw(g, l), base = tile_base(g, w->src), fill = const_elem(g, w->e, w->fill);
+  LLVMTypeRef mt = mem_type(g, w->e), vt = LLVMVectorType(mt, (unsigned)ch);
+  for (int r = 0; r < d->n; r += ch) {
+    bool padded = false;
+    for (int j = 0; d->pad && j < ch; j++)
+      padded |= d->pad[r + j];
+    if (padded) {
+      window_masked_regs(g, w, r, r + ch, vals);
+      continue;
+    }
+    LLVMValueRef row = rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, l, lw, r, 0), "") : w->r0;
+    LLVMValueRef col = LLVMBuildAdd(g->b, w->c0, elem_dim(g, l, lw, r, rank - 1), "");
+    LLVMValueRef bcol = w->src->shift ? LLVMBuildAdd(g->b, col, w->src->shift, "") : col;
+    LLVMValueRef inbuf = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, bcol, ci32(g, pitch - ch), ""),
+                                      in_range(g, row, ci32(g, bufrows)), "");
+    LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), bcol, "");
+    idx = LLVMBuildSelect(g->b, inbuf, idx, ci32(g, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(g->b, vt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
+    LLVMSetAlignment(v, (unsigned)(eb * ch));
+    LLVMValueRef row_ok = in_range(g, row, ci32(g, w->rows));
+    for (int k = 0; k < ch; k++) {
+      LLVMValueRef ck = LLVMBuildAdd(g->b, w->c0, elem_dim(g, l, lw, r + k, rank - 1), "");
+      LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, ck, ci32(g, w->cols)), row_ok, "");
+      vals[r + k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, LLVMBuildExtractElement(g->b, v, ci32(g, k), "")), fill, "");
+    }
   }
 }
 
@@ -1222,7 +1263,13 @@ static void lower_window(Cg *g, const TirInst *in) {
   store_regs(g, in->dst, vals);
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, slow);
-  window_masked(g, &w, vals);
+  int mch = !w.src->shift                                  ? window_chunk(g, in, w.src, want)
+            : shifted_window_multiple(g, in, w.src) % want == 0 ? want
+                                                                : 1;
+  if (mch > 1 && !env_off("TILEC_WINDOW_CHUNKS"))
+    window_masked_chunks(g, &w, mch, vals);
+  else
+    window_masked(g, &w, vals);
   store_regs(g, in->dst, vals);
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, join);
