@@ -92,20 +92,14 @@ Test(hoist, independent_operands_move_above_the_earlier_sum) {
 
 /* In rmsnorm backward the two row sums then share a barrier (one bar.sync fewer in the row loop);
  * the module assembles without spills. */
-static int bar_syncs(const char *ptx) {
-  int n = 0;
-  for (const char *p = ptx; (p = strstr(p, "bar.sync")); p++)
-    n++;
-  return n;
-}
-
 Test(hoist, rmsnorm_backward_sums_share_a_barrier) {
   static const char *defs[] = {"BLOCK=1024", "ROWS=1", "CHUNK=16", "WARPS=4", "STAGES=3", NULL};
   Arena *a = arena_new();
   const char *text = example_text(a, "rmsnorm_backward");
   char *on = source_ptx(a, "rmsnorm_backward.tile", text, defs, ARCH_SM90A);
   char *off = source_ptx_with(a, "rmsnorm_backward.tile", text, defs, ARCH_SM90A, "TILEC_REDUCE_HOIST", "0");
-  cr_assert_lt(bar_syncs(on), bar_syncs(off), "%d vs %d", bar_syncs(on), bar_syncs(off));
+  cr_assert_lt(occurrences(on, "bar.sync"), occurrences(off, "bar.sync"), "%d vs %d", occurrences(on, "bar.sync"),
+               occurrences(off, "bar.sync"));
   ptxas_assert_clean(on, ARCH_SM90A);
   ptxas_assert_clean(source_ptx(a, "rmsnorm_backward.tile", text, defs, ARCH_SM80), ARCH_SM80);
   arena_free(a);

@@ -432,13 +432,6 @@ Test(nvptx, every_arch_emits) {
   }
 }
 
-static int occurrences(const char *s, const char *what) {
-  int n = 0;
-  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
-    n++;
-  return n;
-}
-
 /* The shared memory a kernel's PTX declares it needs ("// tilec: smem N"). */
 static int smem_of(const char *ptx) {
   const char *p = strstr(ptx, "tilec: smem ");
@@ -726,12 +719,6 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
 /* A statement touching global elements that an earlier statement of the block stored (from
  * other threads) gets a barrier first (order_global); stores of one loop body, atomics of one
  * kind, and tensors stored once get none. */
-static int bar_count(const char *ptx) {
-  int n = 0;
-  for (const char *p = ptx; (p = strstr(p, "bar.sync")); p++)
-    n++;
-  return n;
-}
 
 Test(nvptx, statements_on_stored_global_elements_are_ordered) {
   Arena *a = arena_new();
@@ -739,7 +726,7 @@ Test(nvptx, statements_on_stored_global_elements_are_ordered) {
                          ARCH_SM90A);
   char *e = ptx_entry(a, ptx, "order_global");
   cr_assert(e);
-  cr_assert_eq(bar_count(e), 3, "before the single-element store, before the load of Y, before the "
+  cr_assert_eq(occurrences(e, "bar.sync"), 3, "before the single-element store, before the load of Y, before the "
                                 "store of element 0 (other threads may still be loading it)");
   const char *st = strstr(e, "st.global"), *b = strstr(e, "bar.sync");
   cr_assert(st && b && st < b, "the row's store, then the barrier");
@@ -753,7 +740,7 @@ Test(nvptx, statements_on_stored_global_elements_are_ordered) {
       "    atomic_add(S[c0 : +512], x * x);\n"
       "  }\n"
       "}\n";
-  cr_assert_eq(bar_count(source_ptx(a, "disjoint.tile", disjoint, NULL, ARCH_SM90A)), 0);
+  cr_assert_eq(occurrences(source_ptx(a, "disjoint.tile", disjoint, NULL, ARCH_SM90A), "bar.sync"), 0);
   source_assembles("tests/gpu/order_global.tile", file_text(a, "tests/gpu/order_global.tile"));
   arena_free(a);
 }
@@ -774,23 +761,23 @@ static const char *loop_kernel(Arena *a, const char *body) {
 Test(nvptx, loads_and_loop_iterations_on_global_elements_are_ordered) {
   Arena *a = arena_new();
   /* in place, each thread its own elements: no barrier */
-  cr_assert_eq(bar_count(source_ptx(a, "inplace.tile", loop_kernel(a, "  Y[r, 0 : +512] = Y[r, 0 : +512] * 2.0;\n"),
-                                    NULL, ARCH_SM90A)), 0);
+  cr_assert_eq(occurrences(source_ptx(a, "inplace.tile", loop_kernel(a, "  Y[r, 0 : +512] = Y[r, 0 : +512] * 2.0;\n"),
+                                    NULL, ARCH_SM90A), "bar.sync"), 0);
   /* shifted by one element: the load's elements are stored by neighbouring threads */
-  cr_assert_eq(bar_count(source_ptx(a, "shift.tile", loop_kernel(a, "  Y[r, 1 : +511] = Y[r, 0 : +511] * 2.0;\n"),
-                                    NULL, ARCH_SM90A)), 1);
+  cr_assert_eq(occurrences(source_ptx(a, "shift.tile", loop_kernel(a, "  Y[r, 1 : +511] = Y[r, 0 : +511] * 2.0;\n"),
+                                    NULL, ARCH_SM90A), "bar.sync"), 1);
   /* a loop over a run-time count (not unrolled): before it, between load and store, back edge */
   char *ptx = source_ptx(a, "carried.tile",
                          loop_kernel(a, "  Y[r, 0 : +512] = X[r, 0 : +512];\n"
                                         "  for s in 0 .. c[r] { Y[r, 1 : +511] = Y[r, 0 : +511] * 0.5; }\n"),
                          NULL, ARCH_SM90A);
-  cr_assert_eq(bar_count(ptx), 3, "%d", bar_count(ptx));
+  cr_assert_eq(occurrences(ptx, "bar.sync"), 3, "%d", occurrences(ptx, "bar.sync"));
   /* an in-place loop over disjoint windows at its counter (each thread its own elements; a
    * window narrower than the block's threads would hold replicas, which load but do not store) */
   ptx = source_ptx(a, "windows.tile",
                    loop_kernel(a, "  for c0 in 0 .. c[r] step 512 { Y[r, c0 : +512] = Y[r, c0 : +512] + X[r, c0 : +512]; }\n"),
                    NULL, ARCH_SM90A);
-  cr_assert_eq(bar_count(ptx), 0);
+  cr_assert_eq(occurrences(ptx, "bar.sync"), 0);
   /* THEN stores, ELSE reduces (a barrier on that path only): the load after the join waits */
   ptx = source_ptx(a, "branch.tile",
                    loop_kernel(a, "  if c[r] > 0 { Y[r, 0 : +512] = X[r, 0 : +512]; }\n"

@@ -181,3 +181,10 @@ int count_op(const TirFunc *f, TirOp op) {
     n += f->insts[i].op == op;
   return n;
 }
+
+int occurrences(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+    n++;
+  return n;
+}

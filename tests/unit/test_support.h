@@ -35,6 +35,9 @@ char *example_text(Arena *a, const char *name);
 /* The text of the file at path (relative to the repository root; at most 64 KiB). */
 char *file_text(Arena *a, const char *path);
 
+/* How many times `what` occurs in s (overlapping occurrences counted). */
+int occurrences(const char *s, const char *what);
+
 /* The index of the first instruction of f at or after `from` with op `op`, or -1. */
 int find_op(const TirFunc *f, int from, TirOp op);
 /* How many instructions of f have op `op`. */

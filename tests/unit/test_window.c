@@ -114,10 +114,7 @@ Test(window, vector_reads_only_at_known_multiples) {
   cr_assert(v4 >= 2 && v4 <= 3, "v4 %d\n%s", v4, ptx);
   cr_assert(b16 >= 16, "b16 %d", b16);
   char *elementwise = source_ptx_with(a, "wr.tile", row, NULL, ARCH_SM90A, "TILEC_WINDOW_CHUNKS", "0");
-  int b16_before = 0;
-  for (const char *p = elementwise; (p = strstr(p, "ld.shared.b16")); p++)
-    b16_before++;
-  cr_assert_geq(b16_before, b16 + 8, "TILEC_WINDOW_CHUNKS=0: the loop's masked path element by element");
+  cr_assert_geq(occurrences(elementwise, "ld.shared.b16"), b16 + 8, "TILEC_WINDOW_CHUNKS=0: the loop's masked path element by element");
   ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
 }
