@@ -315,7 +315,7 @@ static bool guard_select(Guard *g) {
     want = false;
   g->ntree = g->nchecks = 0;
   bool bounded = all_are(g, sel->args[0], want);
-  if (!bounded && !keeps_x && !keeps_y) { /* a select into a new register: all false will do */
+  if (!bounded && g->apart && !keeps_x && !keeps_y) { /* a one-hot into a new register: all false */
     want = false;
     g->ntree = g->nchecks = 0;
     bounded = all_are(g, sel->args[0], want);
