@@ -338,7 +338,7 @@ static bool rows_in_warps(const TirFunc *f) {
     return true;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
-    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN)
+    if (tir_op_reduces(in->op))
       return true;
     if (in->op == TIR_DOT && f->regs[in->args[0]].type.place != PLACE_SHARED)
       return true;
@@ -996,7 +996,7 @@ bool layout_assign_wgmma(TirFunc *f, Diag *d, bool wgmma) {
   memset(reduced, 0, sizeof(int) * (size_t)(n + 1));
   for (int k = 0; k < f->ninsts; k++) {
     const TirInst *in = &f->insts[k];
-    if (in->op == TIR_REDUCE_SUM || in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN)
+    if (tir_op_reduces(in->op))
       reduced[of_reg[in->args[0]]] |= in->axis == v[of_reg[in->args[0]]].rank - 1 ? 1 : 2;
   }
   /* Parent: the largest shape this one broadcasts into (a root, by transitivity). */

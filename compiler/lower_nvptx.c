@@ -1442,7 +1442,7 @@ static int reduce_partner(Cg *g, int i) {
     if ((tir_op_info[op].flags & OPF_MARKER) || op == TIR_DOT || op == TIR_PIPE_WAIT || op == TIR_PIPE_RELEASE ||
         op == TIR_DOT_WAIT || op == TIR_WG_TURN || op == TIR_WG_PASS || op == TIR_HEAD_WAIT || op == TIR_HEAD_RELEASE)
       return -1;
-    if (op != TIR_REDUCE_SUM && op != TIR_REDUCE_MAX && op != TIR_REDUCE_MIN)
+    if (!tir_op_reduces(op))
       continue;
     const Tile *t = &g->tiles[u->args[0]];
     uint32_t lane_red, warp_red;

@@ -279,6 +279,8 @@ static inline bool tir_op_addresses(TirOp op) {
   return op == TIR_LOAD || op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX;
 }
 static inline bool tir_op_writes_tensor(TirOp op) { return op != TIR_LOAD && tir_op_addresses(op); }
+/* The reductions along an axis (REDUCE_SUM, _MAX, _MIN). */
+static inline bool tir_op_reduces(TirOp op) { return op == TIR_REDUCE_SUM || op == TIR_REDUCE_MAX || op == TIR_REDUCE_MIN; }
 
 typedef struct TirOpInfo {
   const char *name;

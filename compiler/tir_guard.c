@@ -265,7 +265,7 @@ static int out_condition(Out *o, const Guard *g) {
 
 /* Whether register r holds the splat constant v (its one write a CONST of v, sign of zero too). */
 static bool is_splat(const Guard *g, int r, double v) {
-  int d = g->writes[r] == 1 ? def_of(g->f, r, g->sel) : -1;
+  int d = tir_only_write(g->f, r);
   return d >= 0 && g->f->insts[d].op == TIR_CONST && g->f->insts[d].imm == v &&
          signbit(g->f->insts[d].imm) == signbit(v);
 }

@@ -287,8 +287,6 @@ bool tir_eliminate_dead(TirFunc *f, Diag *d) {
  * writes what they write or writes what they read. TILEC_REDUCE_HOIST=0 turns it off. */
 enum { HOIST_SPAN = 16 }; /* reduce_partner's REDUCE_PAIR_SPAN */
 
-static bool is_reduce(TirOp op) { return op == TIR_REDUCE_SUM || op == TIR_REDUCE_MAX || op == TIR_REDUCE_MIN; }
-
 /* Register instructions that may change place among their neighbours. */
 static bool hoistable(TirOp op) {
   return tir_op_maps_elements(op) || op == TIR_BCAST || op == TIR_RESHAPE || op == TIR_CONST || op == TIR_PARAM ||
@@ -350,7 +348,7 @@ static bool slice_moves(const TirFunc *f, int i, int j, const bool *slice) {
  * row sum of a single row, is a copy, and crosses nothing). */
 static bool reduces_elements(const TirFunc *f, const TirInst *in) {
   const TileType *t = &f->regs[in->args[0]].type;
-  return is_reduce(in->op) && in->axis < t->rank && t->dims[in->axis] > 1;
+  return tir_op_reduces(in->op) && in->axis < t->rank && t->dims[in->axis] > 1;
 }
 
 /* The next reduction after i in straight-line code along i's axis, or -1. */

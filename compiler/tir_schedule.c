@@ -806,12 +806,11 @@ static bool producer_writes(const TirFunc *f, const TirSchedule *s, const TirIns
   return in->op == TIR_LOAD && s->npipes == 1 && in_ring(&s->pipes[0], f, in->dst);
 }
 
-static bool is_reduction(TirOp op) { return op == TIR_REDUCE_SUM || op == TIR_REDUCE_MAX || op == TIR_REDUCE_MIN; }
 
 /* Whether `in` reduces along an axis that warp bits from `from_bit` on walk (warp bit 2 on:
  * across warpgroups), so that its partials meet through shared memory and a barrier. */
 static bool reduces_across_warps(const TirFunc *f, const TirInst *in, int from_bit) {
-  const Layout *L = is_reduction(in->op) ? f->regs[in->args[0]].type.layout : NULL;
+  const Layout *L = tir_op_reduces(in->op) ? f->regs[in->args[0]].type.layout : NULL;
   for (int b = from_bit; L && b < L->nbits[LAY_WARP]; b++) {
     int32_t coord[TILE_MAX_RANK];
     layout_coord(L->rank, L->shape, L->basis[LAY_WARP][b], coord);
@@ -1930,7 +1929,7 @@ static bool keeps_rows(const TirFunc *f, const TirInst *in, int32_t rows) {
     return true;
   if (in->op == TIR_BCAST)
     return f->regs[in->args[0]].type.rank == 2 && f->regs[in->args[0]].type.dims[0] == rows;
-  return is_reduction(in->op) && in->axis == 1;
+  return tir_op_reduces(in->op) && in->axis == 1;
 }
 
 /* The idle-band plan of loop p in the scheduled f (TirSchedule.band_rows): one predicate for the
