@@ -1325,6 +1325,34 @@ static bool reduce_bits(const Layout *L, int a, uint32_t *lane_red, uint32_t *wa
   return true;
 }
 
+/* How many independent chains an in-thread reduction of n values runs (reduce_chained). One
+ * chain of n - 1 dependent max or add instructions left the softmax of attention waiting on each
+ * result (ncu: FMNMX 12% of the samples at d64, most of them on the fixed-latency wait); four
+ * chains cost the same instructions but for a sum of products, whose one chain folds every
+ * product into an fma (n instructions; four chains: n + 3), so those keep one.
+ * TILEC_REDUCE_CHAINS=0: one chain always (the A/B). */
+enum { REDUCE_CHAINS = 4 };
+static int reduce_chains(const Cg *g, const TirInst *in, int n) {
+  if (n < 2 * REDUCE_CHAINS || env_off("TILEC_REDUCE_CHAINS"))
+    return 1;
+  int w = tir_only_write(g->f, in->args[0]);
+  if (in->op == TIR_REDUCE_SUM && w >= 0 && g->f->insts[w].op == TIR_MUL)
+    return 1;
+  return REDUCE_CHAINS;
+}
+
+/* The reduction of v[0 .. n) in `chains` interleaved chains (value k on chain k % chains), the
+ * chains then combined pairwise; one chain: v[0] op v[1] op ... in order. */
+static LLVMValueRef reduce_chained(Cg *g, TirOp op, ElemType e, LLVMValueRef *v, int n, int chains) {
+  LLVMValueRef c[REDUCE_CHAINS] = {0};
+  for (int k = 0; k < n; k++)
+    c[k % chains] = c[k % chains] ? combine(g, op, e, c[k % chains], v[k]) : v[k];
+  for (int w = 1; w < chains; w *= 2)
+    for (int i = 0; i + w < chains; i += 2 * w)
+      c[i] = combine(g, op, e, c[i], c[i + w]);
+  return c[0];
+}
+
 static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   int src = in->args[0], a = in->axis;
   const Layout *L = g->tiles[src].lay;
@@ -1347,6 +1375,10 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   }
   /* In-thread: register r lands on the slice register made of its bits that survive. */
   LLVMValueRef *acc = R->acc = vals_new(g, ns);
+  LLVMValueRef *part = vals_new(g, n); /* slice register q's values: part[q * per .. (q + 1) * per) */
+  int per = n / ns, *np = arena_alloc(g->f->arena, sizeof(int) * (size_t)ns);
+  int *slice = arena_alloc(g->f->arena, sizeof(int) * (size_t)n); /* register k's q */
+  memset(np, 0, sizeof(int) * (size_t)ns);
   for (int k = 0; k < n; k++) {
     int q = 0, qb = 0;
     for (int b = 0; b < L->nbits[LAY_REG]; b++) {
@@ -1359,8 +1391,18 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
         q |= (k >> b & 1) << qb++;
       }
     }
-    acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
+    slice[k] = q;
+    part[q * per + np[q]++] = v[k];
   }
+  /* one chain: in register order, the slice registers' chains interleaved (as before chains) */
+  for (int k = 0; k < n; k++) {
+    int q = slice[k];
+    if (reduce_chains(g, in, np[q]) == 1)
+      acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
+  }
+  for (int q = 0; q < ns; q++)
+    if (!acc[q])
+      acc[q] = reduce_chained(g, in->op, e, part + q * per, np[q], reduce_chains(g, in, np[q]));
   /* Across lanes; the warps are reduce_warps_write / _read's. */
   if (!reduce_bits(L, a, &R->lane_red, &R->warp_red)) {
     cg_error(g, "internal error: reduction over a layout that mixes axes");

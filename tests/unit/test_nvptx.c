@@ -508,6 +508,61 @@ Test(nvptx, multiply_add_contracts_to_fma) {
   arena_free(a);
 }
 
+/* The longest chain of `op` instructions (e.g. "max.f32") in ptx each reading the one before:
+ * the PTX's virtual registers are assigned once in straight-line code. */
+static int chain_depth(const char *ptx, const char *op) {
+  enum { NREG = 1 << 14 };
+  static int depth[NREG];
+  memset(depth, 0, sizeof depth);
+  int deepest = 0;
+  size_t n = strlen(op);
+  for (const char *l = ptx; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    while (*l == ' ' || *l == '\t')
+      l++;
+    if (strncmp(l, op, n) != 0 || (l[n] != ' ' && l[n] != '\t'))
+      continue;
+    int r[3], k = 0;
+    for (const char *c = l + n; *c && *c != '\n' && k < 3; c++)
+      if (c[0] == '%' && c[1] == 'f' && c[2] >= '0' && c[2] <= '9')
+        r[k++] = atoi(c + 2) % NREG;
+    if (k < 3)
+      continue; /* an immediate operand: a leaf */
+    int d = 1 + (depth[r[1]] > depth[r[2]] ? depth[r[1]] : depth[r[2]]);
+    depth[r[0]] = d;
+    deepest = d > deepest ? d : deepest;
+  }
+  return deepest;
+}
+
+/* In-thread row reductions run in four chains (reduce_chains): a thread's 32 values of a row
+ * reach their max in 7 + 2 dependent steps (and 5 across lanes) instead of 31, the same number
+ * of instructions; a sum of products keeps one chain, so each product folds into an fma. */
+Test(nvptx, row_reductions_run_in_chains) {
+  Arena *a = arena_new();
+  static const char *text =
+      "kernel rowstat<BLOCK = 1024>(X: f32[M, N], Mx: out f32[M], S: out f32[M], P: out f32[M])\n"
+      "  grid (M) threads (32)\n"
+      "{\n"
+      "  require N <= BLOCK;\n"
+      "  let r = block.x;\n"
+      "  let x = X[r : +1, 0 : +BLOCK];\n"
+      "  Mx[r : +1] = max(x, 1);\n"
+      "  S[r : +1] = sum(exp(x), 1);\n"
+      "  P[r : +1] = sum(x * x, 1);\n"
+      "}\n";
+  char *ptx = source_ptx(a, "rowstat.tile", text, NULL, ARCH_SM90A);
+  char *one = source_ptx_with(a, "rowstat.tile", text, NULL, ARCH_SM90A, "TILEC_REDUCE_CHAINS", "0");
+  cr_expect_leq(chain_depth(ptx, "max.f32"), 7 + 2 + 5, "%d", chain_depth(ptx, "max.f32"));
+  cr_expect_geq(chain_depth(one, "max.f32"), 31 + 5, "%d", chain_depth(one, "max.f32"));
+  cr_expect_eq(occurrences(ptx, "max.f32"), occurrences(one, "max.f32"));
+  cr_expect_leq(chain_depth(ptx, "add.rn.f32"), 7 + 2 + 5, "%d", chain_depth(ptx, "add.rn.f32"));
+  cr_expect_eq(occurrences(ptx, "add.rn.f32"), occurrences(one, "add.rn.f32"));
+  cr_expect_geq(occurrences(ptx, "fma.rn.f32"), 31, "the sum of products: one chain of fmas");
+  cr_expect_eq(occurrences(ptx, "fma.rn.f32"), occurrences(one, "fma.rn.f32"));
+  ptxas_assert_clean(ptx, ARCH_SM90A);
+  arena_free(a);
+}
+
 /* Loop versions (the default): each pipelined loop with shifted tiles or stores is emitted twice
  * behind one alignment test before it; the aligned version is the plain loop (its copies, vector
  * reads and dX's vector store, no per-tile tests), the other the shifted loop (16-byte reads and
