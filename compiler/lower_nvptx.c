@@ -1327,11 +1327,12 @@ static bool reduce_bits(const Layout *L, int a, uint32_t *lane_red, uint32_t *wa
 
 /* How many independent chains an in-thread reduction of n values runs (reduce_chained). One
  * chain of n - 1 dependent max or add instructions left the softmax of attention waiting on each
- * result (ncu: FMNMX 12% of the samples at d64, most of them on the fixed-latency wait); four
- * chains cost the same instructions but for a sum of products, whose one chain folds every
- * product into an fma (n instructions; four chains: n + 3), so those keep one.
+ * result (ncu: FMNMX 12% of the samples at d64, most of them on the fixed-latency wait); two
+ * chains halve the wait with the same instructions (four spilled the 512-thread cp.async entry of
+ * 192-row attention, held to 128 registers), but for a sum of products, whose one chain folds
+ * every product into an fma (n instructions; two chains: n + 1), so those keep one.
  * TILEC_REDUCE_CHAINS=0: one chain always (the A/B). */
-enum { REDUCE_CHAINS = 4 };
+enum { REDUCE_CHAINS = 2 };
 static int reduce_chains(const Cg *g, const TirInst *in, int n) {
   if (n < 2 * REDUCE_CHAINS || env_off("TILEC_REDUCE_CHAINS"))
     return 1;
