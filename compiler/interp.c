@@ -548,6 +548,14 @@ static bool inst_exec(Machine *m, const TirInst *in) {
   case TIR_ATOMIC_MAX:
     memory_exec(m, in);
     return true;
+  case TIR_ANY: { /* the whole tile: a guard taken where the GPU's warps skip it does the same */
+    const int32_t *x = m->regs[in->args[0]];
+    int32_t some = 0;
+    for (int64_t k = 0; k < tile_numel(rtype(m, in->args[0])); k++)
+      some |= x[k] != 0;
+    *(int32_t *)m->regs[in->dst] = some;
+    return true;
+  }
   case TIR_RESHAPE: /* tiles are flat row-major arrays: the elements do not move */
     memmove(m->regs[in->dst], m->regs[in->args[0]], (size_t)tile_numel(rtype(m, in->dst)) * 4);
     return true;

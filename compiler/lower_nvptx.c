@@ -4073,6 +4073,24 @@ static void lower_cluster_reduce(Cg *g, const TirInst *in) {
   store_regs(g, in->dst, &r);
 }
 
+/* ANY (an any-guard's condition, docs/tir.md): whether some element this thread holds is true,
+ * then the same for its warp (vote.any), so that the guard branches the warp as one. */
+static void lower_any(Cg *g, const TirInst *in) {
+  if (g->protocol_only) { /* an idle warpgroup's loop: the guard's body is not protocol */
+    LLVMValueRef no = LLVMConstInt(g->i1, 0, 0);
+    store_regs(g, in->dst, &no);
+    return;
+  }
+  int n = g->tiles[in->args[0]].n;
+  LLVMValueRef *v = vals_new(g, n), some = LLVMConstInt(g->i1, 0, 0);
+  get_tile(g, in->args[0], v);
+  for (int k = 0; k < n; k++)
+    some = LLVMBuildOr(g->b, some, v[k], "");
+  LLVMValueRef args[2] = {ci32(g, -1), some};
+  LLVMValueRef r = call_intrin(g, "llvm.nvvm.vote.any.sync", NULL, 0, args, 2);
+  store_regs(g, in->dst, &r);
+}
+
 static void lower_inst(Cg *g, const TirInst *in) {
   g->loc = in->loc;
   unsigned fl = tir_op_info[in->op].flags;
@@ -4110,6 +4128,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_HEAD_RELEASE: lower_head_sync(g, in); break;
     case TIR_CLUSTER_SUM:
     case TIR_CLUSTER_MAX: lower_cluster_reduce(g, in); break;
+    case TIR_ANY: lower_any(g, in); break;
     default: cg_error(g, "internal error: op %s has no GPU lowering", tir_op_info[in->op].name);
     }
 }

@@ -415,24 +415,61 @@ static int lower_call(Lower *L, const AstExpr *e) {
 }
 
 /* online_softmax update (docs/language.md):
- *   m_new = max(m, reduce_max(s)); base = select(m_new == -inf, 0, m_new);
+ *   m_new = max(m, reduce_max(s)), kept at m unless it grows by more than SOFTMAX_LAZY (below);
+ *   base = select(m_new == -inf, 0, m_new);
  *   alpha = exp(m - base); p = exp(s - base); l = l * alpha + reduce_sum(p);
- *   acc *= alpha (each rescaled accumulator, broadcast); m = m_new; result p.
+ *   if (any(m_new != m)) acc *= alpha (each rescaled accumulator, broadcast); m = m_new; result p.
  * With `scale = c`: reduce_max(s) * c for the max and exp(s * c - base) for p, so the scaled
  * scores never exist as a tile (the backend folds c into the exponent's FMA). */
+/* The lazy max (FlashAttention-4's rescaling threshold): a row's max moves only when the new
+ * scores pass it by more than log(256), so p = exp(s - m) stays below 256 (exact in f16 and bf16,
+ * far from overflow in the f32 sums) and after a row's first blocks alpha is 1 and the guard
+ * skips the accumulators' rescale (64 multiplies a thread a step at d128), which a warp does
+ * only when one of its rows moved. softmax = exp(s - m) / l and logsumexp = m + log(l) hold for
+ * any m the sums were taken against, so the results are the same up to rounding. Only for a
+ * state with accumulators to rescale. TILEC_LAZY_MAX=0: the running max itself (the guard still
+ * skips rows that did not move); TILEC_RESCALE_GUARD=0: no guard. */
+#define SOFTMAX_LAZY 5.545177444479562 /* log(256) */
+
+/* The accumulators' rescale by alpha, under `if (any(moved))` unless switched off. */
+static void softmax_rescale(Lower *L, const SoftmaxRegs *st, int alpha, int moved, SrcLoc loc) {
+  bool guard = !env_off("TILEC_RESCALE_GUARD");
+  if (guard) {
+    int some = emit1(L, TIR_ANY, scalar_type(TY_BOOL), moved, loc);
+    tir_emit(L->f, TIR_IF, loc)->args[0] = some;
+  }
+  for (int i = 0; i < st->st->nrescale; i++) {
+    int acc = L->decl_reg[st->st->rescale[i]->id];
+    TileType at = *reg_type(L, acc);
+    int alpha_b = emit1(L, TIR_BCAST, with_elem(at, TY_F32), alpha, loc);
+    TirInst *in = tir_emit(L->f, TIR_MUL, loc);
+    in->dst = acc, in->args[0] = acc, in->args[1] = alpha_b;
+  }
+  if (guard)
+    tir_emit(L->f, TIR_ENDIF, loc);
+}
+
 static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, SrcLoc loc) {
   int s = lower_expr(L, arg);
   if (s < 0)
     return -1;
   TileType rt = *reg_type(L, st->m);
   TileType stype = *reg_type(L, s);
+  TileType bt = with_elem(rt, TY_BOOL);
   int rmax = emit1(L, TIR_REDUCE_MAX, rt, s, loc);
   L->f->insts[L->f->ninsts - 1].axis = 1;
   if (st->scale >= 0)
     rmax = emit2(L, TIR_MUL, rt, rmax, emit1(L, TIR_BCAST, rt, st->scale, loc), loc);
   int m_new = emit2(L, TIR_MAX, rt, st->m, rmax, loc);
+  /* only with accumulators to rescale: without, the lazy max saves nothing, and a row op's
+   * running max must stay the max for its chunks to start anywhere (tir_align.c) */
+  if (st->st->nrescale > 0 && !env_off("TILEC_LAZY_MAX")) { /* -inf to finite grows by inf; -inf to -inf (NaN) does not */
+    int grown = emit2(L, TIR_SUB, rt, m_new, st->m, loc);
+    int far = emit2(L, TIR_GT, bt, grown, emit_const(L, rt, SOFTMAX_LAZY, loc), loc);
+    m_new = emit3(L, TIR_SELECT, rt, far, m_new, st->m, loc);
+  }
   int ninf = emit_const(L, rt, -INFINITY, loc);
-  int is_ninf = emit2(L, TIR_EQ, with_elem(rt, TY_BOOL), m_new, ninf, loc);
+  int is_ninf = emit2(L, TIR_EQ, bt, m_new, ninf, loc);
   int zero = emit_const(L, rt, 0, loc);
   int base = emit3(L, TIR_SELECT, rt, is_ninf, zero, m_new, loc);
   int alpha = emit1(L, TIR_EXP, rt, emit2(L, TIR_SUB, rt, st->m, base, loc), loc);
@@ -445,13 +482,7 @@ static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, S
   int lscaled = emit2(L, TIR_MUL, rt, st->l, alpha, loc);
   TirInst *in = tir_emit(L->f, TIR_ADD, loc);
   in->dst = st->l, in->args[0] = lscaled, in->args[1] = psum;
-  for (int i = 0; i < st->st->nrescale; i++) {
-    int acc = L->decl_reg[st->st->rescale[i]->id];
-    TileType at = *reg_type(L, acc);
-    int alpha_b = emit1(L, TIR_BCAST, with_elem(at, TY_F32), alpha, loc);
-    in = tir_emit(L->f, TIR_MUL, loc);
-    in->dst = acc, in->args[0] = acc, in->args[1] = alpha_b;
-  }
+  softmax_rescale(L, st, alpha, emit2(L, TIR_NE, bt, m_new, st->m, loc), loc);
   in = tir_emit(L->f, TIR_COPY, loc);
   in->dst = st->m, in->args[0] = m_new;
   return p;

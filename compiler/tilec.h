@@ -230,6 +230,10 @@ enum {
   X(TIR_REDUCE_SUM, "reduce_sum", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
   X(TIR_REDUCE_MAX, "reduce_max", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
   X(TIR_REDUCE_MIN, "reduce_min", 1, OPF_INT_OK | OPF_FLOAT_OK)                        \
+  /* dst:bool = some element of args[0] (a bool tile) is true, as far as the thread can tell:  \
+   * the GPU answers for the elements its warp holds; only an IF's condition, whose body is  \
+   * the same as nothing where the tile is false (an any-guard, docs/tir.md) */             \
+  X(TIR_ANY, "any", 1, OPF_BOOL_OK)                                                    \
   /* dst:f32[M,N] = a[M,K] @ b[K,N] + c:f32[M,N]; a, b f16 or bf16 (or f32) */           \
   X(TIR_DOT, "dot", 3, OPF_FLOAT_OK)                                                   \
   /* global memory */                                                                  \

@@ -1201,6 +1201,25 @@ static bool early_operands(const TirFunc *f, const TirPipe *p, const TirInst *in
   return n > 0;
 }
 
+/* The ANY of the any-guard (docs/tir.md) at the top level of the loop body from first that
+ * holds instruction j (online_softmax's rescale of the accumulator), or j: the accumulator's
+ * wait goes before the guard, which reads it only when some row's max moved. */
+static int any_guard_around(const TirFunc *f, int first, int j) {
+  int outer = -1, depth = 0;
+  for (int k = first + 1; k < j; k++) {
+    TirOp op = f->insts[k].op;
+    if (op == TIR_IF || op == TIR_FOR) {
+      if (depth++ == 0)
+        outer = k;
+    } else if (op == TIR_ENDIF || op == TIR_ENDFOR) {
+      depth--;
+    }
+  }
+  bool guard = depth == 1 && f->insts[outer].op == TIR_IF && f->insts[outer - 1].op == TIR_ANY &&
+               f->insts[outer - 1].dst == f->insts[outer].args[0];
+  return guard ? outer - 1 : j;
+}
+
 static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
   R->d1 = R->d2 = R->acc_read = -1;
   for (int j = p->first + 1; j < p->last; j++)
@@ -1240,6 +1259,8 @@ static bool plan_rotation(const TirFunc *g, const TirPipe *p, Rotation *R) {
         R->acc_read = j;
     }
   }
+  if (R->acc_read > R->d1 && !top_level(g, p->first, R->acc_read))
+    R->acc_read = any_guard_around(g, p->first, R->acc_read);
   return R->acc_read > R->d1 && top_level(g, p->first, R->acc_read);
 }
 
@@ -1911,6 +1932,8 @@ static bool skeleton_runs_alike(const TirFunc *f, const TirPipe *p) {
       return false;
     if (reduces_across_warps(f, in, 0))
       return false;
+    if (in->op == TIR_ANY) /* an any-guard's IF holds no protocol: the idle loop takes it as false */
+      continue;
     for (int a = 0; t->rank == 0 && a < 3; a++)
       if (in->args[a] >= 0 && f->regs[in->args[a]].type.rank != 0)
         return false;

@@ -385,6 +385,10 @@ static bool check_types(Verifier *v) {
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:
     return check_reduce(v);
+  case TIR_ANY: /* and that it is an IF's condition: check_any_guards */
+    if (rt(v, in->args[0])->elem != TY_BOOL || rt(v, in->dst)->elem != TY_BOOL || rt(v, in->dst)->rank != 0)
+      return fail(v, "any of a value that is not a bool tile, or into one that is not a bool scalar");
+    return true;
   case TIR_DOT:
     return check_dot(v);
   case TIR_DOT_WAIT: /* its protocol: tir_verify_schedule */
@@ -475,6 +479,26 @@ static bool check_header(Verifier *v) {
   return true;
 }
 
+/* An any-guard: ANY's result is the condition of the IF right after it and read by nothing else,
+ * and that IF has no ELSE and holds only register work a warp does alone (elementwise ops,
+ * broadcasts, constants): the GPU answers ANY per warp, so warps may disagree, and nothing in the
+ * body may wait for another warp. */
+static bool check_any_guard(Verifier *v, int i) {
+  const TirFunc *f = v->f;
+  int c = f->insts[i].dst;
+  if (i + 1 >= f->ninsts || f->insts[i + 1].op != TIR_IF || f->insts[i + 1].args[0] != c)
+    return fail(v, "any is not the condition of the if after it");
+  for (int k = 0; k < f->ninsts; k++)
+    if (k != i + 1 && (tir_inst_reads(&f->insts[k], c) || (k != i && f->insts[k].dst == c)))
+      return fail(v, "any's result is used or written outside its if");
+  for (int k = i + 2; k < f->ninsts && f->insts[k].op != TIR_ENDIF; k++) {
+    TirOp op = f->insts[k].op;
+    if (!(tir_op_info[op].flags & OPF_ELEMWISE) && op != TIR_BCAST && op != TIR_CONST)
+      return fail(v, "an any-guard holds %s (only elementwise work, broadcasts and constants)", tir_op_info[op].name);
+  }
+  return true;
+}
+
 bool tir_verify(const TirFunc *f, Diag *d, const char *stage) {
   Verifier v = {.f = f, .d = d, .stage = stage ? stage : "?"};
   if (!check_header(&v) || !check_regs(&v))
@@ -491,6 +515,8 @@ bool tir_verify(const TirFunc *f, Diag *d, const char *stage) {
     if ((unsigned)v.in->op >= TIR_OP_COUNT)
       return fail(&v, "unknown op %d", (int)v.in->op);
     if (!check_operands(&v) || !check_types(&v) || !check_nesting(&v, stack, &depth))
+      return false;
+    if (v.in->op == TIR_ANY && !check_any_guard(&v, i))
       return false;
     if ((v.in->op == TIR_CLUSTER_SUM || v.in->op == TIR_CLUSTER_MAX) && depth > 0)
       return fail(&v, "a cluster reduction inside a loop or branch (every block of the cluster reaches it once)");

@@ -217,6 +217,39 @@ Test(tir, verify_rejects_bad_reduce) {
   arena_free(a);
 }
 
+/* ANY only as the condition of the IF right after it, whose body a warp does alone. */
+Test(tir, verify_rejects_misplaced_any) {
+  Arena *a = arena_new();
+  TileType b64 = ty(TY_BOOL, 1, 64, 0), b = ty(TY_BOOL, 0, 0, 0);
+  TirFunc *f = build_vadd(a);
+  int c = op2(f, TIR_LT, b64, 3, 4, at(8, 1)); /* X < Y */
+  int some = op2(f, TIR_ANY, b, c, -1, at(8, 2));
+  expect_reject(f, "any is not the condition of the if after it");
+  f = build_vadd(a);
+  c = op2(f, TIR_LT, b64, 3, 4, at(8, 1));
+  some = op2(f, TIR_ANY, b, c, -1, at(8, 2));
+  tir_emit(f, TIR_IF, at(8, 3))->args[0] = some;
+  TirInst *in = tir_emit(f, TIR_REDUCE_SUM, at(8, 4));
+  in->dst = tir_new_reg(f, ty(TY_F32, 1, 1, 0), NULL);
+  in->args[0] = 5;
+  tir_emit(f, TIR_ENDIF, at(8, 5));
+  expect_reject(f, "an any-guard holds reduce_sum");
+  f = build_vadd(a);
+  c = op2(f, TIR_LT, b64, 3, 4, at(8, 1));
+  some = op2(f, TIR_ANY, b, c, -1, at(8, 2));
+  tir_emit(f, TIR_IF, at(8, 3))->args[0] = some;
+  op2(f, TIR_MUL, ty(TY_F32, 1, 64, 0), 5, 5, at(8, 4));
+  tir_emit(f, TIR_ENDIF, at(8, 5));
+  op2(f, TIR_NOT, b, some, -1, at(8, 6));
+  expect_reject(f, "any's result is used or written outside its if");
+  f = build_vadd(a);
+  some = op2(f, TIR_ANY, b, 5, -1, at(8, 2)); /* of the f32 tile X + Y */
+  tir_emit(f, TIR_IF, at(8, 3))->args[0] = some;
+  tir_emit(f, TIR_ENDIF, at(8, 5));
+  expect_reject(f, "any of a value that is not a bool tile");
+  arena_free(a);
+}
+
 Test(tir, verify_rejects_bad_dot) {
   Arena *a = arena_new();
   TirFunc *f = tir_func_new(a, "k", at(1, 1));
