@@ -1330,11 +1330,12 @@ static bool reduce_bits(const Layout *L, int a, uint32_t *lane_red, uint32_t *wa
  * result (ncu: FMNMX 12% of the samples at d64, most of them on the fixed-latency wait); two
  * chains halve the wait with the same instructions (four spilled the 512-thread cp.async entry of
  * 192-row attention, held to 128 registers), but for a sum of products, whose one chain folds
- * every product into an fma (n instructions; two chains: n + 1), so those keep one.
- * TILEC_REDUCE_CHAINS=0: one chain always (the A/B). */
-enum { REDUCE_CHAINS = 2 };
+ * every product into an fma (n instructions; two chains: n + 1), so those keep one. From 32
+ * values: on an H100 (run av1) two chains made 128-column d64 tiles 2.6% faster, but 64-column
+ * ones (16 values) 3% slower. TILEC_REDUCE_CHAINS=0: one chain always (the A/B). */
+enum { REDUCE_CHAINS = 2, REDUCE_CHAIN_MIN = 32 };
 static int reduce_chains(const Cg *g, const TirInst *in, int n) {
-  if (n < 2 * REDUCE_CHAINS || env_off("TILEC_REDUCE_CHAINS"))
+  if (n < REDUCE_CHAIN_MIN || env_off("TILEC_REDUCE_CHAINS"))
     return 1;
   int w = tir_only_write(g->f, in->args[0]);
   if (in->op == TIR_REDUCE_SUM && w >= 0 && g->f->insts[w].op == TIR_MUL)
