@@ -462,8 +462,9 @@ static int softmax_update(Lower *L, const SoftmaxRegs *st, const AstExpr *arg, S
     rmax = emit2(L, TIR_MUL, rt, rmax, emit1(L, TIR_BCAST, rt, st->scale, loc), loc);
   int m_new = emit2(L, TIR_MAX, rt, st->m, rmax, loc);
   /* only with accumulators to rescale: without, the lazy max saves nothing, and a row op's
-   * running max must stay the max for its chunks to start anywhere (tir_align.c) */
-  if (st->st->nrescale > 0 && !env_off("TILEC_LAZY_MAX")) { /* -inf to finite grows by inf; -inf to -inf (NaN) does not */
+   * running max must stay the max for its chunks to start anywhere (tir_align.c). From -inf to
+   * a finite max grows by inf; from -inf to -inf (NaN) does not. */
+  if (st->st->nrescale > 0 && !env_off("TILEC_LAZY_MAX")) {
     int grown = emit2(L, TIR_SUB, rt, m_new, st->m, loc);
     int far = emit2(L, TIR_GT, bt, grown, emit_const(L, rt, SOFTMAX_LAZY, loc), loc);
     m_new = emit3(L, TIR_SELECT, rt, far, m_new, st->m, loc);

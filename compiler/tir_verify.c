@@ -385,7 +385,7 @@ static bool check_types(Verifier *v) {
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:
     return check_reduce(v);
-  case TIR_ANY: /* and that it is an IF's condition: check_any_guards */
+  case TIR_ANY: /* and that it is an IF's condition: check_any_guard */
     if (rt(v, in->args[0])->elem != TY_BOOL || rt(v, in->dst)->elem != TY_BOOL || rt(v, in->dst)->rank != 0)
       return fail(v, "any of a value that is not a bool tile, or into one that is not a bool scalar");
     return true;
