@@ -1377,9 +1377,9 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   }
   /* In-thread: register r lands on the slice register made of its bits that survive. */
   LLVMValueRef *acc = R->acc = vals_new(g, ns);
+  int per = n / ns, chains = reduce_chains(g, in, per); /* every slice register gets per values */
   LLVMValueRef *part = vals_new(g, n); /* slice register q's values: part[q * per .. (q + 1) * per) */
-  int per = n / ns, *np = arena_alloc(g->f->arena, sizeof(int) * (size_t)ns);
-  int *slice = arena_alloc(g->f->arena, sizeof(int) * (size_t)n); /* register k's q */
+  int *np = arena_alloc(g->f->arena, sizeof(int) * (size_t)ns);
   memset(np, 0, sizeof(int) * (size_t)ns);
   for (int k = 0; k < n; k++) {
     int q = 0, qb = 0;
@@ -1393,18 +1393,13 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
         q |= (k >> b & 1) << qb++;
       }
     }
-    slice[k] = q;
-    part[q * per + np[q]++] = v[k];
-  }
-  /* one chain: in register order, the slice registers' chains interleaved (as before chains) */
-  for (int k = 0; k < n; k++) {
-    int q = slice[k];
-    if (reduce_chains(g, in, np[q]) == 1)
+    if (chains == 1) /* in register order, the slice registers' chains interleaved */
       acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
+    else
+      part[q * per + np[q]++] = v[k];
   }
-  for (int q = 0; q < ns; q++)
-    if (!acc[q])
-      acc[q] = reduce_chained(g, in->op, e, part + q * per, np[q], reduce_chains(g, in, np[q]));
+  for (int q = 0; q < ns && chains > 1; q++)
+    acc[q] = reduce_chained(g, in->op, e, part + q * per, np[q], chains);
   /* Across lanes; the warps are reduce_warps_write / _read's. */
   if (!reduce_bits(L, a, &R->lane_red, &R->warp_red)) {
     cg_error(g, "internal error: reduction over a layout that mixes axes");
