@@ -43,6 +43,8 @@ typedef struct Tile {
   int n;                 /* registers per thread */
   LLVMValueRef regs;     /* PLACE_REG: alloca [n x T] */
   bool shared;           /* backed by shared memory */
+  bool narrow;           /* PLACE_REG f16/bf16 read or written by a packed min/max: its registers
+                            hold the narrow values, so loop-carried ones stay packed (else f32) */
   int smem_off;          /* shared: byte offset of its buffer */
   int pitch;             /* shared: elements per padded row */
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
@@ -644,15 +646,17 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
     buf_read(g, tile_base(g, t), t->lay, e, t->pitch, vals);
     return;
   }
-  LLVMTypeRef rt = reg_type(g, e);
+  LLVMTypeRef rt = t->narrow ? mem_type(g, e) : reg_type(g, e);
   for (int k = 0; k < t->n; k++) {
     if (t->pad && t->pad[k]) {
-      vals[k] = LLVMGetUndef(rt);
+      vals[k] = LLVMGetUndef(reg_type(g, e));
       continue;
     }
     LLVMValueRef idx = ci32(g, k);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
     vals[k] = LLVMBuildLoad2(g->b, rt, p, "");
+    if (t->narrow)
+      vals[k] = from_mem(g, e, vals[k]);
   }
 }
 
@@ -693,11 +697,11 @@ static void store_regs(Cg *g, int r, LLVMValueRef *vals) {
     barrier(g);
     return;
   }
-  LLVMTypeRef rt = reg_type(g, e);
+  LLVMTypeRef rt = t->narrow ? mem_type(g, e) : reg_type(g, e);
   for (int k = 0; k < t->n; k++) {
     LLVMValueRef idx = ci32(g, k);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
-    LLVMBuildStore(g->b, vals[k], p);
+    LLVMBuildStore(g->b, t->narrow ? to_mem(g, e, vals[k]) : vals[k], p);
   }
 }
 
@@ -980,6 +984,37 @@ static LLVMValueRef cvt(Cg *g, ElemType from, ElemType to, LLVMValueRef x) {
 
 /* --------------------------------------------------------- the ops */
 
+/* Minimum and maximum of f16/bf16 tiles, two elements an instruction (max.f16x2, max.bf16x2;
+ * sm_80 on). Exact in the narrow type, so the same result as in f32; the operands, f32 in
+ * registers, are fpext of narrow values, so LLVM folds the fptrunc away and the operands stay
+ * the packed words they were loaded as. TILEC_PACKED_MINMAX=0: one f32 instruction an element. */
+static bool packs_minmax(Cg *g, const TirInst *in) {
+  if (in->op != TIR_MIN && in->op != TIR_MAX)
+    return false;
+  ElemType e = g->f->regs[in->dst].type.elem;
+  return (e == TY_F16 || e == TY_BF16) && g->tiles[in->dst].n % 2 == 0 && !env_off("TILEC_PACKED_MINMAX");
+}
+
+static bool packed_minmax(Cg *g, const TirInst *in, LLVMValueRef *x, LLVMValueRef *y, LLVMValueRef *out) {
+  if (!packs_minmax(g, in))
+    return false;
+  ElemType e = g->f->regs[in->dst].type.elem;
+  TirOp op = in->op;
+  int n = g->tiles[in->dst].n;
+  LLVMTypeRef v2 = LLVMVectorType(mem_type(g, e), 2);
+  for (int k = 0; k < n; k += 2) {
+    LLVMValueRef a = LLVMGetUndef(v2), b = LLVMGetUndef(v2);
+    for (int j = 0; j < 2; j++) {
+      a = LLVMBuildInsertElement(g->b, a, to_mem(g, e, x[k + j]), ci32(g, j), "");
+      b = LLVMBuildInsertElement(g->b, b, to_mem(g, e, y[k + j]), ci32(g, j), "");
+    }
+    LLVMValueRef r = ovl2(g, op == TIR_MAX ? "llvm.maxnum" : "llvm.minnum", a, b);
+    for (int j = 0; j < 2; j++)
+      out[k + j] = from_mem(g, e, LLVMBuildExtractElement(g->b, r, ci32(g, j), ""));
+  }
+  return true;
+}
+
 static void lower_elemwise(Cg *g, const TirInst *in) {
   int dst = in->dst, n = g->tiles[dst].n;
   const Layout *L = g->tiles[dst].lay;
@@ -991,6 +1026,10 @@ static void lower_elemwise(Cg *g, const TirInst *in) {
   }
   ElemType at = rtype(g, in->args[in->op == TIR_SELECT ? 1 : 0])->elem, dt = rtype(g, dst)->elem;
   LLVMValueRef *out = vals_new(g, n);
+  if (packed_minmax(g, in, a[0], a[1], out)) {
+    put_tile(g, dst, out);
+    return;
+  }
   for (int k = 0; k < n; k++) {
     LLVMValueRef v = NULL;
     if (in->op == TIR_CVT)
@@ -1170,10 +1209,24 @@ static void window_masked_chunks(Cg *g, const Window *w, int ch, LLVMValueRef *v
     LLVMValueRef v = LLVMBuildLoad2(g->b, vt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
     LLVMSetAlignment(v, (unsigned)(eb * ch));
     LLVMValueRef row_ok = in_range(g, row, ci32(g, w->rows));
+    LLVMValueRef oks = LLVMGetUndef(LLVMVectorType(g->i1, (unsigned)ch));
     for (int k = 0; k < ch; k++) {
       LLVMValueRef ck = LLVMBuildAdd(g->b, w->c0, elem_dim(g, l, lw, r + k, rank - 1), "");
       LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, ck, ci32(g, w->cols)), row_ok, "");
-      vals[r + k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, LLVMBuildExtractElement(g->b, v, ci32(g, k), "")), fill, "");
+      if (d->narrow)
+        oks = LLVMBuildInsertElement(g->b, oks, ok, ci32(g, k), "");
+      else
+        vals[r + k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, LLVMBuildExtractElement(g->b, v, ci32(g, k), "")), fill, "");
+    }
+    /* A narrow tile's packed readers take the words as loaded: the fill chosen for the whole
+     * vector, or LLVM splits the load into the pieces its elements are selected from. */
+    if (d->narrow) {
+      LLVMValueRef fv[16];
+      for (int k = 0; k < ch; k++)
+        fv[k] = LLVMConstReal(mt, round_to_elem(w->e, w->fill));
+      LLVMValueRef sel = LLVMBuildSelect(g->b, oks, v, LLVMConstVector(fv, (unsigned)ch), "");
+      for (int k = 0; k < ch; k++)
+        vals[r + k] = from_mem(g, w->e, LLVMBuildExtractElement(g->b, sel, ci32(g, k), ""));
     }
   }
 }
@@ -4336,6 +4389,22 @@ static void plan_stored_cols(Cg *g, int r) {
   t->pitch = stored + room;
 }
 
+/* Tile.narrow: the register tiles a packed min/max reads or writes. */
+static void plan_narrow(Cg *g) {
+  const TirFunc *f = g->f;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (!packs_minmax(g, in))
+      continue;
+    int rs[3] = {in->dst, in->args[0], in->args[1]};
+    for (int j = 0; j < 3; j++) {
+      Tile *t = &g->tiles[rs[j]];
+      if (f->regs[rs[j]].type.place == PLACE_REG && !t->shared && t->view_of < 0)
+        t->narrow = true;
+    }
+  }
+}
+
 static bool plan(Cg *g) {
   TirFunc *f = g->f;
   g->tiles = arena_alloc(f->arena, sizeof(Tile) * (size_t)(f->nregs + 1));
@@ -4419,10 +4488,12 @@ static bool plan(Cg *g) {
     g->mbar_off = (g->smem_tiles + 7) & ~7;
     g->smem_tiles = g->mbar_off + ring_mbar_bytes(g) + (s->nheads ? 16 * s->head_stages : s->groups == 2 ? 16 : 0);
   }
+  plan_narrow(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
+    ElemType e = f->regs[r].type.elem;
     if (!t->shared && t->view_of < 0)
-      t->regs = entry_alloca(g, reg_type(g, f->regs[r].type.elem), t->n);
+      t->regs = entry_alloca(g, t->narrow ? mem_type(g, e) : reg_type(g, e), t->n);
   }
   return true;
 }

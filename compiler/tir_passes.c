@@ -407,3 +407,114 @@ bool tir_hoist_reduce_operands(TirFunc *f, Diag *d) {
     renumber(f);
   return true;
 }
+
+/* ---------------------------------------------- narrow min/max accumulators
+ *
+ * `acc = max(acc, to_f32(w))` in a loop, w f16 or bf16, keeps acc in w's type: the maximum of
+ * narrow values is one of them, exact in their type, and the GPU computes two an instruction
+ * (max.f16x2; lower_nvptx.c packed_minmax) where the f32 form pays a conversion and a max an
+ * element. The loop gets `acc_n = max(acc_n, w)`, acc_n starts where acc does (its constant,
+ * exact in the narrow type), and `acc = to_f32(acc_n)` follows the loop. Cross-entropy's running
+ * maximum of its logits. TILEC_NARROW_MINMAX=0 turns it off. */
+
+/* The FOR whose body holds instruction i directly (not inside a nested IF or FOR), or -1. */
+static int direct_loop(const TirFunc *f, int i) {
+  int depth = 0;
+  for (int j = i - 1; j >= 0; j--) {
+    TirOp op = f->insts[j].op;
+    if (op == TIR_ENDFOR || op == TIR_ENDIF)
+      depth++;
+    else if ((op == TIR_IF || op == TIR_FOR) && depth > 0)
+      depth--;
+    else if (op == TIR_FOR)
+      return j;
+    else if (op == TIR_IF || op == TIR_ELSE)
+      return -1;
+  }
+  return -1;
+}
+
+/* The narrow source w of `v = cvt w` when v's one write is that CVT and w is an f16/bf16 tile of
+ * acc's shape written once before it; else -1. */
+static int narrow_source(const TirFunc *f, int v, int acc) {
+  int c = tir_only_write(f, v);
+  if (c < 0 || f->insts[c].op != TIR_CVT)
+    return -1;
+  int w = f->insts[c].args[0];
+  TileType tw = f->regs[w].type, ta = f->regs[acc].type;
+  if ((tw.elem != TY_F16 && tw.elem != TY_BF16) || tw.rank != ta.rank || tir_only_write(f, w) < 0)
+    return -1;
+  for (int d = 0; d < ta.rank; d++)
+    if (tw.dims[d] != ta.dims[d])
+      return -1;
+  return w;
+}
+
+/* acc is written by its constant k and by i alone, and read in loop [loop, end] only by i. */
+static int narrow_start(const TirFunc *f, int i, int loop, int end, int acc, ElemType e) {
+  int k = -1;
+  for (int j = 0; j < f->ninsts; j++) {
+    const TirInst *in = &f->insts[j];
+    if (j != i && in->dst == acc) {
+      if (k >= 0 || in->op != TIR_CONST || j > loop || round_to_elem(e, in->imm) != in->imm)
+        return -1;
+      k = j;
+    }
+    if (j != i && j >= loop && j <= end && tir_inst_reads(in, acc))
+      return -1;
+  }
+  return k;
+}
+
+/* Opens a slot at position p (shifting the rest), returns it. */
+static TirInst *insert_at(TirFunc *f, int p, SrcLoc loc) {
+  tir_emit(f, TIR_COPY, loc);
+  memmove(&f->insts[p + 1], &f->insts[p], sizeof *f->insts * (size_t)(f->ninsts - 1 - p));
+  TirInst *in = &f->insts[p];
+  *in = (TirInst){.op = TIR_COPY, .dst = -1, .args = {-1, -1, -1}, .pipeline = 1, .loc = loc};
+  for (int d = 0; d < TILE_MAX_RANK; d++)
+    in->index[d].start = -1;
+  return in;
+}
+
+static bool narrow_one(TirFunc *f, int i) {
+  TirInst *in = &f->insts[i];
+  if (in->op != TIR_MAX && in->op != TIR_MIN)
+    return false;
+  int acc = in->dst;
+  const TileType *ta = &f->regs[acc].type;
+  if (ta->place != PLACE_REG || ta->elem != TY_F32 || ta->rank == 0)
+    return false;
+  int v = in->args[0] == acc ? in->args[1] : in->args[1] == acc ? in->args[0] : -1;
+  int w = v >= 0 && v != acc ? narrow_source(f, v, acc) : -1;
+  int loop = w >= 0 ? direct_loop(f, i) : -1;
+  int end = loop >= 0 ? tir_region_end(f, loop) : -1;
+  ElemType e = w >= 0 ? f->regs[w].type.elem : TY_F32;
+  int k = end >= 0 ? narrow_start(f, i, loop, end, acc, e) : -1;
+  if (k < 0)
+    return false;
+  TileType tn = *ta;
+  tn.elem = e;
+  int an = tir_new_reg(f, tn, f->regs[acc].name);
+  SrcLoc loc = in->loc, kloc = f->insts[k].loc;
+  double start = f->insts[k].imm;
+  in->dst = in->args[0] = an;  /* acc_n = max(acc_n, w) */
+  in->args[1] = w;
+  TirInst *cv = insert_at(f, end + 1, loc); /* acc = cvt acc_n, after the loop */
+  cv->op = TIR_CVT, cv->dst = acc, cv->args[0] = an;
+  TirInst *kn = insert_at(f, k + 1, kloc);  /* acc_n = acc's constant */
+  kn->op = TIR_CONST, kn->dst = an, kn->imm = start;
+  return true;
+}
+
+bool tir_narrow_minmax(TirFunc *f, Diag *d) {
+  if (env_off("TILEC_NARROW_MINMAX"))
+    return true;
+  bool narrowed = false;
+  for (int i = 0; i < f->ninsts; i++)
+    if (narrow_one(f, i)) {
+      i++; /* the constant inserted before it */
+      narrowed = true;
+    }
+  return !narrowed || tir_eliminate_dead(f, d); /* the loop's cvt */
+}
