@@ -619,6 +619,12 @@ static int buf_bytes(const Layout *l, ElemType e, int pitch) {
 
 static const TileType *rtype(Cg *g, int r) { return &g->f->regs[r].type; }
 
+/* The type of register tile r's registers in its alloca: narrow (Tile.narrow) or f32. */
+static LLVMTypeRef tile_reg_type(Cg *g, int r) {
+  ElemType e = rtype(g, r)->elem;
+  return g->tiles[r].narrow ? mem_type(g, e) : reg_type(g, e);
+}
+
 static void shifted_read(Cg *g, const Tile *t, ElemType e, LLVMValueRef *vals); /* reads through the LOAD's Access */
 
 /* Values of register `r` in its own layout. */
@@ -646,7 +652,7 @@ static void get_tile(Cg *g, int r, LLVMValueRef *vals) {
     buf_read(g, tile_base(g, t), t->lay, e, t->pitch, vals);
     return;
   }
-  LLVMTypeRef rt = t->narrow ? mem_type(g, e) : reg_type(g, e);
+  LLVMTypeRef rt = tile_reg_type(g, r);
   for (int k = 0; k < t->n; k++) {
     if (t->pad && t->pad[k]) {
       vals[k] = LLVMGetUndef(reg_type(g, e));
@@ -697,7 +703,7 @@ static void store_regs(Cg *g, int r, LLVMValueRef *vals) {
     barrier(g);
     return;
   }
-  LLVMTypeRef rt = t->narrow ? mem_type(g, e) : reg_type(g, e);
+  LLVMTypeRef rt = tile_reg_type(g, r);
   for (int k = 0; k < t->n; k++) {
     LLVMValueRef idx = ci32(g, k);
     LLVMValueRef p = LLVMBuildInBoundsGEP2(g->b, rt, t->regs, &idx, 1, "");
@@ -1408,6 +1414,30 @@ static LLVMValueRef reduce_chained(Cg *g, TirOp op, ElemType e, LLVMValueRef *v,
   return c[0];
 }
 
+/* A max or min of an f16/bf16 tile (tir_narrow_minmax's form of a maximum of converted values)
+ * whose thread holds at least two values of each result element: two an instruction. */
+static bool packs_reduce(Cg *g, const TirInst *in, int per) {
+  ElemType e = rtype(g, in->args[0])->elem;
+  return (in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) && (e == TY_F16 || e == TY_BF16) && per >= 2 &&
+         g->tiles[in->args[0]].narrow;
+}
+
+/* v[0 .. n) of one result element reduced as pairs (max.f16x2: values 2i and 2i + 1 side by side)
+ * in `chains` chains, then the pair's two halves, then an odd last value. */
+static LLVMValueRef reduce_pairs(Cg *g, TirOp op, ElemType e, LLVMValueRef *v, int n, int chains) {
+  LLVMTypeRef v2 = LLVMVectorType(mem_type(g, e), 2);
+  LLVMValueRef *pk = vals_new(g, n / 2);
+  for (int i = 0; i < n / 2; i++) {
+    pk[i] = LLVMGetUndef(v2);
+    for (int j = 0; j < 2; j++)
+      pk[i] = LLVMBuildInsertElement(g->b, pk[i], to_mem(g, e, v[2 * i + j]), ci32(g, j), "");
+  }
+  LLVMValueRef p = reduce_chained(g, op, e, pk, n / 2, chains);
+  LLVMValueRef r = combine(g, op, e, from_mem(g, e, LLVMBuildExtractElement(g->b, p, ci32(g, 0), "")),
+                           from_mem(g, e, LLVMBuildExtractElement(g->b, p, ci32(g, 1), "")));
+  return n % 2 ? combine(g, op, e, r, v[n - 1]) : r;
+}
+
 static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   int src = in->args[0], a = in->axis;
   const Layout *L = g->tiles[src].lay;
@@ -1431,6 +1461,9 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   /* In-thread: register r lands on the slice register made of its bits that survive. */
   LLVMValueRef *acc = R->acc = vals_new(g, ns);
   int per = n / ns, chains = reduce_chains(g, in, per); /* every slice register gets per values */
+  bool packed = packs_reduce(g, in, per);
+  if (packed)
+    chains = reduce_chains(g, in, per / 2);
   LLVMValueRef *part = vals_new(g, n); /* slice register q's values: part[q * per .. (q + 1) * per) */
   int *np = arena_alloc(g->f->arena, sizeof(int) * (size_t)ns);
   memset(np, 0, sizeof(int) * (size_t)ns);
@@ -1446,12 +1479,14 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
         q |= (k >> b & 1) << qb++;
       }
     }
-    if (chains == 1) /* in register order, the slice registers' chains interleaved */
+    if (chains == 1 && !packed) /* in register order, the slice registers' chains interleaved */
       acc[q] = acc[q] ? combine(g, in->op, e, acc[q], v[k]) : v[k];
     else
       part[q * per + np[q]++] = v[k];
   }
-  for (int q = 0; q < ns && chains > 1; q++)
+  for (int q = 0; q < ns && packed; q++)
+    acc[q] = reduce_pairs(g, in->op, e, part + q * per, per, chains);
+  for (int q = 0; q < ns && chains > 1 && !packed; q++)
     acc[q] = reduce_chained(g, in->op, e, part + q * per, np[q], chains);
   /* Across lanes; the warps are reduce_warps_write / _read's. */
   if (!reduce_bits(L, a, &R->lane_red, &R->warp_red)) {
@@ -2567,7 +2602,7 @@ static void pipe_prologue(Cg *g, const Pipe *p, LLVMValueRef lo, LLVMValueRef hi
   for (int l = 0; l < p->tp->nlookahead; l++) {
     int r = g->f->insts[p->tp->lookahead[l]].dst;
     for (int k = 0; k < p->tp->lookahead_dist; k++)
-      p->next[l * p->tp->lookahead_dist + k] = entry_alloca(g, reg_type(g, rtype(g, r)->elem), g->tiles[r].n);
+      p->next[l * p->tp->lookahead_dist + k] = entry_alloca(g, tile_reg_type(g, r), g->tiles[r].n);
   }
   for (int k = 0; k < p->tp->lookahead_dist; k++)
     lookahead_issue(g, p, LLVMBuildAdd(g->b, lo, LLVMBuildMul(g->b, step, ci64(g, k), ""), ""), hi, k);
@@ -4389,17 +4424,20 @@ static void plan_stored_cols(Cg *g, int r) {
   t->pitch = stored + room;
 }
 
-/* Tile.narrow: the register tiles a packed min/max reads or writes. */
+/* Tile.narrow: the register tiles a packed min/max reads or writes, and the f16/bf16 sources of
+ * max and min reductions. */
 static void plan_narrow(Cg *g) {
   const TirFunc *f = g->f;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
-    if (!packs_minmax(g, in))
+    bool red = in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN;
+    ElemType se = red ? f->regs[in->args[0]].type.elem : TY_F32;
+    if (!packs_minmax(g, in) && !(red && (se == TY_F16 || se == TY_BF16) && !env_off("TILEC_PACKED_MINMAX")))
       continue;
-    int rs[3] = {in->dst, in->args[0], in->args[1]};
+    int rs[3] = {red ? in->args[0] : in->dst, in->args[0], red ? -1 : in->args[1]};
     for (int j = 0; j < 3; j++) {
-      Tile *t = &g->tiles[rs[j]];
-      if (f->regs[rs[j]].type.place == PLACE_REG && !t->shared && t->view_of < 0)
+      Tile *t = rs[j] >= 0 ? &g->tiles[rs[j]] : NULL;
+      if (t && f->regs[rs[j]].type.place == PLACE_REG && !t->shared && t->view_of < 0)
         t->narrow = true;
     }
   }
@@ -4491,9 +4529,8 @@ static bool plan(Cg *g) {
   plan_narrow(g);
   for (int r = 0; r < f->nregs; r++) {
     Tile *t = &g->tiles[r];
-    ElemType e = f->regs[r].type.elem;
     if (!t->shared && t->view_of < 0)
-      t->regs = entry_alloca(g, t->narrow ? mem_type(g, e) : reg_type(g, e), t->n);
+      t->regs = entry_alloca(g, tile_reg_type(g, r), t->n);
   }
   return true;
 }

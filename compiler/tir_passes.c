@@ -507,6 +507,29 @@ static bool narrow_one(TirFunc *f, int i) {
   return true;
 }
 
+/* `r = reduce_max(v)` (or min) with `v = cvt w`, w f16/bf16 written once: `r' = reduce_max(w)`
+ * in w's type and `r = cvt r'` after it, so the thread's part pairs w's values (max.f16x2). */
+static bool narrow_reduce(TirFunc *f, int i) {
+  TirInst *in = &f->insts[i];
+  if (in->op != TIR_REDUCE_MAX && in->op != TIR_REDUCE_MIN)
+    return false;
+  int v = in->args[0], r = in->dst;
+  const TileType *tv = &f->regs[v].type;
+  if (tv->elem != TY_F32 || tv->place != PLACE_REG || f->regs[r].type.place != PLACE_REG)
+    return false;
+  int w = narrow_source(f, v, v);
+  if (w < 0 || f->regs[w].type.place != PLACE_REG)
+    return false;
+  TileType tn = f->regs[r].type;
+  tn.elem = f->regs[w].type.elem;
+  int rn = tir_new_reg(f, tn, NULL);
+  SrcLoc loc = in->loc;
+  in->dst = rn, in->args[0] = w;
+  TirInst *cv = insert_at(f, i + 1, loc);
+  cv->op = TIR_CVT, cv->dst = r, cv->args[0] = rn;
+  return true;
+}
+
 bool tir_narrow_minmax(TirFunc *f, Diag *d) {
   if (env_off("TILEC_NARROW_MINMAX"))
     return true;
@@ -514,6 +537,9 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
   for (int i = 0; i < f->ninsts; i++)
     if (narrow_one(f, i)) {
       i++; /* the constant inserted before it */
+      narrowed = true;
+    } else if (narrow_reduce(f, i)) {
+      i++; /* the cvt after it */
       narrowed = true;
     }
   return !narrowed || tir_eliminate_dead(f, d); /* the loop's cvt */

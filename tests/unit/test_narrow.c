@@ -45,14 +45,26 @@ static const char *kept_src =
     "  Z[r] = max(mo, 0);\n"
     "}\n";
 
+/* A row's maximum and minimum at once, no loop: the reductions of converted values. */
+static const char *reduce_fmt =
+    "kernel rowred<T: type = %s>(X: T[M, N], Y: out f32[M], Z: out f32[M])\n"
+    "  grid (M) threads (32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  Y[r] = max(to_f32(fill(X[r, 0 : +128], -inf)), 0);\n"
+    "  Z[r] = min(to_f32(fill(X[r, 0 : +128], inf)), 0);\n"
+    "}\n";
+
 enum { M = 3, N = 100 };
 
-static char *source(Arena *a, const char *type) {
-  size_t n = strlen(src_fmt) + 16;
+static char *source_of(Arena *a, const char *fmt, const char *type) {
+  size_t n = strlen(fmt) + 16;
   char *s = arena_alloc(a, n);
-  snprintf(s, n, src_fmt, type);
+  snprintf(s, n, fmt, type);
   return s;
 }
+
+static char *source(Arena *a, const char *type) { return source_of(a, src_fmt, type); }
 
 /* The instructions of f writing a register of element type e with op op. */
 static int count_typed(const TirFunc *f, TirOp op, ElemType e) {
@@ -140,5 +152,35 @@ Test(narrow, cross_entropy_row_max_is_packed) {
   TirFunc *f = source_tir_kernel(a, "dsl/examples/cross_entropy_backward.tile",
                                  example_text(a, "cross_entropy_backward"), defs, ARCH_SM90A, 1, &d);
   cr_expect_eq(count_typed(f, TIR_MAX, TY_F16), 1);
+  arena_free(a);
+}
+
+/* reduce_max(to_f32(w)) becomes to_f32(reduce_max(w)): the same results to the bit, and on the GPU
+ * the thread's part of the reduction pairs w's values (max.f16x2, min.bf16x2). */
+Test(narrow, reductions_of_converted_values) {
+  Arena *a = arena_new();
+  Diag d;
+  const char *defs[] = {NULL};
+  for (int bf = 0; bf < 2; bf++) {
+    ElemType e = bf ? TY_BF16 : TY_F16;
+    const char *text = source_of(a, reduce_fmt, bf ? "bf16" : "f16");
+    TirFunc *on = source_tir_with(a, "rowred.tile", text, ARCH_SM90A, "TILEC_NARROW_MINMAX", NULL, &d);
+    TirFunc *off = source_tir_with(a, "rowred.tile", text, ARCH_SM90A, "TILEC_NARROW_MINMAX", "0", &d);
+    cr_expect_eq(count_typed(on, TIR_REDUCE_MAX, e) + count_typed(on, TIR_REDUCE_MIN, e), 2);
+    cr_expect_eq(count_typed(off, TIR_REDUCE_MAX, e) + count_typed(off, TIR_REDUCE_MIN, e), 0);
+    int red = find_op(on, 0, TIR_REDUCE_MAX);
+    cr_assert_geq(red, 0);
+    cr_expect_eq(on->insts[red + 1].op, TIR_CVT);
+    float y[2][M], z[2][M];
+    run(on, bf, y[0], z[0]);
+    run(off, bf, y[1], z[1]);
+    for (int r = 0; r < M; r++)
+      cr_expect(y[0][r] == y[1][r] && z[0][r] == z[1][r], "row %d: %g %g vs %g %g", r, y[0][r], z[0][r], y[1][r],
+                z[1][r]);
+    char *ptx = source_ptx(a, "rowred.tile", text, defs, ARCH_SM90A);
+    cr_expect_geq(occurrences(ptx, bf ? "max.bf16x2" : "max.f16x2"), 1);
+    cr_expect_geq(occurrences(ptx, bf ? "min.bf16x2" : "min.f16x2"), 1);
+    source_assembles("rowred.tile", text);
+  }
   arena_free(a);
 }
