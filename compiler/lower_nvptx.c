@@ -43,8 +43,9 @@ typedef struct Tile {
   int n;                 /* registers per thread */
   LLVMValueRef regs;     /* PLACE_REG: alloca [n x T] */
   bool shared;           /* backed by shared memory */
-  bool narrow;           /* PLACE_REG f16/bf16 read or written by a packed min/max: its registers
-                            hold the narrow values, so loop-carried ones stay packed (else f32) */
+  bool narrow;           /* PLACE_REG f16/bf16 that a packed min/max reads or writes, or a max/min
+                            reduction reads (plan_narrow): its registers hold the narrow values,
+                            so loop-carried ones stay packed (else f32 values) */
   int smem_off;          /* shared: byte offset of its buffer */
   int pitch;             /* shared: elements per padded row */
   int view_of;           /* TRANS of a shared tile read in place: the source register, else -1 */
@@ -1227,7 +1228,7 @@ static void window_masked_chunks(Cg *g, const Window *w, int ch, LLVMValueRef *v
     /* A narrow tile's packed readers take the words as loaded: the fill chosen for the whole
      * vector, or LLVM splits the load into the pieces its elements are selected from. */
     if (d->narrow) {
-      LLVMValueRef fv[16];
+      LLVMValueRef fv[16]; /* ch: a 16-byte chunk, 8 narrow elements */
       for (int k = 0; k < ch; k++)
         fv[k] = LLVMConstReal(mt, round_to_elem(w->e, w->fill));
       LLVMValueRef sel = LLVMBuildSelect(g->b, oks, v, LLVMConstVector(fv, (unsigned)ch), "");
