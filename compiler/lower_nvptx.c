@@ -995,11 +995,17 @@ static LLVMValueRef cvt(Cg *g, ElemType from, ElemType to, LLVMValueRef x) {
  * sm_80 on). Exact in the narrow type, so the same result as in f32; the operands, f32 in
  * registers, are fpext of narrow values, so LLVM folds the fptrunc away and the operands stay
  * the packed words they were loaded as. TILEC_PACKED_MINMAX=0: one f32 instruction an element. */
+static bool packs_pairs(ElemType e) { return (e == TY_F16 || e == TY_BF16) && !env_off("TILEC_PACKED_MINMAX"); }
+
 static bool packs_minmax(Cg *g, const TirInst *in) {
-  if (in->op != TIR_MIN && in->op != TIR_MAX)
-    return false;
-  ElemType e = g->f->regs[in->dst].type.elem;
-  return (e == TY_F16 || e == TY_BF16) && g->tiles[in->dst].n % 2 == 0 && !env_off("TILEC_PACKED_MINMAX");
+  return (in->op == TIR_MIN || in->op == TIR_MAX) && packs_pairs(g->f->regs[in->dst].type.elem) &&
+         g->tiles[in->dst].n % 2 == 0;
+}
+
+/* A max or min reduction of an f16/bf16 tile (tir_narrow_minmax's form of a maximum of converted
+ * values): its source is read as pairs (reduce_pairs). */
+static bool reduces_pairs(const TirFunc *f, const TirInst *in) {
+  return (in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) && packs_pairs(f->regs[in->args[0]].type.elem);
 }
 
 static bool packed_minmax(Cg *g, const TirInst *in, LLVMValueRef *x, LLVMValueRef *y, LLVMValueRef *out) {
@@ -1415,14 +1421,6 @@ static LLVMValueRef reduce_chained(Cg *g, TirOp op, ElemType e, LLVMValueRef *v,
   return c[0];
 }
 
-/* A max or min of an f16/bf16 tile (tir_narrow_minmax's form of a maximum of converted values)
- * whose thread holds at least two values of each result element: two an instruction. */
-static bool packs_reduce(Cg *g, const TirInst *in, int per) {
-  ElemType e = rtype(g, in->args[0])->elem;
-  return (in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN) && (e == TY_F16 || e == TY_BF16) && per >= 2 &&
-         g->tiles[in->args[0]].narrow;
-}
-
 /* v[0 .. n) of one result element reduced as pairs (max.f16x2: values 2i and 2i + 1 side by side)
  * in `chains` chains, then the pair's two halves, then an odd last value. */
 static LLVMValueRef reduce_pairs(Cg *g, TirOp op, ElemType e, LLVMValueRef *v, int n, int chains) {
@@ -1461,10 +1459,9 @@ static bool reduce_local(Cg *g, const TirInst *in, Reduction *R) {
   }
   /* In-thread: register r lands on the slice register made of its bits that survive. */
   LLVMValueRef *acc = R->acc = vals_new(g, ns);
-  int per = n / ns, chains = reduce_chains(g, in, per); /* every slice register gets per values */
-  bool packed = packs_reduce(g, in, per);
-  if (packed)
-    chains = reduce_chains(g, in, per / 2);
+  int per = n / ns; /* every slice register gets per values */
+  bool packed = per >= 2 && g->tiles[src].narrow && reduces_pairs(g->f, in); /* two an instruction */
+  int chains = reduce_chains(g, in, packed ? per / 2 : per);
   LLVMValueRef *part = vals_new(g, n); /* slice register q's values: part[q * per .. (q + 1) * per) */
   int *np = arena_alloc(g->f->arena, sizeof(int) * (size_t)ns);
   memset(np, 0, sizeof(int) * (size_t)ns);
@@ -4431,14 +4428,14 @@ static void plan_narrow(Cg *g) {
   const TirFunc *f = g->f;
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
-    bool red = in->op == TIR_REDUCE_MAX || in->op == TIR_REDUCE_MIN;
-    ElemType se = red ? f->regs[in->args[0]].type.elem : TY_F32;
-    if (!packs_minmax(g, in) && !(red && (se == TY_F16 || se == TY_BF16) && !env_off("TILEC_PACKED_MINMAX")))
-      continue;
-    int rs[3] = {red ? in->args[0] : in->dst, in->args[0], red ? -1 : in->args[1]};
-    for (int j = 0; j < 3; j++) {
-      Tile *t = rs[j] >= 0 ? &g->tiles[rs[j]] : NULL;
-      if (t && f->regs[rs[j]].type.place == PLACE_REG && !t->shared && t->view_of < 0)
+    int rs[3] = {-1, -1, -1};
+    if (packs_minmax(g, in))
+      rs[0] = in->dst, rs[1] = in->args[0], rs[2] = in->args[1];
+    else if (reduces_pairs(f, in))
+      rs[0] = in->args[0];
+    for (int j = 0; j < 3 && rs[j] >= 0; j++) {
+      Tile *t = &g->tiles[rs[j]];
+      if (f->regs[rs[j]].type.place == PLACE_REG && !t->shared && t->view_of < 0)
         t->narrow = true;
     }
   }

@@ -425,8 +425,9 @@ bool tir_align_windows(TirFunc *f, Diag *d);
  * on, so that the two cross warps together (tir_passes.c); TILEC_REDUCE_HOIST=0 turns it off. */
 bool tir_hoist_reduce_operands(TirFunc *f, Diag *d);
 /* Keeps a loop's `acc = max(acc, to_f32(w))` (or min) accumulator in w's f16/bf16 type, converted
- * once after the loop: exact, and two elements an instruction on the GPU (tir_passes.c);
- * TILEC_NARROW_MINMAX=0 turns it off. */
+ * once after the loop, and takes `reduce_max(to_f32(w))` (or min) as `to_f32(reduce_max(w))`:
+ * exact, and two elements an instruction on the GPU (tir_passes.c); TILEC_NARROW_MINMAX=0 turns
+ * it off. */
 bool tir_narrow_minmax(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter

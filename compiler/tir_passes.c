@@ -415,7 +415,8 @@ bool tir_hoist_reduce_operands(TirFunc *f, Diag *d) {
  * (max.f16x2; lower_nvptx.c packed_minmax) where the f32 form pays a conversion and a max an
  * element. The loop gets `acc_n = max(acc_n, w)`, acc_n starts where acc does (its constant,
  * exact in the narrow type), and `acc = to_f32(acc_n)` follows the loop. Cross-entropy's running
- * maximum of its logits. TILEC_NARROW_MINMAX=0 turns it off. */
+ * maximum of its logits. A reduction of converted values is taken in their type the same way
+ * (narrow_reduce). TILEC_NARROW_MINMAX=0 turns it off. */
 
 /* The FOR whose body holds instruction i directly (not inside a nested IF or FOR), or -1. */
 static int direct_loop(const TirFunc *f, int i) {
