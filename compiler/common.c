@@ -427,3 +427,5 @@ bool env_on(const char *name) {
   const char *e = getenv(name);
   return e && !strcmp(e, "1");
 }
+
+bool tir_aligned_args(const TirFunc *f) { return f->aligned_args || env_on("TILEC_ALIGNED_ARGS"); }

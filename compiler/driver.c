@@ -137,8 +137,13 @@ TirFunc *driver_full_entry(Arena *a, const AstKernel *k, TirFunc *f, const Defin
   }
   fclose(mem);
   free(buf);
-  if (g && !quiet.nerrors)
+  if (g && !quiet.nerrors) {
     f->full_entry = g->name;
+    /* the launches that pin every bounded dim are the production shapes, whose tensors (a
+     * framework's contiguous ones) are 16-byte aligned: the entry drops its per-row alignment
+     * tests and unaligned copy paths, and the runtime keeps the plain entry for other views */
+    g->aligned_args = !env_off("TILEC_FULL_ALIGNED");
+  }
   return f->full_entry ? g : NULL;
 }
 

@@ -345,6 +345,8 @@ static const char tk_runtime_src[] =
     "  const struct tk_ws *ws;             /* the warp-specialized entry, per module image */\n"
     "  int full;                           /* its full-size entry's index in the module, or -1 */\n"
     "  int cluster;                        /* blocks per cluster along x (`cluster (K)`; 1: none) */\n"
+    "  int aligned;                        /* 16: compiled for tensors on 16-byte boundaries whose\n"
+    "                                         strides (but the last) are multiples of 16 bytes */\n"
     "} tk_kernel;\n"
     "\n"
     "/* The file's one module: an image per arch (PTX, and cubin), each with every kernel. */\n"
@@ -814,16 +816,32 @@ static const char tk_runtime_src[] =
     "                                     TK_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == 0;\n"
     "}\n"
     "\n"
+    "/* As libtilert: the first tensor of t that an aligned entry k cannot take (its base or a\n"
+    " * stride but the last not in 16-byte steps), or -1. */\n"
+    "static int tk_first_unaligned(const tk_kernel *k, const tilec_tensor *const *t) {\n"
+    "  for (int i = 0; i < k->nargs; i++) {\n"
+    "    if (!k->args[i].is_tensor)\n"
+    "      continue;\n"
+    "    int bad = t[i]->data % 16 != 0;\n"
+    "    for (int ax = 0; ax + 1 < t[i]->rank && !bad; ax++)\n"
+    "      bad = t[i]->strides[ax] * tk_dtype_size[t[i]->dtype] % 16 != 0;\n"
+    "    if (bad)\n"
+    "      return i;\n"
+    "  }\n"
+    "  return -1;\n"
+    "}\n"
+    "\n"
     "/* As libtilert: a kernel's full-size entry f runs a launch whose dims d (the kernel's, in the\n"
-    " * same order as f's) have every value f pins, unless TILERT_FULL is 0. */\n"
-    "static int tk_full_fits(const tk_kernel *f, const int64_t *d) {\n"
+    " * same order as f's) have every value f pins and, if f is aligned, whose tensors t suit it,\n"
+    " * unless TILERT_FULL is 0. */\n"
+    "static int tk_full_fits(const tk_kernel *f, const int64_t *d, const tilec_tensor *const *t) {\n"
     "  const char *env = getenv(\"TILERT_FULL\");\n"
     "  if (env && !strcmp(env, \"0\"))\n"
     "    return 0;\n"
     "  for (int i = 0; i < f->ndims; i++)\n"
     "    if (f->dims[i].pinned && d[i] != f->dims[i].value)\n"
     "      return 0;\n"
-    "  return 1;\n"
+    "  return !f->aligned || tk_first_unaligned(f, t) < 0;\n"
     "}\n"
     "\n"
     "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
@@ -835,8 +853,13 @@ static const char tk_runtime_src[] =
     "                              const tilec_tensor *const *t, const double *sc, const int64_t *d,\n"
     "                              const int64_t grid[3]) {\n"
     "  const tk_kernel *k = m->kernels[ki];\n"
-    "  if (k->full >= 0 && tk_full_fits(m->kernels[k->full], d))\n"
+    "  if (k->full >= 0 && tk_full_fits(m->kernels[k->full], d, t))\n"
     "    k = m->kernels[ki = k->full];\n"
+    "  int bad = k->aligned ? tk_first_unaligned(k, t) : -1;\n"
+    "  if (bad >= 0)\n"
+    "    return tk_fail(TILEC_ERROR_SHAPE, \"%s: compiled for tensors on 16-byte boundaries whose strides \"\n"
+    "                   \"are multiples of 16 bytes (TILEC_ALIGNED_ARGS=1); argument '%s' is not\",\n"
+    "                   k->name, k->args[bad].name);\n"
     "  if (!grid[0] || !grid[1] || !grid[2])\n"
     "    return TILEC_OK; /* an empty problem: no block has anything to do */\n"
     "  tilec_result res = tk_load(s, m);\n"
@@ -1566,8 +1589,8 @@ static void put_kernel_table(FILE *fp, const Kernel *kn, const Image *im, int n)
           k->nargs, sfx, k->ndims);
   fprintf(fp, "    {tk_grid0%s, tk_grid1%s, tk_grid2%s},\n    {\"%s\", \"%s\", \"%s\"},\n", sfx,
           sfx, sfx, k->grid[0], k->grid[1], k->grid[2]);
-  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s, %d, %d};\n", sfx, sfx,
-          sfx, k->nrequires, sfx, sfx, kn->full, k->cluster > 1 ? k->cluster : 1);
+  fprintf(fp, "    tk_reqs%s, tk_req_text%s, tk_req_dims%s, %d, tk_smem%s, tk_wsentry%s, %d, %d, %d};\n", sfx,
+          sfx, sfx, k->nrequires, sfx, sfx, kn->full, k->cluster > 1 ? k->cluster : 1, k->aligned);
 }
 
 /* The module: its images, its kernels, and the load state they share. */
@@ -1726,9 +1749,9 @@ static bool read_contracts(Arena *a, Kernel *ks, const char *const *names, int n
     ks[j].ws[i] = ws;
     if (i == 0)
       ks[j].full_name = arena_strdup(a, ki->full_name);
-    int cluster = ki->cluster; /* part of the contract, behind the per-image fields */
+    int cluster = ki->cluster, aligned = ki->aligned; /* the contract's, behind the per-image fields */
     memset(ki->ws_name, 0, sizeof *ki - offsetof(tilert_kernel_info, ws_name)); /* ws_name .. the end */
-    ki->cluster = cluster;
+    ki->cluster = cluster, ki->aligned = aligned;
     ks[j].smem[i] = ki->smem_bytes;
     other->smem_bytes = ks[j].info.smem_bytes;
     if (i > 0 && (found != nk || memcmp(&ks[j].info, other, sizeof *other) != 0)) {

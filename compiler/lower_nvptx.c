@@ -4621,7 +4621,7 @@ static void build_signature(Cg *g) {
   g->scalar = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->nargs + 1));
   g->dimv = arena_alloc(f->arena, sizeof(LLVMValueRef) * (size_t)(f->ndims + 1));
   int p = 0;
-  bool al = env_on("TILEC_ALIGNED_ARGS");
+  bool al = tir_aligned_args(f);
   for (int i = 0; i < f->nargs; i++) {
     const TirArg *a = &f->args[i];
     if (a->kind == ARG_TENSOR) {

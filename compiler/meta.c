@@ -69,6 +69,8 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes) {
     put_param(m, &f->params[i]);
   if (f->full_entry)
     fprintf(m, "// tilec: full %s\n", f->full_entry);
+  if (tir_aligned_args(f))
+    fputs("// tilec: aligned 16\n", m);
   fclose(m);
   char *s = arena_strdup(a, buf ? buf : "");
   free(buf);

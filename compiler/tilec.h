@@ -381,6 +381,10 @@ typedef struct TirFunc {
   TirParamValue *params; int nparams; /* the compile-time parameters it was specialized with */
   struct TirSchedule *sched; /* set by tir_schedule on its copy; NULL before */
   const char *full_entry;  /* the name of its full-size entry (driver_full_entry), or NULL */
+  bool aligned_args;       /* compiled for tensors whose bases and strides (but the last) are
+                              multiples of 16 bytes: a full-size entry (TILEC_FULL_ALIGNED=0: none),
+                              every entry with TILEC_ALIGNED_ARGS=1. The metadata says so
+                              (`aligned 16`), and the runtime launches it only on such tensors */
   SrcLoc loc;
 } TirFunc;
 
@@ -718,6 +722,8 @@ bool tir_rotation_enabled(void);
 /* common.c: whether environment setting name is "0" (a compiler feature switched off, for A/Bs). */
 bool env_off(const char *name);
 bool env_on(const char *name);                   /* the variable is "1" */
+/* common.c: whether f's entries take their tensors as 16-byte aligned (TirFunc.aligned_args). */
+bool tir_aligned_args(const TirFunc *f);
 /* common.c: ptxas where the user has it (TILEC_PTXAS, then PATH, then /usr/local/cuda/bin), or
  * NULL; and the bytes of spill stores and loads `ptxas -v` reports for ptx (the functions whose
  * names end with suffix; every one when it is NULL), or -1 when it cannot run or rejects the PTX. */

@@ -29,6 +29,11 @@ struct tilert_plan {
   bool runs;                   /* the grid has blocks (else every launch is a no-op) */
   int64_t dims[TILERT_MAX_DIMS];
   int64_t grid[3];
+  /* k an aligned full-size entry: the entry (and its binding) a launch whose data pointers are
+   * not all on 16-byte boundaries runs instead (the strides are the plan's, already checked) */
+  tilert_kernel *unaligned;
+  int64_t unaligned_dims[TILERT_MAX_DIMS];
+  int64_t unaligned_grid[3];
   tilert_arg args[];           /* the signature; data and scalars are replaced per launch */
 };
 
@@ -40,7 +45,12 @@ tilert_status tilert_plan_create(tilert_kernel *k, const tilert_arg *args, int n
   tilert_plan *p = calloc(1, sizeof *p + sizeof(tilert_arg) * (size_t)(nargs ? nargs : 1));
   if (!p)
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
+  tilert_kernel *plain = k;
   tilert_status st = tilert__bind_entry(&k, args, nargs, p->dims, p->grid);
+  if (!st.code && k != plain && k->info.aligned) {
+    p->unaligned = plain;
+    st = tilert__bind_kernel(plain, args, nargs, p->unaligned_dims, p->unaligned_grid);
+  }
   if (st.code) {
     free(p);
     return st;
@@ -89,8 +99,16 @@ tilert_code tilert_plan_launch(const tilert_plan *p, void *const *data, const do
     st = tilert__err(TILERT_ERROR_INVALID_ARGUMENT, "tilert_plan_launch: plan is NULL");
   else if (!p->runs)
     return TILERT_OK; /* an empty problem: nothing to check or launch */
-  else if (!(st = plan_values(p, data, scalars, args)).code)
-    st = tilert__launch_bound(p->k, args, p->nargs, p->dims, p->grid, stream);
+  else if (!(st = plan_values(p, data, scalars, args)).code) {
+    int bad = p->k->info.aligned ? tilert__first_unaligned(&p->k->info, args) : -1;
+    if (bad >= 0 && p->unaligned)
+      st = tilert__launch_bound(p->unaligned, args, p->nargs, p->unaligned_dims, p->unaligned_grid, stream);
+    else if (bad >= 0)
+      st = tilert__unaligned_err(&p->k->info, bad);
+    else {
+      st = tilert__launch_bound(p->k, args, p->nargs, p->dims, p->grid, stream);
+    }
+  }
   if (st.code && err)
     *err = st;
   return st.code;

@@ -270,19 +270,45 @@ static tilert_status prepare_full(tilert_module *m, tilert_kernel *k) {
   return tilert__ok();
 }
 
-tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims) {
+/* A tensor an aligned entry can take: its base and its strides but the last in 16-byte steps. */
+static bool tensor_aligned(const tilert_tensor *t) {
+  if ((uintptr_t)t->data % 16)
+    return false;
+  for (int d = 0; d + 1 < t->rank; d++)
+    if (t->strides[d] * (int64_t)tilert_dtype_size(t->dtype) % 16)
+      return false;
+  return true;
+}
+
+int tilert__first_unaligned(const tilert_kernel_info *info, const tilert_arg *args) {
+  for (int i = 0; i < info->nargs; i++)
+    if (info->args[i].kind == TILERT_ARG_TENSOR && !tensor_aligned(&args[i].tensor))
+      return i;
+  return -1;
+}
+
+tilert_status tilert__unaligned_err(const tilert_kernel_info *info, int i) {
+  return tilert__err(TILERT_ERROR_SHAPE, "%s: compiled for tensors on 16-byte boundaries whose strides "
+                     "are multiples of 16 bytes (TILEC_ALIGNED_ARGS=1); argument '%s' is not",
+                     info->name, info->args[i].name);
+}
+
+tilert_kernel *tilert__entry_for(tilert_kernel *k, const tilert_arg *args, const int64_t *dims) {
   if (!k->full)
     return k;
   for (int i = 0; i < k->info.ndims; i++)
     if (k->full_dims[i] >= 0 && dims[i] != k->full_dims[i])
       return k;
-  return k->full;
+  return k->full->info.aligned && tilert__first_unaligned(&k->full->info, args) >= 0 ? k : k->full;
 }
 
 tilert_status tilert__bind_entry(tilert_kernel **k, const tilert_arg *args, int nargs, int64_t *dims,
                                  int64_t grid[3]) {
   tilert_status st = tilert__bind_kernel(*k, args, nargs, dims, grid);
-  tilert_kernel *e = st.code ? *k : tilert__entry_for(*k, dims);
+  int bad = st.code || !(*k)->info.aligned ? -1 : tilert__first_unaligned(&(*k)->info, args);
+  if (bad >= 0)
+    return tilert__unaligned_err(&(*k)->info, bad);
+  tilert_kernel *e = st.code ? *k : tilert__entry_for(*k, args, dims);
   if (e == *k)
     return st;
   *k = e; /* its dims and grid as that entry has them (the pinned dims are not passed) */

@@ -538,12 +538,18 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
       return PERR(p, "expected one 'full NAME' (another kernel of the module)");
     return tilert__ok();
   }
+  if (!strcmp(t[0], "aligned")) {
+    if (n != 2 || strcmp(t[1], "16") || p->info->aligned)
+      return PERR(p, "expected one 'aligned 16'");
+    p->info->aligned = 16;
+    return tilert__ok();
+  }
   if (!strcmp(t[0], "tmap"))
     return parse_tmap(p, t, n);
   if (!strcmp(t[0], "kernel"))
     return PERR(p, "expected 'kernel NAME'");
   return PERR(p, "unknown metadata item '%s' (kernel, threads, smem, dim, arg, grid, require, "
-                 "param, ws, tmap, full)", t[0]);
+                 "param, ws, tmap, full, aligned)", t[0]);
 }
 
 /* Every run-time dim must be the size of some tensor dimension, or it could never be bound. */

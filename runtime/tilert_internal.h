@@ -172,11 +172,18 @@ tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int
                                    const int64_t *dims, const int64_t grid[3],
                                    tilert_stream *stream);
 
-/* The entry a launch with these dims runs (launch.c): k's full-size entry where every dim it
- * pins has its value here, else k. */
-tilert_kernel *tilert__entry_for(tilert_kernel *k, const int64_t *dims);
+/* The first tensor of args that does not start on a 16-byte boundary or has a stride (but the
+ * last) that is not a multiple of 16 bytes, or -1 (launch.c): what an entry with info.aligned
+ * cannot take. */
+int tilert__first_unaligned(const tilert_kernel_info *info, const tilert_arg *args);
+/* The error of an aligned entry launched on argument i, which is not (TILERT_ERROR_SHAPE). */
+tilert_status tilert__unaligned_err(const tilert_kernel_info *info, int i);
+/* The entry a launch with these dims and args runs (launch.c): k's full-size entry where every
+ * dim it pins has its value here and, if that entry is aligned, the tensors are; else k. */
+tilert_kernel *tilert__entry_for(tilert_kernel *k, const tilert_arg *args, const int64_t *dims);
 /* tilert__bind_kernel, then with the entry the launch runs (tilert__entry_for), which *k becomes:
- * tilert_launch and tilert_plan_create. */
+ * tilert_launch and tilert_plan_create. An aligned plain entry (TILEC_ALIGNED_ARGS=1) refuses
+ * other tensors (TILERT_ERROR_SHAPE). */
 tilert_status tilert__bind_entry(tilert_kernel **k, const tilert_arg *args, int nargs, int64_t *dims,
                                  int64_t grid[3]);
 

@@ -150,7 +150,7 @@ printf 'kernel add1(X: f32[N], Y: out f32[N])\n  grid (cdiv(N, 256)) threads (12
 
 # a kernel in clusters: --emit=c writes its launcher (cuLaunchKernelEx; tests/aot/ws_test.c runs it)
 "$T" bench/ab/cross_entropy_backward_split.tile --emit=c --arch=sm_90a -o "$W/split" 2>"$W/err" &&
-  [ -s "$W/split.h" ] && grep -A5 '^static const tk_kernel tk_k = {' "$W/split.c" | grep -Eq ', -?[0-9]+, 4};$' ||
+  [ -s "$W/split.h" ] && grep -A5 '^static const tk_kernel tk_k = {' "$W/split.c" | grep -Eq ', -?[0-9]+, 4, (0|16)};$' ||
   bad "--emit=c of a cluster kernel: $(head -2 "$W/err")"
 
 [ $fail = 0 ] && echo "check_cli: passed"

@@ -63,7 +63,8 @@ class KernelInfo(Structure):
                 ("ws_threads", c_int), ("ws_smem_bytes", c_int), ("ntmaps", c_int),
                 ("tmaps", TmapInfo * MAX_TMAPS), ("ws_persistent", c_int), ("ws_cluster", c_int),
                 ("ws_cluster_axis", c_int), ("ws_groups", c_int), ("ws_tile_group", c_int),
-                ("ws_walk_rows", c_int), ("full_name", c_char * 128), ("cluster", c_int)]
+                ("ws_walk_rows", c_int), ("full_name", c_char * 128), ("cluster", c_int),
+                ("aligned", c_int)]
 
 
 class Options(Structure):

@@ -113,6 +113,18 @@ static void fake_driver(void) {
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, full), TILEC_OK, ln_error, "");
   unsetenv("TILERT_FULL");
   CHECK(ends_with(calls(), "launch layernorm_train 40x1x1 128; "), "TILERT_FULL=0: %s", calls());
+  /* the full-size entries take their tensors as 16-byte aligned: X one element past a
+   * boundary, or its rows 1032 bytes apart, runs the kernel as written */
+  Problem off = full;
+  off.x.data += 2;
+  EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, off), TILEC_OK, ln_error, "");
+  CHECK(ends_with(calls(), "launch layernorm_train 40x1x1 128; "), "X off its boundary: %s", calls());
+  off = full;
+  off.x.strides[0] = 1028;
+  off.x.shape[0] = 39; /* the same bytes */
+  off.y.shape[0] = off.mean.shape[0] = off.rstd.shape[0] = 39;
+  EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, off), TILEC_OK, ln_error, "");
+  CHECK(ends_with(calls(), "launch layernorm_train 39x1x1 128; "), "rows off their boundary: %s", calls());
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, wide), TILEC_ERROR_REQUIREMENT, ln_error,
          "N = 3000");
   ln_unload();

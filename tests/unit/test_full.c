@@ -105,10 +105,9 @@ Test(full, turned_off) {
   arena_free(a);
 }
 
-/* The module holds both entries, and the runtime's parser links them by name. */
-Test(full, in_the_module) {
-  Arena *a = arena_new();
-  TirFunc *f, *g = full_of(a, row, NULL, &f);
+/* The module of text's first kernel and its full-size entry, for sm_90a. */
+static char *module_of(Arena *a, const char *text) {
+  TirFunc *f, *g = full_of(a, text, NULL, &f);
   cr_assert(g);
   TirFunc *fs[2] = {f, g};
   Diag d;
@@ -116,13 +115,52 @@ Test(full, in_the_module) {
   NvptxOptions o = {.arch = ARCH_SM90A, .opt_level = 3};
   char *ptx = nvptx_compile_module(fs, 2, &o, &d);
   cr_assert(ptx);
+  return ptx;
+}
+
+/* The module holds both entries, and the runtime's parser links them by name. */
+Test(full, in_the_module) {
+  Arena *a = arena_new();
+  char *ptx = module_of(a, row);
   cr_expect(strstr(ptx, ".entry row(") && strstr(ptx, ".entry row__full("));
   tilert_kernel_info info;
   tilert_status st = tilert_parse_kernel_info_named(ptx, "row", &info);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_expect_str_eq(info.full_name, "row__full");
+  cr_expect_eq(info.aligned, 0);
   st = tilert_parse_kernel_info_named(ptx, "row__full", &info);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_expect(info.dims[1].pinned && info.dims[1].value == 64);
+  cr_expect_eq(info.aligned, 16);
+  arena_free(a);
+}
+
+/* The full-size entry takes its tensors as 16-byte aligned (the runtime launches it only on such
+ * tensors): its row copies lose their alignment tests and unaligned paths, so its PTX is shorter
+ * than the plain entry's; TILEC_FULL_ALIGNED=0 compiles it like the plain one. */
+static size_t entry_lines(const char *ptx, const char *entry) {
+  const char *p = strstr(ptx, entry), *end = p ? strstr(p + 1, ".entry ") : NULL;
+  size_t n = 0;
+  for (; p && *p && (!end || p < end); p++)
+    n += *p == '\n';
+  return n;
+}
+
+static const char *row16 =
+    "kernel row<BLOCK = 64>(X: f16[M, N], Y: out f16[M, N]) grid (M) threads (32) {\n"
+    "  require N <= BLOCK;\n"
+    "  Y[block.x, 0 : +BLOCK] = X[block.x, 0 : +BLOCK] * 2.0;\n"
+    "}\n";
+
+Test(full, aligned_tensors) {
+  Arena *a = arena_new();
+  char *ptx = module_of(a, row16);
+  size_t plain = entry_lines(ptx, ".entry row("), full = entry_lines(ptx, ".entry row__full(");
+  cr_expect(full < plain, "full-size entry %zu lines, plain %zu", full, plain);
+  cr_expect(strstr(ptx, "// tilec: aligned 16\n"));
+  setenv("TILEC_FULL_ALIGNED", "0", 1);
+  ptx = module_of(a, row16);
+  unsetenv("TILEC_FULL_ALIGNED");
+  cr_expect_null(strstr(ptx, "// tilec: aligned"));
   arena_free(a);
 }

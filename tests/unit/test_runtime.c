@@ -927,6 +927,52 @@ Test(runtime_plan, binds_once_launches_with_new_data) {
   tilert_device_close(dev);
 }
 
+/* A plan whose launch takes an aligned full-size entry keeps the plain entry's binding and runs
+ * it for a launch whose pointers are not on 16-byte boundaries (the Python package binds a plan
+ * per signature and passes each call's pointers). Two CPU kernels stand in for the entries. */
+Test(runtime_plan, aligned_entry_falls_back_per_launch) {
+  tilert_device *dev;
+  cr_assert_eq(tilert_device_open(TILERT_BACKEND_CPU, 0, &dev).code, TILERT_OK);
+  Seen plain_seen = {0}, full_seen = {0};
+  tilert_kernel *plain, *full;
+  cr_assert_eq(tilert_kernel_create_cpu(dev, META_VADD, cpu_vadd, &plain_seen, &plain).code, TILERT_OK);
+  cr_assert_eq(tilert_kernel_create_cpu(dev, META_VADD, cpu_vadd, &full_seen, &full).code, TILERT_OK);
+  full->info.aligned = 16;
+  plain->full = full;
+  plain->full_dims[0] = 600;
+  enum { N = 600 };
+  static _Alignas(16) float x[N + 4], y[N], z[N + 4];
+  int64_t n = N;
+  tilert_arg args[4] = {tilert_arg_tensor(x, TILERT_F32, 1, &n), tilert_arg_tensor(y, TILERT_F32, 1, &n),
+                        tilert_arg_tensor(z, TILERT_F32, 1, &n), tilert_arg_scalar(0.5)};
+  tilert_plan *p;
+  tilert_status st = tilert_plan_create(plain, args, 4, &p);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  void *data[4] = {x, y, z, NULL};
+  double scalars[4] = {0, 0, 0, 1.0};
+  tilert_status err = {0};
+  cr_assert_eq(tilert_plan_launch(p, data, scalars, NULL, &err), TILERT_OK, "%s", err.message);
+  cr_expect(full_seen.calls == 1 && plain_seen.calls == 0);
+  data[0] = x + 1, data[2] = z + 1; /* on their element, not on 16 bytes */
+  cr_assert_eq(tilert_plan_launch(p, data, scalars, NULL, &err), TILERT_OK, "%s", err.message);
+  cr_expect(full_seen.calls == 1 && plain_seen.calls == 1);
+  cr_expect_eq(plain_seen.grid[0], 3);
+  tilert_plan_destroy(p);
+  /* tilert_launch takes the same entries by the same rule */
+  args[0] = tilert_arg_tensor(x + 1, TILERT_F32, 1, &n);
+  cr_assert_eq(tilert_launch(plain, args, 4, NULL).code, TILERT_OK);
+  cr_expect(full_seen.calls == 1 && plain_seen.calls == 2);
+  /* an aligned plain entry (TILEC_ALIGNED_ARGS=1) refuses such tensors, naming the argument */
+  plain->full = NULL;
+  plain->info.aligned = 16;
+  st = tilert_launch(plain, args, 4, NULL);
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "argument 'X' is not");
+  tilert_kernel_destroy_cpu(full);
+  tilert_kernel_destroy_cpu(plain);
+  tilert_device_close(dev);
+}
+
 Test(runtime_plan, borrowed_streams) {
   tilert_device *dev;
   cr_assert_eq(tilert_device_open(TILERT_BACKEND_CPU, 0, &dev).code, TILERT_OK);
@@ -981,15 +1027,72 @@ Test(runtime_full, parsed_with_its_kernel) {
 /* The entry a launch takes: the full-size one exactly when every dim it pins has its value. */
 Test(runtime_full, taken_when_the_pinned_dims_match) {
   tilert_kernel k = {0}, full = {0};
+  tilert_arg none[1] = {{0}};
   k.info.ndims = 3;
   k.full = &full;
   k.full_dims[0] = -1, k.full_dims[1] = 1024, k.full_dims[2] = 64;
-  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 64}), &full);
-  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){1 << 20, 1024, 64}), &full);
-  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1000, 64}), &k);
-  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 32}), &k);
+  cr_expect_eq(tilert__entry_for(&k, none, (int64_t[]){7, 1024, 64}), &full);
+  cr_expect_eq(tilert__entry_for(&k, none, (int64_t[]){1 << 20, 1024, 64}), &full);
+  cr_expect_eq(tilert__entry_for(&k, none, (int64_t[]){7, 1000, 64}), &k);
+  cr_expect_eq(tilert__entry_for(&k, none, (int64_t[]){7, 1024, 32}), &k);
   k.full = NULL;
-  cr_expect_eq(tilert__entry_for(&k, (int64_t[]){7, 1024, 64}), &k);
+  cr_expect_eq(tilert__entry_for(&k, none, (int64_t[]){7, 1024, 64}), &k);
+}
+
+/* One f16 [M, N] tensor X and an f32 scalar, as ln's metadata above has them (the scalar added). */
+static void aligned_args(tilert_kernel_info *info, tilert_arg args[2], uintptr_t data, int64_t stride) {
+  info->nargs = 2;
+  info->args[0] = (tilert_arg_info){.name = "X", .kind = TILERT_ARG_TENSOR, .dtype = TILERT_F16, .rank = 2};
+  info->args[1] = (tilert_arg_info){.name = "eps", .kind = TILERT_ARG_SCALAR, .dtype = TILERT_F32};
+  args[0] = (tilert_arg){.kind = TILERT_ARG_TENSOR};
+  args[0].tensor = (tilert_tensor){.data = (void *)data, .dtype = TILERT_F16, .rank = 2,
+                                   .shape = {7, 1024}, .strides = {stride, 1}};
+  args[1] = (tilert_arg){.kind = TILERT_ARG_SCALAR, .scalar = 1e-5};
+}
+
+/* An aligned full-size entry (`aligned 16`) is taken only where every tensor starts on a 16-byte
+ * boundary and its row stride is a multiple of 16 bytes (8 f16 elements); else the plain entry,
+ * which computes the same. */
+Test(runtime_full, aligned_entry_taken_for_aligned_tensors_only) {
+  tilert_kernel k = {0}, full = {0};
+  tilert_arg args[2];
+  aligned_args(&k.info, args, 0x10000, 1024);
+  full.info = k.info;
+  full.info.aligned = 16;
+  k.info.ndims = 2;
+  k.full = &full;
+  k.full_dims[0] = -1, k.full_dims[1] = 1024;
+  int64_t dims[2] = {7, 1024};
+  cr_expect_eq(tilert__first_unaligned(&full.info, args), -1);
+  cr_expect_eq(tilert__entry_for(&k, args, dims), &full);
+  args[0].tensor.data = (void *)0x10008; /* on its element, not on 16 bytes */
+  cr_expect_eq(tilert__first_unaligned(&full.info, args), 0);
+  cr_expect_eq(tilert__entry_for(&k, args, dims), &k);
+  args[0].tensor.data = (void *)0x10000;
+  args[0].tensor.strides[0] = 1028; /* rows 2056 bytes apart */
+  cr_expect_eq(tilert__entry_for(&k, args, dims), &k);
+  args[0].tensor.strides[0] = 1032;
+  cr_expect_eq(tilert__entry_for(&k, args, dims), &full);
+  full.info.aligned = 0; /* a full-size entry without the line takes any tensors */
+  args[0].tensor.data = (void *)0x10002;
+  cr_expect_eq(tilert__entry_for(&k, args, dims), &full);
+}
+
+/* `aligned 16` in the metadata, once; the message of an aligned entry given other tensors names
+ * the argument. */
+Test(runtime_full, aligned_parsed_and_refused_with_the_argument_named) {
+  tilert_kernel_info k = parse_ok(META_FULL_ENTRY);
+  cr_expect_eq(k.aligned, 0);
+  EXPECT_CODE(parse_with("// tilec: aligned 16"), TILERT_OK);
+  tilert_status st = parse_with("// tilec: aligned 8");
+  EXPECT_CODE(st, TILERT_ERROR_BAD_METADATA);
+  EXPECT_MSG(st, "one 'aligned 16'");
+  EXPECT_CODE(parse_with("// tilec: aligned 16\n// tilec: aligned 16"), TILERT_ERROR_BAD_METADATA);
+  tilert_arg args[2];
+  aligned_args(&k, args, 0x10002, 1024);
+  st = tilert__unaligned_err(&k, tilert__first_unaligned(&k, args));
+  EXPECT_CODE(st, TILERT_ERROR_SHAPE);
+  EXPECT_MSG(st, "argument 'X' is not");
 }
 
 /* The parameter count check_params compares with the metadata's comes from the PTX text: an
