@@ -139,10 +139,12 @@ TirFunc *driver_full_entry(Arena *a, const AstKernel *k, TirFunc *f, const Defin
   free(buf);
   if (g && !quiet.nerrors) {
     f->full_entry = g->name;
-    /* the launches that pin every bounded dim are the production shapes, whose tensors (a
-     * framework's contiguous ones) are 16-byte aligned: the entry drops its per-row alignment
-     * tests and unaligned copy paths, and the runtime keeps the plain entry for other views */
-    g->aligned_args = !env_off("TILEC_FULL_ALIGNED");
+    /* TILEC_FULL_ALIGNED=1: the launches that pin every bounded dim are the production shapes,
+     * whose tensors (a framework's contiguous ones) are 16-byte aligned, so the entry may drop
+     * its per-row alignment tests and unaligned copy paths (the runtime keeps the plain entry
+     * for other views). Opt-in: even on an H100 but for one layernorm-backward form 4% slower
+     * (docs/performance.md, "Session ax") */
+    g->aligned_args = env_on("TILEC_FULL_ALIGNED");
   }
   return f->full_entry ? g : NULL;
 }

@@ -382,7 +382,7 @@ typedef struct TirFunc {
   struct TirSchedule *sched; /* set by tir_schedule on its copy; NULL before */
   const char *full_entry;  /* the name of its full-size entry (driver_full_entry), or NULL */
   bool aligned_args;       /* compiled for tensors whose bases and strides (but the last) are
-                              multiples of 16 bytes: a full-size entry (TILEC_FULL_ALIGNED=0: none),
+                              multiples of 16 bytes: a full-size entry with TILEC_FULL_ALIGNED=1,
                               every entry with TILEC_ALIGNED_ARGS=1. The metadata says so
                               (`aligned 16`), and the runtime launches it only on such tensors */
   SrcLoc loc;

@@ -106,7 +106,8 @@ done
 # A file of several kernels: one pair (--kernel still picks one), linked kernel by kernel.
 M=$W/bundle
 mkdir -p "$M"
-"$B/tilec" dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o "$M/ln"
+# (full-size entries taken as aligned, TILEC_FULL_ALIGNED=1: bundle_test.c checks the launcher's choice)
+TILEC_FULL_ALIGNED=1 "$B/tilec" dsl/examples/layernorm_backward.tile --emit=c --arch=sm_80 --arch=sm_90a -o "$M/ln"
 "$B/tilec" dsl/examples/layernorm_backward.tile -D BLOCK=4096 -D STAGES=4 --emit=c --arch=sm_90a -o "$M/ln_4k"
 "$B/tilec" --link "$M/ln.h" "$M/ln_4k.h" -o "$M/ln_any"
 "$B/tilec" dsl/examples/layernorm_backward.tile --kernel layernorm_train --emit=c -o "$M/train"

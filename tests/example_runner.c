@@ -380,12 +380,16 @@ static const Case cases[] = {
     {"vadd_off1", "vadd", "", "N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"softmax_off1", "softmax", "-D ROWS=2 -D WARPS=2", "M=7,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"layernorm_off3", "layernorm", "-D BLOCK=4096 -D WARPS=8", "M=5,N=4095", SUITE_SMALL | SUITE_GPU, 3, NULL, 0},
-    /* N == BLOCK: libtilert launches the full-size entry (N pinned, no edge masks, tensors taken
-     * as 16-byte aligned) where the tensors start on 16 bytes, else (the off cases) the kernel as
-     * written; the cases above (N < BLOCK) the kernel as written. Ragged M, both precisions. */
+    /* N == BLOCK: libtilert launches the full-size entry (N pinned, no edge masks); the cases
+     * above (N < BLOCK) the kernel as written. Aligned and not, ragged M, both precisions. The
+     * _fa cases are compiled with TILEC_FULL_ALIGNED=1 (make gpu-prep): the entry takes its
+     * tensors as 16-byte aligned, so only where they start on 16 bytes (off 0); else the kernel
+     * as written. */
     {"softmax_full", "softmax", "-D ROWS=2 -D WARPS=4", "M=999,N=1024", SUITE_GPU, 0, NULL, 0},
-    {"softmax_full_off1", "softmax", "-D ROWS=2 -D WARPS=4", "M=999,N=1024", SUITE_GPU, 1, NULL, 0},
-    {"rmsnorm_bwd_full_off2", "rmsnorm_backward", "", "M=37,N=1024", SUITE_GPU, 2, NULL, 0},
+    {"softmax_full_fa", "softmax", "-D ROWS=2 -D WARPS=4", "M=999,N=1024", SUITE_GPU, 0, NULL, 0},
+    {"softmax_full_off1_fa", "softmax", "-D ROWS=2 -D WARPS=4", "M=999,N=1024", SUITE_GPU, 1, NULL, 0},
+    {"rmsnorm_bwd_full_fa", "rmsnorm_backward", "", "M=37,N=1024", SUITE_GPU, 0, NULL, 0},
+    {"rmsnorm_bwd_full_off2_fa", "rmsnorm_backward", "", "M=37,N=1024", SUITE_GPU, 2, NULL, 0},
     {"rmsnorm_full", "rmsnorm", "-D BLOCK=4096 -D WARPS=8", "M=1001,N=4096", SUITE_GPU, 0, NULL, 0},
     {"layernorm_full", "layernorm", "-D BLOCK=4096 -D ROWS=2 -D WARPS=8", "M=1025,N=4096", SUITE_GPU, 0, NULL, 0},
     {"layernorm_full_bf16_off3", "layernorm", "-D T=bf16 -D BLOCK=1024 -D ROWS=8 -D WARPS=8", "M=77,N=1024",

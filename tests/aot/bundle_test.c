@@ -113,8 +113,9 @@ static void fake_driver(void) {
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, full), TILEC_OK, ln_error, "");
   unsetenv("TILERT_FULL");
   CHECK(ends_with(calls(), "launch layernorm_train 40x1x1 128; "), "TILERT_FULL=0: %s", calls());
-  /* the full-size entries take their tensors as 16-byte aligned: X one element past a
-   * boundary, or its rows 1032 bytes apart, runs the kernel as written */
+  /* the full-size entries take their tensors as 16-byte aligned (ln is compiled with
+   * TILEC_FULL_ALIGNED=1): X one element past a boundary, or its rows 2056 bytes apart, runs
+   * the kernel as written */
   Problem off = full;
   off.x.data += 2;
   EXPECT(LAUNCH_TRAIN(ln_layernorm_train_launch, off), TILEC_OK, ln_error, "");

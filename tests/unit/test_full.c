@@ -131,13 +131,14 @@ Test(full, in_the_module) {
   st = tilert_parse_kernel_info_named(ptx, "row__full", &info);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_expect(info.dims[1].pinned && info.dims[1].value == 64);
-  cr_expect_eq(info.aligned, 16);
+  cr_expect_eq(info.aligned, 0);
   arena_free(a);
 }
 
-/* The full-size entry takes its tensors as 16-byte aligned (the runtime launches it only on such
- * tensors): its row copies lose their alignment tests and unaligned paths, so its PTX is shorter
- * than the plain entry's; TILEC_FULL_ALIGNED=0 compiles it like the plain one. */
+/* With TILEC_FULL_ALIGNED=1 the full-size entry takes its tensors as 16-byte aligned (the
+ * runtime launches it only on such tensors, `aligned 16`): its row copies lose their alignment
+ * tests and unaligned paths, so its PTX is shorter than the plain entry's; by default it is
+ * compiled like the plain one. */
 static size_t entry_lines(const char *ptx, const char *entry) {
   const char *p = strstr(ptx, entry), *end = p ? strstr(p + 1, ".entry ") : NULL;
   size_t n = 0;
@@ -154,13 +155,16 @@ static const char *row16 =
 
 Test(full, aligned_tensors) {
   Arena *a = arena_new();
+  setenv("TILEC_FULL_ALIGNED", "1", 1);
   char *ptx = module_of(a, row16);
+  unsetenv("TILEC_FULL_ALIGNED");
   size_t plain = entry_lines(ptx, ".entry row("), full = entry_lines(ptx, ".entry row__full(");
   cr_expect(full < plain, "full-size entry %zu lines, plain %zu", full, plain);
   cr_expect(strstr(ptx, "// tilec: aligned 16\n"));
-  setenv("TILEC_FULL_ALIGNED", "0", 1);
+  tilert_kernel_info info;
+  cr_assert_eq(tilert_parse_kernel_info_named(ptx, "row__full", &info).code, TILERT_OK);
+  cr_expect_eq(info.aligned, 16);
   ptx = module_of(a, row16);
-  unsetenv("TILEC_FULL_ALIGNED");
   cr_expect_null(strstr(ptx, "// tilec: aligned"));
   arena_free(a);
 }
