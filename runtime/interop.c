@@ -101,13 +101,12 @@ tilert_code tilert_plan_launch(const tilert_plan *p, void *const *data, const do
     return TILERT_OK; /* an empty problem: nothing to check or launch */
   else if (!(st = plan_values(p, data, scalars, args)).code) {
     int bad = p->k->info.aligned ? tilert__first_unaligned(&p->k->info, args) : -1;
-    if (bad >= 0 && p->unaligned)
-      st = tilert__launch_bound(p->unaligned, args, p->nargs, p->unaligned_dims, p->unaligned_grid, stream);
-    else if (bad >= 0)
-      st = tilert__unaligned_err(&p->k->info, bad);
-    else {
+    if (bad < 0)
       st = tilert__launch_bound(p->k, args, p->nargs, p->dims, p->grid, stream);
-    }
+    else if (p->unaligned)
+      st = tilert__launch_bound(p->unaligned, args, p->nargs, p->unaligned_dims, p->unaligned_grid, stream);
+    else
+      st = tilert__unaligned_err(&p->k->info, bad);
   }
   if (st.code && err)
     *err = st;

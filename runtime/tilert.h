@@ -166,9 +166,9 @@ typedef struct tilert_kernel_info {
   int cluster;                   /* blocks per cluster along grid x (`cluster (K)`; 0 or 1: none):
                                     launched with cuLaunchKernelEx, grid x a multiple of it */
   /* 16: the entry was compiled for tensors whose base addresses and strides (but the last) are
-   * multiples of 16 bytes (a full-size entry; every entry of a TILEC_ALIGNED_ARGS=1 build), 0:
-   * any. tilert_launch takes such a full-size entry only for such tensors, and refuses other
-   * tensors for such a plain entry. */
+   * multiples of 16 bytes (a full-size entry built with TILEC_FULL_ALIGNED=1; every entry built
+   * with TILEC_ALIGNED_ARGS=1), 0: any. tilert_launch takes such a full-size entry only for such
+   * tensors, and refuses other tensors for such a plain entry. */
   int aligned;
 } tilert_kernel_info;
 
