@@ -35,6 +35,7 @@ static const char usage_text[] =
     "  --emit=KIND         ast | tir | schedule | llvm | ptx | c (default ptx); schedule: the\n"
     "                      GPU schedule for --arch (the TIR with its pipe waits and releases,\n"
     "                      warp roles, TMA boxes)\n"
+    "  --dump=KIND         --emit=KIND to stdout (unless -o): tilec k.tile --dump=tir\n"
     "  -O0 -O1 -O2 -O3     optimization level (default -O3)\n"
     "  --check             check the program only: diagnostics, no output\n"
     "  --cubin             with --emit=c: also embed the ptxas-assembled cubin\n"
@@ -159,7 +160,7 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
   o->opt_level = 3;
   o->seed = 1;
   o->run_max_bytes = TILEC_RUN_MAX_BYTES;
-  bool emit_set = false, check = false;
+  bool emit_set = false, check = false, to_stdout = false; /* to_stdout: --dump */
   int i = 1;
   if (argc > 1 && !strcmp(argv[1], "run")) {
     o->run = true;
@@ -208,9 +209,11 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
         dup |= o->archs[j] == ga;
       if (!dup)
         o->archs[o->narchs++] = ga;
-    } else if (matches(arg, "--emit")) {
-      if (!(v = opt_value(argc, argv, &i, "--emit", &missing)))
-        return usage_error(d, "'%s' needs a value", "--emit");
+    } else if (matches(arg, "--emit") || matches(arg, "--dump")) {
+      /* --dump=KIND is --emit=KIND written to stdout (unless -o names a file) */
+      const char *flag = matches(arg, "--dump") ? "--dump" : "--emit";
+      if (!(v = opt_value(argc, argv, &i, flag, &missing)))
+        return usage_error(d, "'%s' needs a value", flag);
       static const struct { const char *name; EmitKind k; } kinds[] = {
           {"ast", EMIT_AST}, {"tir", EMIT_TIR}, {"schedule", EMIT_SCHEDULE}, {"llvm", EMIT_LLVM},
           {"ptx", EMIT_PTX},  {"c", EMIT_C}};
@@ -221,9 +224,12 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
           found = true;
         }
       if (!found)
-        return usage_error(d, "unknown emit kind '%s' (expected ast, tir, schedule, llvm, ptx or c)", v);
+        return usage_error(d, "unknown kind '%s' (expected ast, tir, schedule, llvm, ptx or c)", v);
+      if (emit_set && to_stdout != (flag[2] == 'd'))
+        return usage_error(d, "%s", "--emit and --dump cannot be used together");
       emit_set = true;
-      c->output_flags = c->output_flags ? c->output_flags : "--emit";
+      to_stdout = flag[2] == 'd';
+      c->output_flags = c->output_flags ? c->output_flags : flag;
     } else if (matches(arg, "--shape")) {
       if (!(v = opt_value(argc, argv, &i, "--shape", &missing)))
         return usage_error(d, "'%s' needs a value such as M=4,N=1000", "--shape");
@@ -290,6 +296,8 @@ static int parse_args(Cli *c, Arena *a, Diag *d, int argc, char **argv, bool *ex
     return usage_error(d, "%s", "--cubin needs --emit=c");
   if (o->narchs == 0)
     o->archs[o->narchs++] = ARCH_SM90A;
+  if (to_stdout && !o->output)
+    o->output = "-";
   return 0;
 }
 

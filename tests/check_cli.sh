@@ -25,6 +25,20 @@ if "$T" dsl/examples/vadd.tile --emit=c -o "$W/pp" 2>"$W/err"; then bad "--emit=
 [ -e "$W/pp.h" ] && bad "--emit=c left pp.h behind after failing"
 grep -q "cannot write '$W/pp.c': it is a directory" "$W/err" || bad "no clear message: $(cat "$W/err")"
 
+# --dump=KIND: the stage on stdout (the spelling of docs/architecture.md), or to -o; no file beside
+# the source; a bad kind, --dump with --emit, and --dump=c are errors
+(cd "$W" && cp "$OLDPWD/dsl/examples/vadd.tile" . && "$OLDPWD/$T" vadd.tile --dump=tir >tir.out) ||
+  bad "--dump=tir failed"
+grep -q "^kernel vadd" "$W/tir.out" || bad "--dump=tir printed no TIR: $(head -2 "$W/tir.out")"
+[ -e "$W/vadd.ptx" ] && bad "--dump=tir wrote vadd.ptx"
+"$T" dsl/examples/vadd.tile --dump=ptx -o "$W/d.ptx" && grep -q "^.visible .entry vadd" "$W/d.ptx" ||
+  bad "--dump=ptx -o FILE wrote no PTX"
+for args in "--dump=bogus" "--dump=tir --emit=ptx" "--dump=c" "--dump"; do
+  # shellcheck disable=SC2086
+  if "$T" dsl/examples/vadd.tile $args >/dev/null 2>"$W/err"; then bad "'$args' exited 0"; fi
+  grep -q "error: " "$W/err" || bad "'$args': no message"
+done
+
 # a failed compile leaves no output and no temporary
 if "$T" tests/diag/undeclared_name.tile -o "$W/bad.ptx" 2>/dev/null; then bad "bad source compiled"; fi
 ls "$W" | grep -q "bad.ptx" && bad "a failed compile left $(ls "$W" | grep bad.ptx)"
