@@ -1994,15 +1994,25 @@ typedef struct Chunks {
   LLVMValueRef *p, *ok, all;
 } Chunks;
 
+static LLVMValueRef rows_aligned_to(Cg *g, const TirInst *in, const Access *ac, int eb, int bytes);
+
+/* In an entry whose contract puts every tensor and its strides (but the last) on 16 bytes
+ * (tir_aligned_args), a chunk is aligned when its row is: a chunk's column in the tile is a
+ * multiple of the chunk (layout_vec_width), so only the tile's first column and scalar indices
+ * remain to test, which the optimizer folds where they are constant. Tested per chunk elsewhere
+ * (LLVM's known-bits analysis stops six operations deep, short of the layout's column arithmetic
+ * under a row offset, so it cannot drop those tests itself). */
 static Chunks chunks_plan(Cg *g, const TirInst *in, const Access *ac, const TileType *tt, const Layout *L,
                           LLVMValueRef lw, int n, int ch) {
   ElemType e = tt->elem;
   Chunks c = {n / ch, vals_new(g, n / ch), vals_new(g, n / ch), LLVMConstInt(g->i1, 1, 0)};
+  int bytes = ch * elem_bytes(e);
+  LLVMValueRef rows_ok = tir_aligned_args(g->f) && bytes <= 16 ? rows_aligned_to(g, in, ac, elem_bytes(e), bytes) : NULL;
   for (int k = 0; k < c.count; k++) {
     LLVMValueRef off, ok;
     access_elem(g, in, ac, tt, L, lw, k * ch, ch, &off, &ok);
     c.p[k] = gaddr(g, in->arg_index, e, off);
-    c.ok[k] = LLVMBuildAnd(g->b, ok, aligned(g, c.p[k], ch * elem_bytes(e)), "");
+    c.ok[k] = LLVMBuildAnd(g->b, ok, rows_ok ? rows_ok : aligned(g, c.p[k], bytes), "");
     c.all = LLVMBuildAnd(g->b, c.all, c.ok[k], "");
   }
   return c;
@@ -2279,18 +2289,22 @@ static LLVMValueRef row_misalign(Cg *g, const TirInst *in) {
   return elem_misalign(g, in, off, elem_bytes(tt->elem));
 }
 
-/* Whether every row of LOAD in's tile starts 16-byte aligned: the tensor's address, the row
- * strides and the tile's first column (loop-invariant but for the column). */
-static LLVMValueRef rows_aligned(Cg *g, const TirInst *in, const Access *ac, int eb) {
+/* Whether every row of LOAD in's tile starts on a `bytes` boundary: the tensor's address, the
+ * row strides and the tile's first column (loop-invariant but for the column). */
+static LLVMValueRef rows_aligned_to(Cg *g, const TirInst *in, const Access *ac, int eb, int bytes) {
   const TirArg *a = ac->arg;
   LLVMValueRef p = LLVMBuildPtrToInt(g->b, g->tensor_ptr[in->arg_index], g->i64, "");
-  LLVMValueRef mis = LLVMBuildAnd(g->b, p, ci64(g, 15), "");
+  LLVMValueRef mis = LLVMBuildAnd(g->b, p, ci64(g, bytes - 1), "");
   mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, LLVMBuildSExt(g->b, ac->start[a->rank - 1], g->i64, ""), ci64(g, eb), ""), "");
   mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, ac->base, ci64(g, eb), ""), "");
   for (int d = 0; d < a->rank - 1; d++)
     if (ac->tile_dim[d] >= 0)
       mis = LLVMBuildOr(g->b, mis, LLVMBuildMul(g->b, g->tensor_stride[in->arg_index][d], ci64(g, eb), ""), "");
-  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, 15), ""), ci64(g, 0), "");
+  return LLVMBuildICmp(g->b, LLVMIntEQ, LLVMBuildAnd(g->b, mis, ci64(g, bytes - 1), ""), ci64(g, 0), "");
+}
+
+static LLVMValueRef rows_aligned(Cg *g, const TirInst *in, const Access *ac, int eb) {
+  return rows_aligned_to(g, in, ac, eb, 16);
 }
 
 /* The low word of (hi:lo) >> bits (bits < 32) in one shf (LLVM's fshr with a variable amount
