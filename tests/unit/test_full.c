@@ -153,11 +153,17 @@ static const char *row16 =
     "  Y[block.x, 0 : +BLOCK] = X[block.x, 0 : +BLOCK] * 2.0;\n"
     "}\n";
 
+/* module_of with the full-size entry compiled for aligned tensors (TILEC_FULL_ALIGNED=1). */
+static char *aligned_module_of(Arena *a, const char *text) {
+  setenv("TILEC_FULL_ALIGNED", "1", 1);
+  char *ptx = module_of(a, text);
+  unsetenv("TILEC_FULL_ALIGNED");
+  return ptx;
+}
+
 Test(full, aligned_tensors) {
   Arena *a = arena_new();
-  setenv("TILEC_FULL_ALIGNED", "1", 1);
-  char *ptx = module_of(a, row16);
-  unsetenv("TILEC_FULL_ALIGNED");
+  char *ptx = aligned_module_of(a, row16);
   size_t plain = entry_lines(ptx, ".entry row("), full = entry_lines(ptx, ".entry row__full(");
   cr_expect(full < plain, "full-size entry %zu lines, plain %zu", full, plain);
   cr_expect(strstr(ptx, "// tilec: aligned 16\n"));
@@ -198,9 +204,7 @@ static const char *walk4096 =
 
 Test(full, aligned_entry_tests_no_chunk_alignment) {
   Arena *a = arena_new();
-  setenv("TILEC_FULL_ALIGNED", "1", 1);
-  char *ptx = module_of(a, walk4096);
-  unsetenv("TILEC_FULL_ALIGNED");
+  char *ptx = aligned_module_of(a, walk4096);
   cr_expect_gt(alignment_masks(ptx, ".entry walk("), 0);
   cr_expect_eq(alignment_masks(ptx, ".entry walk__full("), 0, "%d address tests left in the aligned entry",
                alignment_masks(ptx, ".entry walk__full("));
