@@ -687,6 +687,14 @@ static int cpu_vadd(void *ctx, const tilert_cpu_launch *l, char *err, size_t err
   return 0;
 }
 
+/* The arguments of META_VADD: X, Y, Z of *n f32 each, alpha. */
+static void vadd_args(tilert_arg args[4], void *x, void *y, void *z, const int64_t *n, double alpha) {
+  args[0] = tilert_arg_tensor(x, TILERT_F32, 1, n);
+  args[1] = tilert_arg_tensor(y, TILERT_F32, 1, n);
+  args[2] = tilert_arg_tensor(z, TILERT_F32, 1, n);
+  args[3] = tilert_arg_scalar(alpha);
+}
+
 Test(runtime_cpu, launch_runs_the_host_function) {
   tilert_device *dev;
   tilert_status st = tilert_device_open(TILERT_BACKEND_CPU, 0, &dev);
@@ -712,9 +720,8 @@ Test(runtime_cpu, launch_runs_the_host_function) {
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
   cr_expect_str_eq(tilert_kernel_get_info(k)->name, "vadd");
   int64_t n = N;
-  tilert_arg args[4] = {tilert_arg_tensor(x, TILERT_F32, 1, &n),
-                        tilert_arg_tensor(y, TILERT_F32, 1, &n),
-                        tilert_arg_tensor(z, TILERT_F32, 1, &n), tilert_arg_scalar(0.5)};
+  tilert_arg args[4];
+  vadd_args(args, x, y, z, &n, 0.5);
   tilert_stream *s;
   cr_assert_eq(tilert_stream_create(dev, &s).code, TILERT_OK);
   tilert_event *e0, *e1;
@@ -887,8 +894,8 @@ Test(runtime_plan, binds_once_launches_with_new_data) {
   for (int i = 0; i < N; i++)
     x[i] = (float)i, y[i] = 1;
   int64_t n = N;
-  tilert_arg args[4] = {tilert_arg_tensor(x, TILERT_F32, 1, &n), tilert_arg_tensor(y, TILERT_F32, 1, &n),
-                        tilert_arg_tensor(z1, TILERT_F32, 1, &n), tilert_arg_scalar(0.5)};
+  tilert_arg args[4];
+  vadd_args(args, x, y, z1, &n, 0.5);
   tilert_plan *p;
   tilert_status st = tilert_plan_create(k, args, 4, &p);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
@@ -943,8 +950,8 @@ Test(runtime_plan, aligned_entry_falls_back_per_launch) {
   enum { N = 600 };
   static _Alignas(16) float x[N + 4], y[N], z[N + 4];
   int64_t n = N;
-  tilert_arg args[4] = {tilert_arg_tensor(x, TILERT_F32, 1, &n), tilert_arg_tensor(y, TILERT_F32, 1, &n),
-                        tilert_arg_tensor(z, TILERT_F32, 1, &n), tilert_arg_scalar(0.5)};
+  tilert_arg args[4];
+  vadd_args(args, x, y, z, &n, 0.5);
   tilert_plan *p;
   tilert_status st = tilert_plan_create(plain, args, 4, &p);
   cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
