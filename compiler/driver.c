@@ -46,6 +46,8 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
     return NULL;
   if (!tir_narrow_minmax(f, d) || !tir_verify(f, d, "narrow_minmax"))
     return NULL;
+  if (!tir_hoist_invariants(f, d) || !tir_verify(f, d, "hoist_invariants"))
+    return NULL;
   if (!driver_check_meta(a, f, meta_emit(a, f, 0), d))
     return NULL;
   return f;

@@ -1,4 +1,5 @@
-/* tir_passes.c — constant folding and dead-code elimination on the tile IR.
+/* tir_passes.c — tile-IR passes: constant folding, dead-code elimination, reduction operands
+ * hoisted, narrow min/max accumulators, loop invariants hoisted.
  *
  * The IR is not SSA, so "constant" is decided conservatively: a register is a known constant
  * when exactly one instruction writes it and that instruction computes a splat from known
@@ -544,4 +545,125 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
       narrowed = true;
     }
   return !narrowed || tir_eliminate_dead(f, d); /* the loop's cvt */
+}
+
+/* ------------------------------------------------------- loop-invariant code motion
+ *
+ * A pure register instruction in a loop's body whose operands the loop does not write computes
+ * the same tile every iteration: it moves above the `for` (layernorm backward's `to_f32(w)` of
+ * a shared row copied once, converted again for every row; a scalar `to_f32(N)`). LLVM cannot do
+ * it on the GPU: the loop's barriers and asynchronous copies keep a shared read in place. Moved
+ * tiles stay live across the loop, so a loop takes at most INVARIANT_REGS_PER_THREAD registers
+ * of them a thread (a tile's padded elements over the block's threads), else only its scalars
+ * move. Only instructions directly in the body (not under a nested `if` or `for`; a nested
+ * loop's own invariants reach the outer body first), written nowhere else, into registers, and
+ * none that can fault (i32 division): a loop that runs zero times computes them for nothing.
+ * TILEC_HOIST_INVARIANTS=0 turns it off. */
+enum { INVARIANT_REGS_PER_THREAD = 32 };
+
+/* hoistable()'s instructions and the leaves that read no state a loop changes */
+static bool loop_movable(TirOp op) { return hoistable(op) || op == TIR_DIM || op == TIR_BLOCK_ID || op == TIR_IOTA; }
+
+static bool may_fault(const TirFunc *f, const TirInst *in) {
+  return (in->op == TIR_DIV || in->op == TIR_REM) && f->regs[in->dst].type.elem == TY_I32;
+}
+
+/* Registers a thread holds of tile r (padded elements over the threads, 32-bit words); a
+ * broadcast or reshape holds its operand's values (the lowering shares them). */
+static int thread_words(const TirFunc *f, int r) {
+  int def = tir_only_write(f, r);
+  if (def >= 0 && (f->insts[def].op == TIR_BCAST || f->insts[def].op == TIR_RESHAPE))
+    return thread_words(f, f->insts[def].args[0]);
+  const TileType *t = &f->regs[r].type;
+  if (t->rank == 0)
+    return 0;
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; d++) {
+    int64_t p = 1;
+    while (p < t->dims[d])
+      p *= 2;
+    n *= p;
+  }
+  int64_t words = (n + f->threads - 1) / f->threads;
+  return (int)(elem_bytes(t->elem) < 4 ? (words + 1) / 2 : words);
+}
+
+/* Marks in cand[] the body instructions of loop [open, close] that may move above it (scalars
+ * only when scalars_only); `loop_writes` counts each register's writes in the loop, `writes` in
+ * the function. Returns the registers a thread keeps across the loop for them. */
+static int invariant_slice(const TirFunc *f, int open, int close, const int *writes, int *loop_writes,
+                           bool scalars_only, bool *cand) {
+  memset(cand, 0, (size_t)(close - open + 1));
+  for (int k = open; k <= close; k++)
+    if (f->insts[k].dst >= 0)
+      loop_writes[f->insts[k].dst]++;
+  for (int k = open + 1; k < close; k++) {
+    const TirInst *in = &f->insts[k];
+    if (in->op == TIR_FOR || in->op == TIR_IF) {
+      k = tir_region_end(f, k);
+      continue;
+    }
+    if (!loop_movable(in->op) || in->dst < 0 || writes[in->dst] != 1 || may_fault(f, in) ||
+        f->regs[in->dst].type.place != PLACE_REG || (scalars_only && f->regs[in->dst].type.rank > 0))
+      continue;
+    bool invariant = true;
+    for (int a = 0; a < 3 && invariant; a++)
+      invariant = in->args[a] < 0 || loop_writes[in->args[a]] == 0;
+    if (!invariant)
+      continue;
+    cand[k - open] = true;
+    loop_writes[in->dst] = 0; /* its readers may follow */
+  }
+  int words = 0;
+  for (int k = open + 1; k < close; k++) {
+    const TirInst *in = &f->insts[k];
+    if (!cand[k - open] || in->op == TIR_CONST)
+      continue;
+    for (int m = open + 1; m < close; m++)
+      if (!cand[m - open] && tir_inst_reads(&f->insts[m], in->dst)) {
+        words += thread_words(f, in->dst);
+        break;
+      }
+  }
+  for (int k = open; k <= close; k++)
+    if (f->insts[k].dst >= 0)
+      loop_writes[f->insts[k].dst] = 0;
+  return words;
+}
+
+/* Puts the marked instructions of [open, close] (in order) before the `for` at open. */
+static void hoist_above(TirFunc *f, int open, int close, const bool *cand, TirInst *tmp) {
+  int n = 0;
+  for (int k = open; k <= close; k++)
+    if (cand[k - open])
+      tmp[n++] = f->insts[k];
+  for (int k = open; k <= close; k++)
+    if (!cand[k - open])
+      tmp[n++] = f->insts[k];
+  memcpy(&f->insts[open], tmp, sizeof *tmp * (size_t)n);
+}
+
+bool tir_hoist_invariants(TirFunc *f, Diag *d) {
+  if (env_off("TILEC_HOIST_INVARIANTS"))
+    return true;
+  int *writes = count_writes(f);
+  int *loop_writes = calloc((size_t)f->nregs + 1, sizeof *loop_writes);
+  bool *cand = malloc((size_t)f->ninsts + 1);
+  TirInst *tmp = malloc(sizeof *tmp * ((size_t)f->ninsts + 1));
+  if (!writes || !loop_writes || !cand || !tmp) {
+    free(writes), free(loop_writes), free(cand), free(tmp);
+    diag_plain(d, DIAG_ERROR, "loop invariants: out of memory");
+    return false;
+  }
+  /* innermost first: an inner loop's invariants land in the outer body, which comes next */
+  for (int open = f->ninsts - 1; open >= 0; open--) {
+    if (f->insts[open].op != TIR_FOR)
+      continue;
+    int close = tir_region_end(f, open);
+    if (invariant_slice(f, open, close, writes, loop_writes, false, cand) > INVARIANT_REGS_PER_THREAD)
+      invariant_slice(f, open, close, writes, loop_writes, true, cand);
+    hoist_above(f, open, close, cand, tmp);
+  }
+  free(writes), free(loop_writes), free(cand), free(tmp);
+  return true;
 }

@@ -45,12 +45,7 @@ static int writer_before(const TirFunc *f, int r, int before) {
 }
 
 /* Index of the k-th REDUCE_SUM of f. */
-static int nth_sum(const TirFunc *f, int k) {
-  for (int i = find_op(f, 0, TIR_REDUCE_SUM); i >= 0; i = find_op(f, i + 1, TIR_REDUCE_SUM))
-    if (k-- == 0)
-      return i;
-  return -1;
-}
+static int nth_sum(const TirFunc *f, int k) { return nth_op(f, TIR_REDUCE_SUM, k); }
 
 static void run(const TirFunc *f, float *s) {
   static float x[M * N], g[M * N];

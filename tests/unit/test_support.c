@@ -175,6 +175,13 @@ int find_op(const TirFunc *f, int from, TirOp op) {
   return -1;
 }
 
+int nth_op(const TirFunc *f, TirOp op, int k) {
+  for (int i = find_op(f, 0, op); i >= 0; i = find_op(f, i + 1, op))
+    if (k-- == 0)
+      return i;
+  return -1;
+}
+
 int count_op(const TirFunc *f, TirOp op) {
   int n = 0;
   for (int i = 0; i < f->ninsts; i++)

@@ -40,6 +40,8 @@ int occurrences(const char *s, const char *what);
 
 /* The index of the first instruction of f at or after `from` with op `op`, or -1. */
 int find_op(const TirFunc *f, int from, TirOp op);
+/* The index of the k-th (from 0) instruction of f with op `op`, or -1. */
+int nth_op(const TirFunc *f, TirOp op, int k);
 /* How many instructions of f have op `op`. */
 int count_op(const TirFunc *f, TirOp op);
 
