@@ -399,6 +399,12 @@ static const Case cases[] = {
     {"ln_train_full", "layernorm_backward", "", "M=21,N=1024", SUITE_GPU, 0, "layernorm_train", 0},
     {"ln_bwd_full", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8", "M=1027,N=4096", SUITE_GPU, 0,
      "layernorm_backward", 0},
+    /* the bench's shape (8 warps, 32-row chunks, 4 stages): the aligned entry's chunks take the
+     * row's alignment (chunks_plan), and its weight row is converted once (tir_hoist_invariants) */
+    {"ln_bwd_full_fa", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8 -D CHUNK=32 -D STAGES=4", "M=1027,N=4096",
+     SUITE_GPU, 0, "layernorm_backward", 0},
+    {"ln_bwd_full_off1_fa", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8 -D CHUNK=32 -D STAGES=4",
+     "M=1027,N=4096", SUITE_GPU, 1, "layernorm_backward", 0},
     {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
