@@ -126,6 +126,22 @@ assert "| gemm | 4096x4096x4096 | f16 | ✗ |" in b, b
 PY
 echo "check_bench: charts, tables and best.md render"
 
+# 5b. A/B ratios (bench/tools/ab.py): a suffix against its base in the same run, verified rows
+# only, the longer suffix (_fanr) not read as the shorter (_nr)
+python3 - "$tmp/ab.json" <<'PY'
+import json, sys
+def row(v, ms, ok=True, n=4096):
+    return {"kernel": "k", "shape": {"N": n}, "dtype": "f16", "causal": None, "impl": "tilec",
+            "variant": v, "median_ms": ms, "verified": ok}
+rows = [row("a", 2.0), row("a_nr", 1.0), row("a_fa", 4.0), row("a_fanr", 8.0), row("a", 3.0, n=8),
+        row("a_nr", 1.0, ok=False, n=8), row("b_nr", 1.0)]
+json.dump({"gpu": "G", "commit": "c", "date": "d", "rows": rows}, open(sys.argv[1], "w"))
+PY
+python3 bench/tools/ab.py "$tmp/ab.json" _nr _fanr >"$tmp/ab.txt" || fail "bench/tools/ab.py"
+grep -q "^_nr  *2.000  (1 cases)" "$tmp/ab.txt" && grep -q "^_fanr  *0.250  (1 cases)" "$tmp/ab.txt" ||
+  { cat "$tmp/ab.txt"; fail "bench/tools/ab.py ratios"; }
+echo "check_bench: A/B ratios"
+
 # 6. the baselines' ldmatrix / mma.sync fragment and shared-memory index arithmetic, replayed on
 #    the CPU against numpy (bench/tools/emulate_mma.py; skipped without numpy)
 NPY=""
