@@ -433,9 +433,9 @@ bool tir_hoist_reduce_operands(TirFunc *f, Diag *d);
  * exact, and two elements an instruction on the GPU (tir_passes.c); TILEC_NARROW_MINMAX=0 turns
  * it off. */
 bool tir_narrow_minmax(TirFunc *f, Diag *d);
-/* Moves pure register instructions whose operands a loop does not write above the loop (at most
- * 32 registers a thread of tiles a loop, else its scalars only; tir_passes.c);
- * TILEC_HOIST_INVARIANTS=0 turns it off. */
+/* Moves pure register instructions (and register loads of input tensors) whose operands a loop
+ * does not write above the loop (at most 32 registers a thread of tiles a loop, else its scalars
+ * only; tir_passes.c); TILEC_HOIST_INVARIANTS=0 turns it off. */
 bool tir_hoist_invariants(TirFunc *f, Diag *d);
 
 /* ------------------------------------------------------------- interpreter

@@ -551,7 +551,8 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
  *
  * A pure register instruction in a loop's body whose operands the loop does not write computes
  * the same tile every iteration: it moves above the `for` (layernorm backward's `to_f32(w)` of
- * a shared row copied once, converted again for every row; a scalar `to_f32(N)`). LLVM cannot do
+ * a shared row copied once, converted again for every row; a scalar `to_f32(N)`); so does a
+ * register load of a tensor the kernel never writes (weights read where they are used). LLVM cannot do
  * it on the GPU: the loop's barriers and asynchronous copies keep a shared read in place. Moved
  * tiles stay live across the loop, so a loop takes at most INVARIANT_REGS_PER_THREAD registers
  * of them a thread (a tile's padded elements over the block's threads), else only its scalars
@@ -561,8 +562,35 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
  * TILEC_HOIST_INVARIANTS=0 turns it off. */
 enum { INVARIANT_REGS_PER_THREAD = 32 };
 
-/* hoistable()'s instructions and the leaves that read no state a loop changes */
-static bool loop_movable(TirOp op) { return hoistable(op) || op == TIR_DIM || op == TIR_BLOCK_ID || op == TIR_IOTA; }
+/* A tensor no instruction of f writes (an input): its elements are the same on every iteration. */
+static bool tensor_read_only(const TirFunc *f, int arg) {
+  if (f->args[arg].is_out)
+    return false;
+  for (int i = 0; i < f->ninsts; i++)
+    if (tir_op_writes_tensor(f->insts[i].op) && f->insts[i].arg_index == arg)
+      return false;
+  return true;
+}
+
+/* hoistable()'s instructions, the leaves that read no state a loop changes, and register loads
+ * of input tensors (a user's `to_f32(W[0 : +BLOCK])` written in the row loop). */
+static bool loop_movable(const TirFunc *f, const TirInst *in) {
+  if (in->op == TIR_LOAD)
+    return tensor_read_only(f, in->arg_index);
+  return hoistable(in->op) || in->op == TIR_DIM || in->op == TIR_BLOCK_ID || in->op == TIR_IOTA;
+}
+
+/* Every register inst reads (operands, a load's index starts) is one the loop does not write. */
+static bool reads_invariant(const TirFunc *f, const TirInst *in, const int *loop_writes) {
+  for (int a = 0; a < 3; a++)
+    if (in->args[a] >= 0 && loop_writes[in->args[a]])
+      return false;
+  if (in->op == TIR_LOAD)
+    for (int d = 0; d < f->args[in->arg_index].rank; d++)
+      if (in->index[d].start >= 0 && loop_writes[in->index[d].start])
+        return false;
+  return true;
+}
 
 static bool may_fault(const TirFunc *f, const TirInst *in) {
   return (in->op == TIR_DIV || in->op == TIR_REM) && f->regs[in->dst].type.elem == TY_I32;
@@ -603,13 +631,9 @@ static int invariant_slice(const TirFunc *f, int open, int close, const int *wri
       k = tir_region_end(f, k);
       continue;
     }
-    if (!loop_movable(in->op) || in->dst < 0 || writes[in->dst] != 1 || may_fault(f, in) ||
-        f->regs[in->dst].type.place != PLACE_REG || (scalars_only && f->regs[in->dst].type.rank > 0))
-      continue;
-    bool invariant = true;
-    for (int a = 0; a < 3 && invariant; a++)
-      invariant = in->args[a] < 0 || loop_writes[in->args[a]] == 0;
-    if (!invariant)
+    if (!loop_movable(f, in) || in->dst < 0 || writes[in->dst] != 1 || may_fault(f, in) ||
+        f->regs[in->dst].type.place != PLACE_REG || (scalars_only && f->regs[in->dst].type.rank > 0) ||
+        !reads_invariant(f, in, loop_writes))
       continue;
     cand[k - open] = true;
     loop_writes[in->dst] = 0; /* its readers may follow */
