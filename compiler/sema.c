@@ -2180,6 +2180,18 @@ static bool require_derived(Sema *S, const AstDim *dim, const TirExpr *rpn, int 
   TirExpr req = {.rpn = arena_printf(S->a, "%s %s ==", dim->name, rpn->rpn),
                  .text = arena_printf(S->a, "axis %d of %s == %s", axis, a->name, rpn->text),
                  .loc = rpn->loc};
+  /* the check adds the dim and `==` to an expression launch_rpn let through, and its text */
+  int ntok = 1;
+  for (const char *c = req.rpn; *c; c++)
+    ntok += *c == ' ';
+  size_t len = strlen(req.rpn), tlen = strlen(req.text);
+  if (ntok > TILERT_MAX_EXPR_TOKENS || len >= TILERT_MAX_EXPR || tlen >= TILERT_MAX_EXPR) {
+    ERR(S, rpn->loc, "this dimension expression is too long for the runtime: its launch check "
+        "'axis %d of %s == ...' is %d tokens and %zu characters in RPN form and %zu characters of "
+        "text, and at most %d tokens and %d characters are supported; simplify it", axis, a->name,
+        ntok, len, tlen, TILERT_MAX_EXPR_TOKENS, TILERT_MAX_EXPR - 1);
+    return false;
+  }
   append_require(S, NULL, req);
   return true;
 }
