@@ -552,11 +552,11 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
  * A pure register instruction in a loop's body whose operands the loop does not write computes
  * the same tile every iteration: it moves above the `for` (layernorm backward's `to_f32(w)` of
  * a shared row copied once, converted again for every row; a scalar `to_f32(N)`); so does a
- * register load of a tensor the kernel never writes (weights read where they are used). LLVM cannot do
- * it on the GPU: the loop's barriers and asynchronous copies keep a shared read in place. Moved
- * tiles stay live across the loop, so a loop takes at most INVARIANT_REGS_PER_THREAD registers
- * of them a thread (a tile's padded elements over the block's threads), else only its scalars
- * move. Only instructions directly in the body (not under a nested `if` or `for`; a nested
+ * register load of a tensor the kernel never writes (weights read where they are used). LLVM
+ * cannot do it on the GPU: the loop's barriers and asynchronous copies keep a shared read in
+ * place. Moved tiles stay live across the loop, so a loop takes at most
+ * INVARIANT_REGS_PER_THREAD registers of them a thread (a tile's padded elements over the
+ * block's threads), else only its scalars move. Only instructions directly in the body (not under a nested `if` or `for`; a nested
  * loop's own invariants reach the outer body first), written nowhere else, into registers, and
  * none that can fault (i32 division): a loop that runs zero times computes them for nothing.
  * TILEC_HOIST_INVARIANTS=0 turns it off. */
