@@ -394,6 +394,7 @@ TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initia
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
+bool tir_arg_written(const TirFunc *f, int arg);     /* tensor argument arg is written (STORE, atomics) */
 int tir_windowed_row_load(const TirFunc *f, int r); /* r a rank-1 shared tile one LOAD writes, read only by windows: that LOAD, else -1 */
 bool tir_at_top_level(const TirFunc *f, int i);      /* instruction i lies outside every loop and branch */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */

@@ -37,6 +37,13 @@ int tir_only_write(const TirFunc *f, int r) {
   return def;
 }
 
+bool tir_arg_written(const TirFunc *f, int arg) {
+  for (int i = 0; i < f->ninsts; i++)
+    if (tir_op_writes_tensor(f->insts[i].op) && f->insts[i].arg_index == arg)
+      return true;
+  return false;
+}
+
 int tir_region_end(const TirFunc *f, int first) {
   int depth = 0;
   for (int i = first; i < f->ninsts; i++) {

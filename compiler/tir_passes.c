@@ -562,21 +562,11 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
  * TILEC_HOIST_INVARIANTS=0 turns it off. */
 enum { INVARIANT_REGS_PER_THREAD = 32 };
 
-/* A tensor no instruction of f writes (an input): its elements are the same on every iteration. */
-static bool tensor_read_only(const TirFunc *f, int arg) {
-  if (f->args[arg].is_out)
-    return false;
-  for (int i = 0; i < f->ninsts; i++)
-    if (tir_op_writes_tensor(f->insts[i].op) && f->insts[i].arg_index == arg)
-      return false;
-  return true;
-}
-
 /* hoistable()'s instructions, the leaves that read no state a loop changes, and register loads
  * of input tensors (a user's `to_f32(W[0 : +BLOCK])` written in the row loop). */
 static bool loop_movable(const TirFunc *f, const TirInst *in) {
   if (in->op == TIR_LOAD)
-    return tensor_read_only(f, in->arg_index);
+    return !tir_arg_written(f, in->arg_index);
   return hoistable(in->op) || in->op == TIR_DIM || in->op == TIR_BLOCK_ID || in->op == TIR_IOTA;
 }
 

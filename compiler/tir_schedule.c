@@ -163,23 +163,13 @@ static bool ring_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
          body_load(f, p, j, mark);
 }
 
-/* Whether the kernel writes tensor argument arg anywhere (STORE, atomics). */
-static bool arg_written(const TirFunc *f, int arg) {
-  for (int j = 0; j < f->ninsts; j++) {
-    TirOp op = f->insts[j].op;
-    if ((op == TIR_STORE || op == TIR_ATOMIC_ADD || op == TIR_ATOMIC_MAX) && f->insts[j].arg_index == arg)
-      return true;
-  }
-  return false;
-}
-
 /* A lookahead load of p (TirPipe.lookahead): a top-level LOAD of a register tile, its only
  * write, read only after it inside the loop (so its register is free at the top of the body),
  * of a tensor the kernel never writes, with index starts the chain can replay. */
 static bool lookahead_load(const TirFunc *f, const TirPipe *p, int j, bool *mark) {
   const TirInst *in = &f->insts[j];
   const TileType *ty = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
-  return ty && ty->place != PLACE_SHARED && ty->layout && !arg_written(f, in->arg_index) &&
+  return ty && ty->place != PLACE_SHARED && ty->layout && !tir_arg_written(f, in->arg_index) &&
          body_load(f, p, j, mark);
 }
 
@@ -767,7 +757,7 @@ static void plan_prefetch(const TirFunc *f, TirSchedule *s, const TirPipe *p) {
     const TirInst *in = &f->insts[j];
     const TileType *t = in->op == TIR_LOAD ? &f->regs[in->dst].type : NULL;
     /* the LOAD must be its register's only write: then nothing before it reads the register */
-    if (!t || t->place == PLACE_SHARED || !t->layout || !top_level(f, -1, j) || arg_written(f, in->arg_index) ||
+    if (!t || t->place == PLACE_SHARED || !t->layout || !top_level(f, -1, j) || tir_arg_written(f, in->arg_index) ||
         count_writes(f, in->dst, 0, f->ninsts) != 1)
       continue;
     bool ok = regs + layout_nregs(t->layout) <= PREFETCH_REGS;
@@ -1850,7 +1840,7 @@ static bool hoist_stops_at(const TirFunc *f, int i, int end, const TirInst *ld) 
 /* A scalar the kernel loads at the top level from a tensor it never writes, defined there only. */
 static bool hoistable_load(const TirFunc *f, int j) {
   const TirInst *in = &f->insts[j];
-  return in->op == TIR_LOAD && f->regs[in->dst].type.rank == 0 && !arg_written(f, in->arg_index) &&
+  return in->op == TIR_LOAD && f->regs[in->dst].type.rank == 0 && !tir_arg_written(f, in->arg_index) &&
          count_writes(f, in->dst, 0, f->ninsts) == 1;
 }
 
@@ -2294,7 +2284,7 @@ static bool verify_pipe(const SchedVerifier *v, int k) {
     if (j <= p->first || j >= p->last || f->insts[j].op != TIR_LOAD || !top_level(f, p->first, j) ||
         f->regs[t].type.place == PLACE_SHARED || count_writes(f, t, 0, f->ninsts) != 1)
       return sfail(v, j, "pipe %d: lookahead load is not the only top-level write of its register tile", k);
-    if (arg_written(f, f->insts[j].arg_index))
+    if (tir_arg_written(f, f->insts[j].arg_index))
       return sfail(v, j, "pipe %d: lookahead load of a tensor the kernel writes", k);
     for (int r = 0; r < f->ninsts; r++)
       if (tir_inst_reads(&f->insts[r], t) && (r <= j || r >= p->last))
