@@ -364,17 +364,17 @@ static int next_reduce(const TirFunc *f, int i) {
   return -1;
 }
 
-/* Puts the slice (in order) before i, then i, then the rest of (i, j). */
-static void hoist_slice(TirFunc *f, int i, int j, const bool *slice, TirInst *tmp) {
+/* Reorders instructions [from, to] so that the marked ones (mark[k - from]) come first, each
+ * group in its order: a slice moved above a reduction or a loop. */
+static void move_marked_first(TirFunc *f, int from, int to, const bool *mark, TirInst *tmp) {
   int n = 0;
-  for (int k = i + 1; k < j; k++)
-    if (slice[k - i])
+  for (int k = from; k <= to; k++)
+    if (mark[k - from])
       tmp[n++] = f->insts[k];
-  tmp[n++] = f->insts[i];
-  for (int k = i + 1; k < j; k++)
-    if (!slice[k - i])
+  for (int k = from; k <= to; k++)
+    if (!mark[k - from])
       tmp[n++] = f->insts[k];
-  memcpy(&f->insts[i], tmp, sizeof *tmp * (size_t)n);
+  memcpy(&f->insts[from], tmp, sizeof *tmp * (size_t)n);
 }
 
 bool tir_hoist_reduce_operands(TirFunc *f, Diag *d) {
@@ -398,7 +398,7 @@ bool tir_hoist_reduce_operands(TirFunc *f, Diag *d) {
       n += slice[k - i];
     if (n == 0 || j - n - i > HOIST_SPAN)
       continue;
-    hoist_slice(f, i, j, slice, tmp);
+    move_marked_first(f, i, j - 1, slice, tmp); /* slice[0], i itself, is never marked */
     i += n; /* i's reduction now sits n further on */
     moved = true;
   }
@@ -556,9 +556,10 @@ bool tir_narrow_minmax(TirFunc *f, Diag *d) {
  * cannot do it on the GPU: the loop's barriers and asynchronous copies keep a shared read in
  * place. Moved tiles stay live across the loop, so a loop takes at most
  * INVARIANT_REGS_PER_THREAD registers of them a thread (a tile's padded elements over the
- * block's threads), else only its scalars move. Only instructions directly in the body (not under a nested `if` or `for`; a nested
- * loop's own invariants reach the outer body first), written nowhere else, into registers, and
- * none that can fault (i32 division): a loop that runs zero times computes them for nothing.
+ * block's threads), else only its scalars move. Only instructions directly in the body (not
+ * under a nested `if` or `for`; a nested loop's own invariants reach the outer body first),
+ * written nowhere else, into registers, and none that can fault (i32 division): a loop that runs
+ * zero times computes them for nothing.
  * TILEC_HOIST_INVARIANTS=0 turns it off. */
 enum { INVARIANT_REGS_PER_THREAD = 32 };
 
@@ -645,18 +646,6 @@ static int invariant_slice(const TirFunc *f, int open, int close, const int *wri
   return words;
 }
 
-/* Puts the marked instructions of [open, close] (in order) before the `for` at open. */
-static void hoist_above(TirFunc *f, int open, int close, const bool *cand, TirInst *tmp) {
-  int n = 0;
-  for (int k = open; k <= close; k++)
-    if (cand[k - open])
-      tmp[n++] = f->insts[k];
-  for (int k = open; k <= close; k++)
-    if (!cand[k - open])
-      tmp[n++] = f->insts[k];
-  memcpy(&f->insts[open], tmp, sizeof *tmp * (size_t)n);
-}
-
 bool tir_hoist_invariants(TirFunc *f, Diag *d) {
   if (env_off("TILEC_HOIST_INVARIANTS"))
     return true;
@@ -676,7 +665,7 @@ bool tir_hoist_invariants(TirFunc *f, Diag *d) {
     int close = tir_region_end(f, open);
     if (invariant_slice(f, open, close, writes, loop_writes, false, cand) > INVARIANT_REGS_PER_THREAD)
       invariant_slice(f, open, close, writes, loop_writes, true, cand);
-    hoist_above(f, open, close, cand, tmp);
+    move_marked_first(f, open, close, cand, tmp);
   }
   free(writes), free(loop_writes), free(cand), free(tmp);
   return true;
