@@ -37,6 +37,14 @@ static int shared_cvt(const TirFunc *f, int from) {
   return -1;
 }
 
+/* path's kernel after the passes, with the loop-invariant pass as `value` sets it (NULL: on). */
+static TirFunc *lowered(Arena *a, const char *path, const char *text, const char *value) {
+  Diag d;
+  TirFunc *f = source_tir_with(a, path, text, ARCH_SM90A, "TILEC_HOIST_INVARIANTS", value, &d);
+  cr_assert(f, "%s did not compile", path);
+  return f;
+}
+
 static void run(const TirFunc *f, float *y) {
   static uint16_t x[M * N], w[N];
   for (int i = 0; i < M * N; i++)
@@ -53,10 +61,7 @@ static void run(const TirFunc *f, float *y) {
 
 Test(invariant, pure_invariants_move_above_the_loop) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *on = source_tir_with(a, "rows.tile", src, ARCH_SM90A, "TILEC_HOIST_INVARIANTS", NULL, &d);
-  TirFunc *off = source_tir_with(a, "rows.tile", src, ARCH_SM90A, "TILEC_HOIST_INVARIANTS", "0", &d);
-  cr_assert(on && off);
+  TirFunc *on = lowered(a, "rows.tile", src, NULL), *off = lowered(a, "rows.tile", src, "0");
   cr_assert_eq(on->ninsts, off->ninsts, "the pass only moves instructions");
   int loop = find_op(on, 0, TIR_FOR), branch = find_op(on, 0, TIR_IF);
   cr_assert(loop >= 0 && branch > loop);
@@ -89,9 +94,7 @@ static const char *wide =
 
 Test(invariant, tiles_over_the_budget_stay) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "wide.tile", wide, ARCH_SM90A, "TILEC_HOIST_INVARIANTS", NULL, &d);
-  cr_assert(f);
+  TirFunc *f = lowered(a, "wide.tile", wide, NULL);
   int loop = find_op(f, 0, TIR_FOR);
   cr_expect_gt(shared_cvt(f, 0), loop, "128 registers a thread: stays in the loop");
   cr_expect_lt(find_op(f, 0, TIR_DIM), loop, "the scalar moves");
@@ -122,9 +125,7 @@ static int load_of(const TirFunc *f, int arg) {
 
 Test(invariant, input_loads_move_and_written_tensors_stay) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "acc.tile", loads, ARCH_SM90A, "TILEC_HOIST_INVARIANTS", NULL, &d);
-  cr_assert(f);
+  TirFunc *f = lowered(a, "acc.tile", loads, NULL);
   int loop = find_op(f, 0, TIR_FOR);
   cr_expect_lt(load_of(f, 1), loop, "W's row above the loop");
   cr_expect_gt(load_of(f, 2), loop, "Y is written in the loop: its read stays");
