@@ -522,6 +522,7 @@ class Tilert:
             if st.code != 0:
                 check(st, "launch")
         fn._keep = (arr, values)  # the argument array must outlive the closure's uses
+        fn._info = info
         return fn
 
 
@@ -1065,7 +1066,13 @@ class Worker:
                 return O
             fn._keep = (dwp, dbp)
             return fn
-        def accumulating(bwd, *sums):  # the sums its atomics add into zeroed first, in the timed work
+        def accumulating(bwd, *names):
+            """The sums its atomics add into, zeroed first in the timed work, but those the kernel
+            declares `= 0` (the launch zeroes them itself: runtime/zero.c)."""
+            info = bwd._info
+            own = {info.args[i].name.decode() for i in range(info.nargs) if info.args[i].zero_init}
+            sums = [O[n] for n in names if n not in own]
+
             def fn():
                 for t in sums:
                     t.zero_()
@@ -1073,10 +1080,10 @@ class Worker:
                 return O
             return fn
         if k == "rmsnorm_backward":
-            return accumulating(L(variant, [I["X"], I["W"], I["dY"], O["dX"], O["dW"], EPS]), O["dW"])
+            return accumulating(L(variant, [I["X"], I["W"], I["dY"], O["dX"], O["dW"], EPS]), "dW")
         if k == "layernorm_backward":
             return accumulating(L(variant, [I["X"], I["W"], I["Mean"], I["Rstd"], I["dY"], O["dX"], O["dW"], O["dB"]],
-                                  entry="layernorm_backward"), O["dW"], O["dB"])
+                                  entry="layernorm_backward"), "dW", "dB")
         if k == "cross_entropy_backward":
             # the module's first kernel: the two-pass one, or the one KERNEL= compiled alone
             f = L(variant, [I["X"], I["label"], I["dloss"], O["loss"], O["dX"]])

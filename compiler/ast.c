@@ -294,7 +294,7 @@ static void print_kernel(FILE *o, const AstKernel *k) {
         fprintf(o, "%s%s", j ? ", " : "", k->dims[a->dims[j]].name);
       fputc(']', o);
     }
-    fputc('\n', o);
+    fputs(a->init ? " = 0\n" : "\n", o);
   }
   for (int i = 0; i < k->ngrid; i++) {
     fprintf(o, "  grid.%c\n", "xyz"[i]);

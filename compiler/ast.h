@@ -288,6 +288,7 @@ typedef struct AstArg {
   AstTypeSpec *type;
   bool is_tensor;
   bool is_out;
+  AstExpr *init;           /* `= 0`: an out tensor the launch starts at zero (NULL: as passed) */
   ElemType elem;           /* sema */
   int rank;                /* sema: 0 for scalars */
   int dims[TILE_MAX_RANK]; /* sema: index into AstKernel.dims */

@@ -160,6 +160,8 @@ static const char tk_runtime_src[] =
     "                              unsigned, unsigned, struct CUstream_st *, void **, void **);\n"
     "  tk_CUresult (*LaunchKernelEx)(const tk_CUlaunchConfig *, tk_CUfunction, void **, void **);\n"
     "  tk_CUresult (*OccupancyMaxActiveClusters)(int *, tk_CUfunction, const tk_CUlaunchConfig *);\n"
+    "  tk_CUresult (*MemsetD2D8Async)(unsigned long long, size_t, unsigned char, size_t, size_t,\n"
+    "                                 struct CUstream_st *);\n"
     "} tk_driver;\n"
     "typedef tk_CUresult (*tk_getproc)(const char *, void **, int, unsigned long long, int *);\n"
     "\n"
@@ -235,6 +237,7 @@ static const char tk_runtime_src[] =
     "      {\"cuLaunchKernel\", (void *)&tk_drv.LaunchKernel},\n"
     "      {\"cuLaunchKernelEx\", (void *)&tk_drv.LaunchKernelEx},\n"
     "      {\"cuOccupancyMaxActiveClusters\", (void *)&tk_drv.OccupancyMaxActiveClusters},\n"
+    "      {\"cuMemsetD2D8Async\", (void *)&tk_drv.MemsetD2D8Async},\n"
     "  };\n"
     "  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {\n"
     "    void *p = NULL;\n"
@@ -312,6 +315,7 @@ static const char tk_runtime_src[] =
     "  int dtype;                       /* tilec_dtype */\n"
     "  int rank;\n"
     "  int dims[4];                     /* index into the kernel's dims */\n"
+    "  int zero_init;                   /* out tensor declared `= 0`: zeroed before each launch */\n"
     "} tk_arg;\n"
     "\n"
     "typedef struct tk_dim {\n"
@@ -844,6 +848,41 @@ static const char tk_runtime_src[] =
     "  return !f->aligned || tk_first_unaligned(f, t) < 0;\n"
     "}\n"
     "\n"
+    "/* Out tensors declared `= 0`, zeroed on the stream before the kernel: per tensor, its contiguous\n"
+    " * inner dims make a row, the next dims whose strides nest make the rows of one\n"
+    " * cuMemsetD2D8Async, and each index of the dims outside those one more. (libtilert zeroes them\n"
+    " * with a kernel that the next one overlaps on sm_90: runtime/zero.c.) */\n"
+    "static tilec_result tk_zero_outputs(const tk_kernel *k, const tilec_tensor *const *t,\n"
+    "                                    struct CUstream_st *stream) {\n"
+    "  for (int i = 0; i < k->nargs; i++) {\n"
+    "    const tilec_tensor *x = t[i];\n"
+    "    if (!k->args[i].zero_init || tk_bytes(x) <= 0)\n"
+    "      continue;\n"
+    "    int64_t eb = tk_dtype_size[x->dtype], d = x->rank - 1, outer = 1, idx[4] = {0, 0, 0, 0};\n"
+    "    int64_t row = x->shape[d] * eb, rows = 1, pitch;\n"
+    "    for (d--; d >= 0 && x->strides[d] * eb == row; d--)\n"
+    "      row *= x->shape[d];\n"
+    "    pitch = row;\n"
+    "    if (d >= 0) {\n"
+    "      rows = x->shape[d], pitch = x->strides[d] * eb;\n"
+    "      for (d--; d >= 0 && x->strides[d] == x->strides[d + 1] * x->shape[d + 1]; d--)\n"
+    "        rows *= x->shape[d];\n"
+    "    }\n"
+    "    for (int j = 0; j <= d; j++)\n"
+    "      outer *= x->shape[j];\n"
+    "    for (int64_t o = 0; o < outer; o++) {\n"
+    "      unsigned long long at = x->data;\n"
+    "      for (int j = 0; j <= d; j++)\n"
+    "        at += (unsigned long long)(idx[j] * x->strides[j] * eb);\n"
+    "      TK_CALL(\"cuMemsetD2D8Async\", tk_drv.MemsetD2D8Async(at, (size_t)pitch, 0, (size_t)row,\n"
+    "                                                           (size_t)rows, stream));\n"
+    "      for (int j = (int)d; j >= 0 && ++idx[j] == x->shape[j]; j--)\n"
+    "        idx[j] = 0;\n"
+    "    }\n"
+    "  }\n"
+    "  return TILEC_OK;\n"
+    "}\n"
+    "\n"
     "/* Kernel parameters in the ABI order: per tensor its address and the strides of all axes but\n"
     " * the innermost, per scalar its value, then each run-time dim as a 32-bit integer; the\n"
     " * warp-specialized entry takes, after those, the logical grid and the raster group (persistent\n"
@@ -872,6 +911,9 @@ static const char tk_runtime_src[] =
     "  else if (cur != s->ctx)\n"
     "    return tk_fail(TILEC_ERROR_INVALID_ARGUMENT,\n"
     "                   \"%s was loaded in another CUDA context than the current one\", k->name);\n"
+    "  res = tk_zero_outputs(k, t, stream);\n"
+    "  if (res != TILEC_OK)\n"
+    "    return res;\n"
     "  unsigned long long slot[4 * 32 + 64 + 4];\n"
     "  void *ptr[4 * 32 + 64 + 4 + TK_MAX_TMAPS];\n"
     "  tk_CUtensorMap maps[TK_MAX_TMAPS];\n"
@@ -1219,7 +1261,7 @@ static char *arg_doc(Arena *a, const tilert_kernel_info *k, const tilert_arg_inf
                          tilert_dtype_name(ai->dtype));
   for (int i = 0; i < ai->rank; i++)
     s = arena_printf(a, "%s%s%s", s, i ? ", " : "", k->dims[ai->dims[i]].name);
-  return arena_printf(a, "%s]", s);
+  return arena_printf(a, "%s]%s", s, ai->zero_init ? " = 0" : "");
 }
 
 /* ", const tilec_tensor *X, float eps" — the typed parameters after the stream. */
@@ -1507,12 +1549,12 @@ static void put_contract(Arena *a, FILE *fp, const Kernel *kn) {
     int dims[4] = {0, 0, 0, 0};
     for (int r = 0; r < ai->rank; r++)
       dims[r] = ai->dims[r];
-    fprintf(fp, "    {\"%s\", %d, %d, %s, %d, {%d, %d, %d, %d}}, /* %s */\n", ai->name,
+    fprintf(fp, "    {\"%s\", %d, %d, %s, %d, {%d, %d, %d, %d}, %d}, /* %s */\n", ai->name,
             ai->kind == TILERT_ARG_TENSOR, ai->is_out, dtype_c_enum(ai->dtype),
             ai->kind == TILERT_ARG_TENSOR ? ai->rank : 0, dims[0], dims[1], dims[2], dims[3],
-            arg_doc(a, k, ai));
+            ai->zero_init, arg_doc(a, k, ai));
   }
-  fputs("    {\"\", 0, 0, 0, 0, {0, 0, 0, 0}}};\n", fp);
+  fputs("    {\"\", 0, 0, 0, 0, {0, 0, 0, 0}, 0}};\n", fp);
   fprintf(fp, "static const tk_dim tk_dims%s[%d] = {\n", sfx, k->ndims + 1);
   for (int i = 0; i < k->ndims; i++)
     fprintf(fp, "    {\"%s\", %d, %lld},\n", k->dims[i].name, k->dims[i].pinned,

@@ -4187,9 +4187,38 @@ static void lower_any(Cg *g, const TirInst *in) {
   store_regs(g, in->dst, &r);
 }
 
+/* An out tensor declared `= 0` is zeroed by the runtime in a launch just before this kernel's,
+ * which sm_90 lets this kernel overlap (programmatic dependent launch, runtime/zero.c): the
+ * kernel's first access to such a tensor waits for that launch to complete. A kernel that reads
+ * one waits at its start (its loads may be ring copies the pipeline issues anywhere); otherwise
+ * each store or atomic waits, which after the first costs an instruction: the accumulating kernels
+ * (dW and dB of layernorm backward) write them once, after their row loop. */
+static bool zero_wait_at_entry(const TirFunc *f) {
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].op == TIR_LOAD && f->args[f->insts[i].arg_index].zero_init)
+      return true;
+  return false;
+}
+
+static bool waits_for_zeroing(const Cg *g) {
+  if (g->o->arch != ARCH_SM90A)
+    return false;
+  for (int i = 0; i < g->f->nargs; i++)
+    if (g->f->args[i].zero_init)
+      return true;
+  return false;
+}
+
+static void zero_wait(Cg *g, const TirInst *in) {
+  bool writes = in->op == TIR_STORE || in->op == TIR_ATOMIC_ADD || in->op == TIR_ATOMIC_MAX;
+  if (writes && g->o->arch == ARCH_SM90A && g->f->args[in->arg_index].zero_init && !zero_wait_at_entry(g->f))
+    inline_asm0(g, "griddepcontrol.wait;");
+}
+
 static void lower_inst(Cg *g, const TirInst *in) {
   g->loc = in->loc;
   unsigned fl = tir_op_info[in->op].flags;
+  zero_wait(g, in);
   if (fl & OPF_MARKER)
     lower_marker(g, in);
   else if (tir_op_maps_elements(in->op))
@@ -4665,6 +4694,8 @@ static void build_signature(Cg *g) {
   }
   for (int k = 0; g->persistent && k < 4; k++)
     g->grid_tiles[k] = LLVMGetParam(g->fn, (unsigned)(first_tiles + k));
+  if (waits_for_zeroing(g) && zero_wait_at_entry(f))
+    inline_asm0(g, "griddepcontrol.wait;");
   for (int t = 0; t < ntmaps; t++)
     g->tmap[t] = LLVMGetParam(g->fn, (unsigned)(first_tmap + t));
 }
@@ -5690,7 +5721,8 @@ static bool module_add(const Cg *m, TirFunc *f0, int stage_cap, WsPlan *plan, bo
   if (g->failed)
     return false;
   gs[(*ngs)++] = g;
-  *meta = arena_printf(f->arena, "%s%s", *meta, meta_emit(f->arena, f, smem));
+  *meta = arena_printf(f->arena, "%s%s%s", *meta, meta_emit(f->arena, f, smem),
+                       waits_for_zeroing(g) ? "// tilec: zero_wait\n" : "");
   if (ws_smem >= 0) {
     gs[(*ngs)++] = ws;
     /* the warp-specialized entry's own schedule: its tensor maps (store_ring may give it a TMA

@@ -772,6 +772,8 @@ static void lower_header(Lower *L) {
     TirArg *t = &f->args[i];
     *t = (TirArg){.name = a->name, .kind = a->is_tensor ? ARG_TENSOR : ARG_SCALAR, .elem = a->elem,
                   .is_out = a->is_out, .rank = a->is_tensor ? a->rank : 0, .loc = a->loc};
+    /* TILEC_ZERO_INIT=0 (an A/B only: the caller must then zero it) drops `= 0` */
+    t->zero_init = a->init != NULL && !env_off("TILEC_ZERO_INIT");
     for (int d = 0; d < t->rank; d++)
       t->dims[d] = a->dims[d];
   }

@@ -46,7 +46,8 @@ char *meta_emit(Arena *a, const TirFunc *f, int dynamic_smem_bytes) {
       fprintf(m, "// tilec: arg %s scalar %s\n", arg->name, elem_name(arg->elem));
       continue;
     }
-    fprintf(m, "// tilec: arg %s tensor %s %s", arg->name, elem_name(arg->elem), arg->is_out ? "out" : "in");
+    fprintf(m, "// tilec: arg %s tensor %s %s", arg->name, elem_name(arg->elem),
+            arg->zero_init ? "out=0" : arg->is_out ? "out" : "in");
     for (int d = 0; d < arg->rank; d++)
       fprintf(m, " %s", f->dims[arg->dims[d]].name);
     fputc('\n', m);

@@ -303,7 +303,7 @@ param_value
   | '(' expr ')'            { $$ = $2; }
   ;
 
-/* args: arg (',' arg)*;  arg: NAME ':' ['out'] type */
+/* args: arg (',' arg)*;  arg: NAME ':' ['out'] type ['=' value] */
 args_opt
   : %empty                  { $$ = (ArgList){0}; }
   | arg_list                { $$ = $1; }
@@ -316,6 +316,10 @@ arg_list
 arg
   : IDENT ':' type          { $$ = (AstArg){.name = $1, .loc = @1, .type = $3}; }
   | IDENT ':' KW_OUT type   { $$ = (AstArg){.name = $1, .loc = @1, .type = $4}; $4->is_out = true; $$.is_out = true; }
+  | IDENT ':' type '=' param_value
+    { $$ = (AstArg){.name = $1, .loc = @1, .type = $3, .init = $5}; }
+  | IDENT ':' KW_OUT type '=' param_value
+    { $$ = (AstArg){.name = $1, .loc = @1, .type = $4, .init = $6}; $4->is_out = true; $$.is_out = true; }
   ;
 
 /* type: ELEM | ELEM '[' exprs ']' */

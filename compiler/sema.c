@@ -2242,6 +2242,25 @@ static int derived_dim(Sema *S, const AstArg *a, int axis, AstExpr *de) {
   return k->ndims++;
 }
 
+/* `dW: out f32[N] = 0`: the launch zeroes the tensor before the kernel writes it, so a kernel
+ * that accumulates with atomics needs no zeroing launch of the caller's own (the runtime's zeroing
+ * overlaps the kernel's start; docs/architecture.md). Zero is the one start: the identity of
+ * atomic_add, and what a memset writes in every element type. */
+static void check_arg_init(Sema *S, const AstArg *a) {
+  const AstExpr *e = a->init;
+  if (!e)
+    return;
+  if (!a->type->dims)
+    ERR(S, e->loc, "scalar argument '%s' cannot have a starting value; only an 'out' tensor can "
+        "start at 0", a->name);
+  else if (!a->is_out)
+    ERR(S, e->loc, "input tensor '%s' cannot have a starting value; only an 'out' tensor can start "
+        "at 0", a->name);
+  else if ((e->kind != AST_INT && e->kind != AST_FLOAT) || e->cval != 0)
+    ERR(S, e->loc, "an 'out' tensor can only start at 0 (the launch zeroes it); '%s' is given "
+        "another value", a->name);
+}
+
 static void check_args(Sema *S) {
   AstKernel *k = S->k;
   if (k->nargs > TILERT_MAX_ARGS)
@@ -2253,6 +2272,7 @@ static void check_args(Sema *S) {
     a->is_tensor = ts->dims != NULL;
     check_name_length(S, "argument", a->name, a->loc, TILERT_MAX_NAME);
     bool ok = resolve_elem(S, ts->elem_name, ts->loc, &a->elem);
+    check_arg_init(S, a);
     if (!a->is_tensor) {
       if (a->is_out) {
         ERR(S, ts->loc, "only tensor arguments can be 'out'; '%s' is a scalar", a->name);

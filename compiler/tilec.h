@@ -337,6 +337,8 @@ typedef struct TirArg {
   ArgKind kind;
   ElemType elem;
   bool is_out;             /* tensor written by the kernel */
+  bool zero_init;          /* out tensor declared `= 0`: the launch zeroes it before the kernel
+                            * writes it (docs/language.md 2; the runtime, docs/architecture.md) */
   int rank;                /* tensors */
   int dims[TILE_MAX_RANK]; /* index into TirFunc.dims for each dimension */
   SrcLoc loc;
@@ -404,8 +406,9 @@ bool tir_trans_view_ok(const TirFunc *f, int t);     /* TRANS t reads its shared
 /* The largest m known to divide every value of i32 scalar r (0: r is always 0; 1: nothing known). */
 int64_t tir_known_multiple(const TirFunc *f, int r);
 int64_t tir_gcd(int64_t a, int64_t b);                 /* gcd(a, 0) = |a| */
-/* Where `tilec run` and the tests start an out argument: the identity of the atomics that update
- * it (0 under atomic_add, -inf under atomic_max alone), NaN (poison) when none does. */
+/* Where `tilec run` and the tests start an out argument: 0 if declared `= 0`, else the identity of
+ * the atomics that update it (0 under atomic_add, -inf under atomic_max alone), NaN (poison) when
+ * none does. */
 double tir_atomic_start(const TirFunc *f, int arg);
 void tir_print(FILE *out, const TirFunc *f);          /* --emit=tir, spec in docs/tir.md */
 /* Checks every structural and typing rule; reports through d (with locations) and returns

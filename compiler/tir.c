@@ -161,6 +161,8 @@ bool tir_inst_reads(const TirInst *in, int r) {
 
 double tir_atomic_start(const TirFunc *f, int arg) {
   double start = NAN;
+  if (f->args[arg].zero_init)
+    return 0;
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].arg_index == arg && f->insts[i].op == TIR_ATOMIC_ADD)
       return 0;

@@ -226,7 +226,7 @@ static void print_header(FILE *out, const TirFunc *f) {
       }
       fputc(']', out);
     }
-    fputc('\n', out);
+    fputs(a->zero_init ? " = 0\n" : "\n", out);
   }
   static const char *gnames[3] = {"grid.x", "grid.y", "grid.z"};
   for (int i = 0; i < 3; i++)

@@ -76,6 +76,7 @@ static tilert_status gpu_open(int ordinal, tilert_device **out) {
     return tilert__err(TILERT_ERROR_OUT_OF_MEMORY, "out of host memory");
   dev->backend = TILERT_BACKEND_GPU;
   dev->ordinal = ordinal;
+  pthread_mutex_init(&dev->zero_lock, NULL);
   const char *call = "cuDeviceGet";
   CUresult r = d->DeviceGet(&dev->cu_dev, ordinal);
   if (r == CUDA_SUCCESS) {
@@ -83,6 +84,7 @@ static tilert_status gpu_open(int ordinal, tilert_device **out) {
     r = d->DevicePrimaryCtxRetain(&dev->ctx, dev->cu_dev);
   }
   if (r != CUDA_SUCCESS) {
+    pthread_mutex_destroy(&dev->zero_lock);
     free(dev);
     return tilert__drv_err(call, r, NULL);
   }
@@ -94,6 +96,7 @@ static tilert_status gpu_open(int ordinal, tilert_device **out) {
     st = gpu_query(d, dev);
   if (st.code) {
     d->DevicePrimaryCtxRelease(dev->cu_dev);
+    pthread_mutex_destroy(&dev->zero_lock);
     free(dev);
     return st;
   }
@@ -124,8 +127,13 @@ void tilert_device_close(tilert_device *dev) {
   if (!dev)
     return;
   const tilert_driver *d = drv_or_null();
-  if (dev->backend == TILERT_BACKEND_GPU && d)
-    d->DevicePrimaryCtxRelease(dev->cu_dev);
+  if (dev->backend == TILERT_BACKEND_GPU) {
+    if (d && dev->zero_mod && d->CtxSetCurrent(dev->ctx) == CUDA_SUCCESS)
+      tilert__zero_unload(d, dev);
+    if (d)
+      d->DevicePrimaryCtxRelease(dev->cu_dev);
+    pthread_mutex_destroy(&dev->zero_lock);
+  }
   free(dev);
 }
 

@@ -592,13 +592,31 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
       }
       push_tmaps(p, k);
     }
-    CUresult r;
-    if (cluster > 1) {
-      CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, .value.clusterDim = {(unsigned)cluster, 1, 1}};
+    CUresult r = CUDA_SUCCESS;
+    /* `= 0` outputs: zeroed by the launch before; on sm_90 a kernel that waits for it
+     * (zero_wait) starts as its programmatic dependent, overlapping it (zero.c) */
+    bool zeroes = tilert__has_zero_init(&k->info), pdl = zeroes && k->info.zero_wait && k->dev->cc >= 90;
+    if (zeroes) {
+      tilert_status zs = tilert__zero_outputs_gpu(d, k->dev, &k->info, args, stream ? stream->s : NULL);
+      if (zs.code) {
+        st = zs;
+        r = CUDA_ERROR_UNKNOWN;
+      }
+    }
+    if (r != CUDA_SUCCESS) {
+    } else if (cluster > 1 || pdl) {
+      CUlaunchAttribute at[2];
+      unsigned nat = 0;
+      if (cluster > 1)
+        at[nat++] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                                        .value.clusterDim = {(unsigned)cluster, 1, 1}};
+      if (pdl)
+        at[nat++] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                                        .value.programmaticStreamSerializationAllowed = 1};
       CUlaunchConfig cfg = {.gridDimX = (unsigned)launch[0], .gridDimY = (unsigned)launch[1],
                             .gridDimZ = (unsigned)launch[2], .blockDimX = (unsigned)threads,
                             .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = (unsigned)smem,
-                            .hStream = stream ? stream->s : NULL, .attrs = &at, .numAttrs = 1};
+                            .hStream = stream ? stream->s : NULL, .attrs = at, .numAttrs = nat};
       r = d->LaunchKernelEx(&cfg, fn, p->ptr, NULL);
     } else {
       r = d->LaunchKernel(fn, (unsigned)launch[0], (unsigned)launch[1], (unsigned)launch[2], (unsigned)threads, 1, 1,
@@ -606,8 +624,8 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     }
     if (locked)
       pthread_mutex_unlock(&k->tmaps->lock);
-    if (r != CUDA_SUCCESS)
-      st = tilert__drv_err("cuLaunchKernel", r, k->info.name);
+    if (r != CUDA_SUCCESS && !st.code)
+      st = tilert__drv_err(cluster > 1 || pdl ? "cuLaunchKernelEx" : "cuLaunchKernel", r, k->info.name);
   }
   free(p);
   return st;
@@ -615,6 +633,11 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
 
 static tilert_status launch_cpu(tilert_kernel *k, const tilert_arg *args, int nargs,
                                 const int64_t *dims, const int64_t grid[3]) {
+  if (tilert__has_zero_init(&k->info)) {
+    tilert_status st = tilert__zero_outputs_cpu(&k->info, args);
+    if (st.code)
+      return st;
+  }
   tilert_cpu_launch l = {.info = &k->info, .args = args, .nargs = nargs, .dim_values = dims};
   memcpy(l.grid, grid, sizeof l.grid);
   char err[400] = "";

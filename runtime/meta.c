@@ -341,9 +341,10 @@ static tilert_status parse_arg(Parser *p, char **t, int n) {
   if (strcmp(t[2], "tensor") != 0)
     return PERR(p, "argument '%s': expected 'tensor' or 'scalar', got '%s'", a->name, t[2]);
   a->kind = TILERT_ARG_TENSOR;
-  if (n < 5 || (strcmp(t[4], "in") != 0 && strcmp(t[4], "out") != 0))
-    return PERR(p, "tensor argument '%s': expected 'in' or 'out' after the element type", a->name);
+  if (n < 5 || (strcmp(t[4], "in") != 0 && strcmp(t[4], "out") != 0 && strcmp(t[4], "out=0") != 0))
+    return PERR(p, "tensor argument '%s': expected 'in' or 'out' (or 'out=0') after the element type", a->name);
   a->is_out = t[4][0] == 'o';
+  a->zero_init = t[4][3] == '=';
   a->rank = n - 5;
   if (a->rank < 1 || a->rank > TILERT_MAX_RANK)
     return PERR(p, "tensor argument '%s' has rank %d (1..%d)", a->name, a->rank, TILERT_MAX_RANK);
@@ -544,12 +545,18 @@ static tilert_status parse_line(Parser *p, char *payload, bool dims_pass) {
     p->info->aligned = 16;
     return tilert__ok();
   }
+  if (!strcmp(t[0], "zero_wait")) {
+    if (n != 1 || p->info->zero_wait)
+      return PERR(p, "expected one 'zero_wait'");
+    p->info->zero_wait = 1;
+    return tilert__ok();
+  }
   if (!strcmp(t[0], "tmap"))
     return parse_tmap(p, t, n);
   if (!strcmp(t[0], "kernel"))
     return PERR(p, "expected 'kernel NAME'");
   return PERR(p, "unknown metadata item '%s' (kernel, threads, smem, dim, arg, grid, require, "
-                 "param, ws, tmap, full, aligned)", t[0]);
+                 "param, ws, tmap, full, aligned, zero_wait)", t[0]);
 }
 
 /* Every run-time dim must be the size of some tensor dimension, or it could never be bound. */

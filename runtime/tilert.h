@@ -110,6 +110,7 @@ typedef struct tilert_arg_info {
   int is_out;
   int rank;
   int dims[TILERT_MAX_RANK];     /* index into tilert_kernel_info.dims */
+  int zero_init;                 /* out tensor declared `= 0`: every launch zeroes it first */
 } tilert_arg_info;
 
 typedef struct tilert_dim_info {
@@ -170,6 +171,10 @@ typedef struct tilert_kernel_info {
    * with TILEC_ALIGNED_ARGS=1), 0: any. tilert_launch takes such a full-size entry only for such
    * tensors, and refuses other tensors for such a plain entry. */
   int aligned;
+  /* 1: the kernel waits (griddepcontrol.wait, sm_90) before it touches an out tensor declared
+   * `= 0`, so tilert_launch starts it as a programmatic dependent of the launch that zeroes them
+   * (it overlaps that launch); 0: it is started after that launch completes. */
+  int zero_wait;
 } tilert_kernel_info;
 
 /* Parses metadata text (the whole PTX or just the comment lines). */

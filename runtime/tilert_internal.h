@@ -94,6 +94,9 @@ struct tilert_device {
   int max_smem_optin;          /* bytes per block with the opt-in attribute */
   int max_grid[3];
   char name[160];
+  pthread_mutex_t zero_lock;   /* GPU: guards the zeroing kernel's first load */
+  CUmodule zero_mod;           /* GPU: the zeroing kernel of `= 0` outputs (zero.c), or NULL */
+  CUfunction zero_fn;
 };
 
 /* The tensor maps of a warp-specialized entry, cached for the last binding they were built for. */
@@ -198,5 +201,15 @@ tilert_status tilert__check_expr(const tilert_kernel_info *info, const char *rpn
 /* Writes "N = 3000, BLOCK = 1024"-style values of the dims an RPN string names. */
 void tilert__expr_dims(const tilert_kernel_info *info, const char *rpn, const int64_t *dim_values,
                        char *buf, size_t len);
+
+/* Out tensors declared `= 0` (zero.c): whether a kernel has any, and their zeroing before its
+ * launch, on the host (CPU backend) or as one launch of the runtime's zeroing kernel on s. */
+bool tilert__has_zero_init(const tilert_kernel_info *info);
+tilert_status tilert__zero_outputs_cpu(const tilert_kernel_info *info, const tilert_arg *args);
+tilert_status tilert__zero_outputs_gpu(const tilert_driver *d, tilert_device *dev, const tilert_kernel_info *info,
+                                       const tilert_arg *args, CUstream s);
+void tilert__zero_unload(const tilert_driver *d, tilert_device *dev);
+/* The zeroing kernel's PTX for compute capability cc (malloc'd; NULL: out of memory). */
+char *tilert__zero_ptx(int cc);
 
 #endif

@@ -841,9 +841,10 @@ static void run_case(const Options *o, tilert_device *dev, const Case *c, Result
     h->vals = malloc(sizeof(double) * (size_t)(h->n + 1));
     expect[i] = malloc(sizeof(double) * (size_t)(h->n + 1));
     /* inputs random; outputs poisoned with NaN (an in/out tensor keeps its input values; one
-     * updated atomically starts at its updates' identity: tir_atomic_start) */
+     * updated atomically starts at its updates' identity: tir_atomic_start; one declared `= 0`
+     * stays NaN: the launch must zero it) */
     bool written_only = arg->is_out && strcmp(c->example, "add_rmsnorm") != 0;
-    double poison = tir_atomic_start(f, i);
+    double poison = arg->zero_init ? NAN : tir_atomic_start(f, i);
     for (int64_t e = 0; e < h->n; e++) {
       /* i32 inputs are indices (cross_entropy's labels): mostly in range, a few negative */
       double v = arg->elem == TY_I32 ? floor((rnd(&seed) + 1.0) * 501.0) - 2.0 : rnd(&seed);

@@ -43,7 +43,7 @@ class Arg(Structure):
 
 class ArgInfo(Structure):
     _fields_ = [("name", c_char * 64), ("kind", c_int), ("dtype", c_int), ("is_out", c_int),
-                ("rank", c_int), ("dims", c_int * MAX_RANK)]
+                ("rank", c_int), ("dims", c_int * MAX_RANK), ("zero_init", c_int)]
 
 
 class DimInfo(Structure):
@@ -64,7 +64,7 @@ class KernelInfo(Structure):
                 ("tmaps", TmapInfo * MAX_TMAPS), ("ws_persistent", c_int), ("ws_cluster", c_int),
                 ("ws_cluster_axis", c_int), ("ws_groups", c_int), ("ws_tile_group", c_int),
                 ("ws_walk_rows", c_int), ("full_name", c_char * 128), ("cluster", c_int),
-                ("aligned", c_int)]
+                ("aligned", c_int), ("zero_wait", c_int)]
 
 
 class Options(Structure):

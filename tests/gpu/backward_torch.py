@@ -78,7 +78,8 @@ def main():
     M, N = 4097, 4095
     x, w, b, dy = (rnd(M, N) * 2).to(dt), rnd(N).to(dt), rnd(N).to(dt), rnd(M, N).to(dt)
     y, mean, rstd = torch.empty_like(x), torch.empty(M, device=dev), torch.empty(M, device=dev)
-    dx, dw, db = torch.empty_like(x), torch.zeros(N, device=dev), torch.zeros(N, device=dev)
+    # dW, dB garbage: declared `= 0`, the launch zeroes them (runtime/zero.c)
+    dx, dw, db = torch.empty_like(x), torch.full((N,), float('nan'), device=dev), torch.full((N,), float('nan'), device=dev)
     rt.launcher("ln_bwd_big", [x, w, b, y, mean, rstd, EPS], entry="layernorm_train")()
     rt.launcher("ln_bwd_big", [x, w, mean, rstd, dy, dx, dw, db], entry="layernorm_backward")()
     torch.cuda.synchronize()
@@ -89,7 +90,7 @@ def main():
     # rmsnorm: rmsnorm_backward recomputes each row's 1 / rms (the forward saves nothing); dW by atomics
     M, N = 4097, 4095
     x, w, dy = (rnd(M, N) * 2).to(dt), rnd(N).to(dt), rnd(M, N).to(dt)
-    dx, dw = torch.empty_like(x), torch.zeros(N, device=dev)
+    dx, dw = torch.empty_like(x), torch.full((N,), float('nan'), device=dev)
     rt.launcher("rmsnorm_bwd_big", [x, w, dy, dx, dw, EPS])()
     torch.cuda.synchronize()
     ref, low = autograd(lambda xs, ws: F.rms_norm(xs, (N,), ws, EPS), (x, w), dy)
