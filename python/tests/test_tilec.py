@@ -225,6 +225,21 @@ class Calls(unittest.TestCase):
         self.assertTrue(c.args[2].is_out)
         self.assertEqual(c.requires, ["N <= BLOCK"])
 
+    def test_zeroed_output(self):
+        # `= 0`: every launch zeroes Y before the kernel adds into it (here on the host)
+        src = ("kernel colsum(X: f32[M, N], Y: out f32[N] = 0)\n  grid (M) threads (32)\n{\n"
+               "  atomic_add(Y[0 : +32], X[block.x, 0 : +32]);\n}\n")
+        k = tilec.compile(src, target="cpu")
+        self.assertTrue(k.contract.args[1].zero_init)
+        self.assertFalse(k.contract.args[0].zero_init)
+        self.assertIn("Y: out f32[N] = 0", repr(k))
+        x = np.arange(4 * 32, dtype=np.float32).reshape(4, 32)
+        y = np.full(32, np.nan, np.float32)
+        k(x, y)
+        np.testing.assert_array_equal(y, x.sum(0))
+        k(x, y)  # not added to the last launch's sums
+        np.testing.assert_array_equal(y, x.sum(0))
+
     def test_dimension_expressions(self):
         src = ("kernel h(X: f32[M, D], Y: out f32[M, D / 2])\n  grid (M) threads (32)\n{\n"
                "  Y[block.x, 0 : +32] = X[block.x, 0 : +32] * 2.0;\n}\n")

@@ -17,7 +17,8 @@ from ctypes import byref, c_char_p, c_double, c_int64, c_void_p
 from . import _args, _cache, _lib
 from ._errors import (ArgumentError, CompileError, CompilerUnavailable, CompileWarning, check)
 
-ArgSpec = namedtuple("ArgSpec", "name kind dtype is_out dims")   # kind: "tensor" | "scalar"
+# kind: "tensor" | "scalar"; zero_init: an out tensor declared `= 0` (every launch zeroes it)
+ArgSpec = namedtuple("ArgSpec", "name kind dtype is_out dims zero_init", defaults=(False,))
 DimSpec = namedtuple("DimSpec", "name pinned value")
 
 # What the package did, for tests and benchmarks: compiles (PTX or interpreter builds through
@@ -49,7 +50,7 @@ class Contract:
                      for d in info.dims[:info.ndims]]
         self.args = [ArgSpec(dec(a.name), "tensor" if a.kind == _lib.ARG_TENSOR else "scalar",
                              _lib.DTYPES[a.dtype], bool(a.is_out),
-                             tuple(self.dims[d].name for d in a.dims[:a.rank]))
+                             tuple(self.dims[d].name for d in a.dims[:a.rank]), bool(a.zero_init))
                      for a in info.args[:info.nargs]]
         self.grid = [dec(g) for g in info.grid]
         self.requires = [dec(t) for t in info.requires_text[:info.nrequires]]
@@ -71,8 +72,9 @@ class Contract:
         return out
 
     def __repr__(self):
-        args = ", ".join("%s: %s%s%s" % (a.name, "out " if a.is_out else "", a.dtype,
-                                          "[%s]" % ", ".join(a.dims) if a.kind == "tensor" else "")
+        args = ", ".join("%s: %s%s%s%s" % (a.name, "out " if a.is_out else "", a.dtype,
+                                            "[%s]" % ", ".join(a.dims) if a.kind == "tensor" else "",
+                                            " = 0" if a.zero_init else "")
                          for a in self.args)
         return "<tilec kernel %s(%s), %d threads>" % (self.name, args, self.threads)
 
