@@ -489,6 +489,13 @@ static bool run_load_inputs(Arena *a, const TirFunc *f, const TilecOptions *o, b
       return false;
     }
     const TirArg *arg = &f->args[i];
+    if (arg->zero_init) {
+      if (lenient)
+        continue;
+      diag_plain(d, DIAG_ERROR, "--in: argument '%s' of kernel '%s' is declared '= 0': every launch zeroes "
+                 "it, so it takes no starting values", arg->name, f->name);
+      return false;
+    }
     NpyArray *x = arena_alloc(a, sizeof *x);
     if (!npy_read(a, eq + 1, x, d))
       return false;

@@ -255,6 +255,7 @@ static LLVMValueRef ovl2(Cg *g, const char *name, LLVMValueRef x, LLVMValueRef y
 }
 
 static void inline_asm0(Cg *g, const char *text);
+static void zero_wait_at_exit(Cg *g);
 static void gmem_set(Cg *g, const GmemState *s);
 
 static void barrier(Cg *g) {
@@ -3198,6 +3199,7 @@ static void emit_producer(Cg *g) {
   }
   LLVMBuildBr(g->b, done);
   LLVMPositionBuilderAtEnd(g->b, done);
+  zero_wait_at_exit(g);
   LLVMBuildRetVoid(g->b);
 }
 
@@ -4207,6 +4209,14 @@ static bool waits_for_zeroing(const Cg *g) {
     if (g->f->args[i].zero_init)
       return true;
   return false;
+}
+
+/* Every block also waits before it exits (at once, by then), so that the kernel never completes
+ * before the zeroing it overlaps, whichever blocks wrote: what follows in the stream then finds
+ * the tensors zeroed. */
+static void zero_wait_at_exit(Cg *g) {
+  if (waits_for_zeroing(g))
+    inline_asm0(g, "griddepcontrol.wait;");
 }
 
 static void zero_wait(Cg *g, const TirInst *in) {
@@ -5591,6 +5601,7 @@ static int build_kernel(Cg *g) {
   }
   if (g->cluster_ops) /* no block leaves while a peer may still read its slots */
     cluster_barrier(g);
+  zero_wait_at_exit(g);
   LLVMBuildRetVoid(g->b);
   int smem = finish_smem(g);
   report_smem(g, smem);

@@ -338,7 +338,7 @@ typedef struct TirArg {
   ElemType elem;
   bool is_out;             /* tensor written by the kernel */
   bool zero_init;          /* out tensor declared `= 0`: the launch zeroes it before the kernel
-                            * writes it (docs/language.md 2; the runtime, docs/architecture.md) */
+                            * writes it (docs/language.md 5.3; the runtime, docs/architecture.md) */
   int rank;                /* tensors */
   int dims[TILE_MAX_RANK]; /* index into TirFunc.dims for each dimension */
   SrcLoc loc;

@@ -595,13 +595,15 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     CUresult r = CUDA_SUCCESS;
     /* `= 0` outputs: zeroed by the launch before; on sm_90 a kernel that waits for it
      * (zero_wait) starts as its programmatic dependent, overlapping it (zero.c) */
-    bool zeroes = tilert__has_zero_init(&k->info), pdl = zeroes && k->info.zero_wait && k->dev->cc >= 90;
-    if (zeroes) {
-      tilert_status zs = tilert__zero_outputs_gpu(d, k->dev, &k->info, args, stream ? stream->s : NULL);
+    bool pdl = false;
+    if (tilert__has_zero_init(&k->info)) {
+      bool launched;
+      tilert_status zs = tilert__zero_outputs_gpu(d, k->dev, &k->info, args, stream ? stream->s : NULL, &launched);
       if (zs.code) {
         st = zs;
         r = CUDA_ERROR_UNKNOWN;
       }
+      pdl = launched && k->info.zero_wait && k->dev->cc >= 90; /* a dependent of that launch only */
     }
     if (r != CUDA_SUCCESS) {
     } else if (cluster > 1 || pdl) {
@@ -670,8 +672,9 @@ tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int
   if (stream && stream->dev != k->dev)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
                        "tilert_launch: the stream belongs to another device");
-  if (!grid[0] || !grid[1] || !grid[2])
-    return tilert__ok(); /* an empty problem (M = 0 rows): no block has anything to do */
+  if (!grid[0] || !grid[1] || !grid[2]) /* an empty problem (M = 0 rows): no block has anything to
+                                          * do, but an `= 0` output of other dims still starts at 0 */
+    return tilert__has_zero_init(&k->info) ? tilert__zero_outputs_only(k->dev, &k->info, args, stream) : tilert__ok();
   if (k->cpu_fn)
     return launch_cpu(k, args, nargs, dims, grid);
   return launch_gpu(k, args, dims, grid, stream);

@@ -344,7 +344,7 @@ static tilert_status parse_arg(Parser *p, char **t, int n) {
   if (n < 5 || (strcmp(t[4], "in") != 0 && strcmp(t[4], "out") != 0 && strcmp(t[4], "out=0") != 0))
     return PERR(p, "tensor argument '%s': expected 'in' or 'out' (or 'out=0') after the element type", a->name);
   a->is_out = t[4][0] == 'o';
-  a->zero_init = t[4][3] == '=';
+  a->zero_init = strcmp(t[4], "out=0") == 0;
   a->rank = n - 5;
   if (a->rank < 1 || a->rank > TILERT_MAX_RANK)
     return PERR(p, "tensor argument '%s' has rank %d (1..%d)", a->name, a->rank, TILERT_MAX_RANK);

@@ -1,4 +1,4 @@
-/* zero.c — out tensors declared `= 0` (docs/language.md 2): every launch zeroes them before the
+/* zero.c — out tensors declared `= 0` (docs/language.md 5.3): every launch zeroes them before the
  * kernel writes them, so a kernel that accumulates with atomics (layernorm backward's dW and dB)
  * needs no zeroing launch of the caller's. On the GPU the zeroing is one launch of a small kernel
  * of our own for all of a launch's `= 0` tensors (two cudaMemsets before a kernel cost 4-5 us on an
@@ -117,16 +117,19 @@ static tilert_status zero_function(const tilert_driver *d, tilert_device *dev, C
     }
     free(ptx);
     if (r != CUDA_SUCCESS)
-      st = tilert__drv_err("cuModuleLoadDataEx", r, "the runtime's zeroing kernel");
+      st = tilert__drv_err(dev->zero_mod || r == CUDA_ERROR_NOT_FOUND ? "cuModuleGetFunction" : "cuModuleLoadDataEx",
+                           r, "the runtime's zeroing kernel");
   }
   *fn = dev->zero_fn;
   pthread_mutex_unlock(&dev->zero_lock);
   return st;
 }
 
+/* The widest store the region's address, row length and (with several rows) pitch allow. */
 static int unit_log2(const ZeroRegion *r) {
+  uint64_t bits = r->ptr | r->row_bytes | (r->rows > 1 ? r->pitch : 0);
   int u = 4;
-  while (u && ((r->ptr | r->pitch | r->row_bytes) & ((1u << u) - 1)))
+  while (u && (bits & ((1u << u) - 1)))
     u--;
   return u;
 }
@@ -159,7 +162,7 @@ static tilert_status collect(const tilert_kernel_info *info, const tilert_arg *a
   int cap = 0;
   *n = 0, *r = NULL;
   for (int i = 0; i < info->nargs; i++) {
-    if (!info->args[i].zero_init)
+    if (info->args[i].kind != TILERT_ARG_TENSOR || !info->args[i].zero_init)
       continue;
     for (;;) {
       int before = *n;
@@ -197,11 +200,12 @@ tilert_status tilert__zero_outputs_cpu(const tilert_kernel_info *info, const til
 }
 
 tilert_status tilert__zero_outputs_gpu(const tilert_driver *d, tilert_device *dev, const tilert_kernel_info *info,
-                                       const tilert_arg *args, CUstream s) {
+                                       const tilert_arg *args, CUstream s, bool *launched) {
   ZeroRegion *r;
   int n;
   CUfunction fn = NULL;
   tilert_status st = collect(info, args, &r, &n);
+  *launched = !st.code && n > 0;
   if (!st.code && n)
     st = zero_function(d, dev, &fn);
   for (int i = 0; !st.code && i < n; i += ZERO_REGIONS)
@@ -214,4 +218,14 @@ void tilert__zero_unload(const tilert_driver *d, tilert_device *dev) {
   if (dev->zero_mod && d)
     d->ModuleUnload(dev->zero_mod);
   dev->zero_mod = NULL, dev->zero_fn = NULL;
+}
+
+tilert_status tilert__zero_outputs_only(tilert_device *dev, const tilert_kernel_info *info, const tilert_arg *args,
+                                        tilert_stream *stream) {
+  if (dev->backend != TILERT_BACKEND_GPU)
+    return tilert__zero_outputs_cpu(info, args);
+  const tilert_driver *d;
+  tilert_status st = tilert__gpu_enter(dev, &d);
+  bool launched;
+  return st.code ? st : tilert__zero_outputs_gpu(d, dev, info, args, stream ? stream->s : NULL, &launched);
 }

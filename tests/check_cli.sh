@@ -98,6 +98,14 @@ printf 'kernel sc(X: f32[N], Y: out f32[N], a: f32)\n  grid (1) threads (32)\n{\
 "$T" run "$W/sc.tile" --in a="$W/made/here/Y.npy" 2>"$W/err" >/dev/null && bad "--in of a scalar accepted"
 grep -q "'a' is a scalar argument of kernel 'sc': give its value with --shape a=VALUE" "$W/err" ||
   bad "--in of a scalar: $(cat "$W/err")"
+# an `= 0` output: it starts at 0 (the launch zeroes it), and --in cannot give it a start
+printf 'kernel cs(X: f32[M, N], Y: out f32[N] = 0)\n  grid (M) threads (32)\n{\n  atomic_add(Y[0 : +32], X[block.x, 0 : +32]);\n}\n' > "$W/cs.tile"
+mkdir -p "$W/cs"
+"$T" run "$W/cs.tile" --shape M=4,N=32 --out "$W/cs" >"$W/out" 2>&1 || bad "run of an = 0 output: $(cat "$W/out")"
+grep -q "never written" "$W/out" && bad "an = 0 output reported unwritten: $(cat "$W/out")"
+"$T" run "$W/cs.tile" --shape M=4 --in Y="$W/cs/Y.npy" 2>"$W/err" >/dev/null && bad "--in of an = 0 output accepted"
+grep -q "\-\-in: argument 'Y' of kernel 'cs' is declared '= 0': every launch zeroes it, so it takes no starting values" "$W/err" ||
+  bad "--in of an = 0 output: $(cat "$W/err")"
 
 # tilec run with dimension expressions: --shape gives the dims written alone, the others follow;
 # an --in array of the wrong size is the launch's requirement; a negative one is refused

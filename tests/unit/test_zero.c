@@ -49,14 +49,19 @@ Test(zero, knob_drops_it_for_an_ab) {
   arena_free(a);
 }
 
-/* sm_90a: one wait before the block's update, after the sums; sm_80: none (its launches are
- * ordered by the stream). Both assemble without spills. */
+/* sm_90a: a wait before the block's update, after the sums, and one before the exit (the
+ * kernel never completes before the zeroing); sm_80: none (its launches are ordered by the
+ * stream). Both assemble without spills. */
 Test(zero, waits_before_the_update_on_sm90a_only) {
   Arena *a = arena_new();
   char *p90 = source_ptx(a, "zero.tile", colsum, NULL, ARCH_SM90A);
   char *p80 = source_ptx(a, "zero.tile", colsum, NULL, ARCH_SM80);
-  cr_expect_eq(occurrences(p90, "griddepcontrol.wait;"), 1, "%s", p90);
+  cr_expect_eq(occurrences(p90, "griddepcontrol.wait;"), 2, "%s", p90);
   cr_expect(strstr(p90, "griddepcontrol.wait;") < strstr(p90, "global.add"), "%s", p90);
+  const char *last = p90;
+  for (const char *w = p90; (w = strstr(w, "griddepcontrol.wait;")); w++)
+    last = w;
+  cr_expect(strstr(last, "ret;") && !strstr(last, "global.add"), "%s", p90);
   cr_expect_eq(occurrences(p80, "griddepcontrol"), 0);
   ptxas_assert_clean(p90, ARCH_SM90A);
   ptxas_assert_clean(p80, ARCH_SM80);
@@ -83,11 +88,11 @@ Test(zero, metadata_says_zero_wait_on_sm90a) {
   arena_free(a);
 }
 
-/* A kernel that reads the tensor waits once, at its start, before any of its loads. */
+/* A kernel that reads the tensor waits at its start, before any of its loads (and at its exit). */
 Test(zero, a_kernel_that_reads_it_waits_at_its_start) {
   Arena *a = arena_new();
   char *ptx = source_ptx(a, "zero.tile", reads, NULL, ARCH_SM90A);
-  cr_expect_eq(occurrences(ptx, "griddepcontrol.wait;"), 1, "%s", ptx);
+  cr_expect_eq(occurrences(ptx, "griddepcontrol.wait;"), 2, "%s", ptx);
   cr_expect(strstr(ptx, "griddepcontrol.wait;") < strstr(ptx, "ld.global"), "%s", ptx);
   ptxas_assert_clean(ptx, ARCH_SM90A);
   arena_free(a);
@@ -157,6 +162,54 @@ Test(zero, host_launch_zeroes_a_strided_view_first) {
   cr_expect_eq(y[ROWS * PITCH], 7.0f);
   tilert_kernel_destroy_cpu(k);
   tilert_device_close(dev);
+}
+
+/* A launch of 0 blocks (M = 0 rows) still zeroes an `= 0` tensor that is not empty, and runs
+ * nothing else. */
+Test(zero, empty_launch_still_zeroes) {
+  static const char *meta = "// tilec: kernel k\n// tilec: threads 32\n// tilec: dim M\n// tilec: dim N\n"
+                            "// tilec: arg X tensor f32 in M N\n// tilec: arg Y tensor f32 out=0 N\n"
+                            "// tilec: grid M | 1 | 1\n";
+  tilert_device *dev;
+  cr_assert_eq(tilert_device_open(TILERT_BACKEND_CPU, 0, &dev).code, TILERT_OK);
+  float y[8], x[1];
+  for (int i = 0; i < 8; i++)
+    y[i] = 7;
+  Seen seen = {0};
+  tilert_kernel *k;
+  cr_assert_eq(tilert_kernel_create_cpu(dev, meta, cpu_check, &seen, &k).code, TILERT_OK);
+  tilert_arg args[2] = {tilert_arg_tensor(x, TILERT_F32, 2, (int64_t[]){0, 8}),
+                        tilert_arg_tensor(y, TILERT_F32, 1, (int64_t[]){8})};
+  tilert_status st = tilert_launch(k, args, 2, NULL);
+  cr_assert_eq(st.code, TILERT_OK, "%s", st.message);
+  cr_expect_eq(seen.calls, 0);
+  for (int i = 0; i < 8; i++)
+    cr_expect_eq(y[i], 0.0f);
+  args[1].tensor.data = NULL; /* not empty: it needs its data even when no block runs */
+  st = tilert_launch(k, args, 2, NULL);
+  cr_expect_eq(st.code, TILERT_ERROR_INVALID_ARGUMENT);
+  cr_expect(strstr(st.message, "argument 'Y': data pointer is NULL"), "%s", st.message);
+  tilert_kernel_destroy_cpu(k);
+  tilert_device_close(dev);
+}
+
+/* The launch zeroes the output before the kernel reads the input: no in place. */
+Test(zero, not_in_place_of_an_input) {
+  static const char *meta = "// tilec: kernel k\n// tilec: threads 32\n// tilec: dim N\n"
+                            "// tilec: arg X tensor f32 in N\n// tilec: arg Y tensor f32 out=0 N\n"
+                            "// tilec: grid 1 | 1 | 1\n";
+  tilert_kernel_info info;
+  cr_assert_eq(tilert_parse_kernel_info(meta, &info).code, TILERT_OK);
+  float x[8];
+  tilert_arg args[2] = {tilert_arg_tensor(x, TILERT_F32, 1, (int64_t[]){8}),
+                        tilert_arg_tensor(x, TILERT_F32, 1, (int64_t[]){8})};
+  int64_t dims[1], grid[3];
+  tilert_status st = tilert_bind(&info, args, 2, dims, grid);
+  cr_expect_eq(st.code, TILERT_ERROR_SHAPE);
+  cr_expect(strstr(st.message, "output 'Y' is declared '= 0' and is the same view as input 'X'"), "%s",
+            st.message);
+  info.args[1].zero_init = 0; /* in place is fine otherwise */
+  cr_expect_eq(tilert_bind(&info, args, 2, dims, grid).code, TILERT_OK);
 }
 
 /* The runtime's zeroing kernel is PTX it writes itself: ptxas takes both forms. */
