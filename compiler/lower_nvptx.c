@@ -4221,7 +4221,7 @@ static void zero_wait_at_exit(Cg *g) {
 
 static void zero_wait(Cg *g, const TirInst *in) {
   bool writes = in->op == TIR_STORE || in->op == TIR_ATOMIC_ADD || in->op == TIR_ATOMIC_MAX;
-  if (writes && g->o->arch == ARCH_SM90A && g->f->args[in->arg_index].zero_init && !zero_wait_at_entry(g->f))
+  if (writes && g->f->args[in->arg_index].zero_init && waits_for_zeroing(g) && !zero_wait_at_entry(g->f))
     inline_asm0(g, "griddepcontrol.wait;");
 }
 

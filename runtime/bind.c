@@ -180,12 +180,13 @@ static tilert_status check_outputs(const tilert_kernel_info *info, const tilert_
       uintptr_t a0 = (uintptr_t)t->data, b0 = (uintptr_t)u->data;
       if (a0 >= b0 + (uintptr_t)uj || b0 >= a0 + (uintptr_t)ti)
         continue;
-      if (!info->args[j].is_out && same_view(t, u) && info->args[i].zero_init)
-        return tilert__err(TILERT_ERROR_SHAPE, "output '%s' is declared '= 0' and is the same view as "
-                           "input '%s': the launch zeroes it before the kernel reads the input",
-                           info->args[i].name, info->args[j].name);
-      if (!info->args[j].is_out && same_view(t, u))
+      if (!info->args[j].is_out && same_view(t, u)) {
+        if (info->args[i].zero_init)
+          return tilert__err(TILERT_ERROR_SHAPE, "output '%s' is declared '= 0' and is the same view as "
+                             "input '%s': the launch zeroes it before the kernel reads the input",
+                             info->args[i].name, info->args[j].name);
         continue; /* in place */
+      }
       return tilert__err(TILERT_ERROR_SHAPE, "output '%s' overlaps %s '%s' in memory (only the very "
                          "same view of an input may be written in place)", info->args[i].name,
                          info->args[j].is_out ? "output" : "input", info->args[j].name);

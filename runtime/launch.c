@@ -559,7 +559,13 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
   marshal(&k->info, args, dims, p);
   const tilert_driver *d;
   tilert_status st = tilert__gpu_enter(k->dev, &d);
+  /* `= 0` outputs: zeroed by a launch before; on sm_90 a kernel that waits for it (zero_wait)
+   * starts as its programmatic dependent, overlapping it (zero.c) */
+  bool zeroed = false;
+  if (!st.code && tilert__has_zero_init(&k->info))
+    st = tilert__zero_outputs_gpu(d, k->dev, &k->info, args, stream ? stream->s : NULL, &zeroed);
   if (!st.code) {
+    bool pdl = zeroed && k->info.zero_wait && k->dev->cc >= 90; /* a dependent of that launch only */
     CUfunction fn = k->fn;
     int threads = k->info.threads, smem = k->info.smem_bytes, cluster = k->info.cluster > 1 ? k->info.cluster : 1;
     int64_t launch[3] = {grid[0], grid[1], grid[2]}, total = grid[0] * grid[1] * grid[2];
@@ -592,21 +598,8 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
       }
       push_tmaps(p, k);
     }
-    CUresult r = CUDA_SUCCESS;
-    /* `= 0` outputs: zeroed by the launch before; on sm_90 a kernel that waits for it
-     * (zero_wait) starts as its programmatic dependent, overlapping it (zero.c) */
-    bool pdl = false;
-    if (tilert__has_zero_init(&k->info)) {
-      bool launched;
-      tilert_status zs = tilert__zero_outputs_gpu(d, k->dev, &k->info, args, stream ? stream->s : NULL, &launched);
-      if (zs.code) {
-        st = zs;
-        r = CUDA_ERROR_UNKNOWN;
-      }
-      pdl = launched && k->info.zero_wait && k->dev->cc >= 90; /* a dependent of that launch only */
-    }
-    if (r != CUDA_SUCCESS) {
-    } else if (cluster > 1 || pdl) {
+    CUresult r;
+    if (cluster > 1 || pdl) {
       CUlaunchAttribute at[2];
       unsigned nat = 0;
       if (cluster > 1)
@@ -626,7 +619,7 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
     }
     if (locked)
       pthread_mutex_unlock(&k->tmaps->lock);
-    if (r != CUDA_SUCCESS && !st.code)
+    if (r != CUDA_SUCCESS)
       st = tilert__drv_err(cluster > 1 || pdl ? "cuLaunchKernelEx" : "cuLaunchKernel", r, k->info.name);
   }
   free(p);
@@ -635,11 +628,6 @@ static tilert_status launch_gpu(tilert_kernel *k, const tilert_arg *args, const 
 
 static tilert_status launch_cpu(tilert_kernel *k, const tilert_arg *args, int nargs,
                                 const int64_t *dims, const int64_t grid[3]) {
-  if (tilert__has_zero_init(&k->info)) {
-    tilert_status st = tilert__zero_outputs_cpu(&k->info, args);
-    if (st.code)
-      return st;
-  }
   tilert_cpu_launch l = {.info = &k->info, .args = args, .nargs = nargs, .dim_values = dims};
   memcpy(l.grid, grid, sizeof l.grid);
   char err[400] = "";
@@ -672,9 +660,18 @@ tilert_status tilert__launch_bound(tilert_kernel *k, const tilert_arg *args, int
   if (stream && stream->dev != k->dev)
     return tilert__err(TILERT_ERROR_INVALID_ARGUMENT,
                        "tilert_launch: the stream belongs to another device");
-  if (!grid[0] || !grid[1] || !grid[2]) /* an empty problem (M = 0 rows): no block has anything to
-                                          * do, but an `= 0` output of other dims still starts at 0 */
-    return tilert__has_zero_init(&k->info) ? tilert__zero_outputs_only(k->dev, &k->info, args, stream) : tilert__ok();
+  bool empty = !grid[0] || !grid[1] || !grid[2]; /* an empty problem (M = 0 rows) */
+  /* `= 0` outputs: the GPU launch zeroes them itself (it may overlap the kernel); an empty launch
+   * (no block has anything to do, but such an output of other dims still starts at 0) and the
+   * CPU backend here */
+  if ((empty || k->cpu_fn) && tilert__has_zero_init(&k->info)) {
+    tilert_status st = k->cpu_fn ? tilert__zero_outputs_cpu(&k->info, args)
+                                 : tilert__zero_outputs_only(k->dev, &k->info, args, stream);
+    if (st.code)
+      return st;
+  }
+  if (empty)
+    return tilert__ok();
   if (k->cpu_fn)
     return launch_cpu(k, args, nargs, dims, grid);
   return launch_gpu(k, args, dims, grid, stream);

@@ -208,7 +208,8 @@ bool tilert__has_zero_init(const tilert_kernel_info *info);
 tilert_status tilert__zero_outputs_cpu(const tilert_kernel_info *info, const tilert_arg *args);
 tilert_status tilert__zero_outputs_gpu(const tilert_driver *d, tilert_device *dev, const tilert_kernel_info *info,
                                        const tilert_arg *args, CUstream s, bool *launched);
-/* An empty launch (a grid of 0 blocks) still zeroes its `= 0` tensors, and nothing else. */
+/* The zeroing launch alone, on the GPU (no kernel follows it: a launch of 0 blocks still zeroes
+ * its `= 0` tensors). */
 tilert_status tilert__zero_outputs_only(tilert_device *dev, const tilert_kernel_info *info, const tilert_arg *args,
                                         tilert_stream *stream);
 void tilert__zero_unload(const tilert_driver *d, tilert_device *dev);

@@ -222,8 +222,6 @@ void tilert__zero_unload(const tilert_driver *d, tilert_device *dev) {
 
 tilert_status tilert__zero_outputs_only(tilert_device *dev, const tilert_kernel_info *info, const tilert_arg *args,
                                         tilert_stream *stream) {
-  if (dev->backend != TILERT_BACKEND_GPU)
-    return tilert__zero_outputs_cpu(info, args);
   const tilert_driver *d;
   tilert_status st = tilert__gpu_enter(dev, &d);
   bool launched;
