@@ -2216,15 +2216,39 @@ static LLVMValueRef granule_elem_ok(Cg *g, const Granule *gr, LLVMValueRef tc) {
   return LLVMBuildAnd(g->b, ok, in_range(g, LLVMBuildAdd(g->b, gr->start, tc, ""), gr->ncols), "");
 }
 
+/* Whether the granule at tile columns tc0 .. tc0 + ch - 1 is one of the row's inner ones: all its
+ * columns the tile's (and read) and the tensor's, in a row whose other coordinates are in bounds.
+ * Then its 16 bytes lie inside the tensor too (strides are positive and the innermost is 1: the
+ * runtime and the AOT launcher refuse others), so two unsigned compares decide what copy_granule's
+ * general test decides with eight and two 64-bit ones; most granules of a long row are inner. */
+static LLVMValueRef granule_inner(Cg *g, const Granule *gr, LLVMValueRef tc0, int ch) {
+  int reach = (gr->dims < gr->shape ? gr->dims : gr->shape) - ch;
+  if (reach < 0)
+    return LLVMConstInt(g->i1, 0, 0);
+  LLVMValueRef room = LLVMBuildSub(g->b, gr->ncols, ci32(g, ch), "");
+  LLVMValueRef ok = LLVMBuildAnd(g->b, gr->row_ok, LLVMBuildICmp(g->b, LLVMIntSGE, room, ci32(g, 0), ""), "");
+  ok = LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntULE, tc0, ci32(g, reach), ""), "");
+  LLVMValueRef col = LLVMBuildAdd(g->b, gr->start, tc0, "");
+  return LLVMBuildAnd(g->b, ok, LLVMBuildICmp(g->b, LLVMIntULE, col, room, ""), "");
+}
+
 /* One 16-byte granule of a shifted row (copy_shifted): global elements back .. back + ch - 1 (back
  * 16-byte aligned), tile columns tc0 .. tc0 + ch - 1, into dst. Positions no reader reaches (tile
  * columns outside [0, shape)) are left as they are; when every position a reader reaches holds a
  * valid element and the 16 bytes lie inside the tensor, one cp.async; else element by element,
- * the LOAD's fill where an element is out of bounds. */
+ * the LOAD's fill where an element is out of bounds. An inner granule (granule_inner) takes the
+ * cp.async without the general test (TILEC_INNER_GRANULES=0: always the general test). */
 static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueRef dst, LLVMValueRef back,
                          LLVMValueRef tc0, bool l1) {
   ElemType e = rtype(g, in->dst)->elem;
   int eb = elem_bytes(e), ch = 16 / eb;
+  LLVMBasicBlockRef ib[3] = {NULL, NULL, NULL};
+  if (!env_off("TILEC_INNER_GRANULES")) {
+    split3(g, granule_inner(g, gr, tc0, ch), ib);
+    cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1);
+    LLVMBuildBr(g->b, ib[2]);
+    LLVMPositionBuilderAtEnd(g->b, ib[1]);
+  }
   LLVMValueRef tc_end = LLVMBuildAdd(g->b, tc0, ci32(g, ch), "");
   LLVMValueRef lo = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, tc0, ci32(g, 0), ""), ci32(g, 0), tc0, "");
   LLVMValueRef hi = LLVMBuildSelect(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, tc_end, ci32(g, gr->shape), ""),
@@ -2248,6 +2272,10 @@ static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueR
   LLVMBuildBr(g->b, bb[2]);
   LLVMPositionBuilderAtEnd(g->b, bb[2]);
   end_if(g, any);
+  if (ib[2]) {
+    LLVMBuildBr(g->b, ib[2]);
+    LLVMPositionBuilderAtEnd(g->b, ib[2]);
+  }
 }
 
 /* The copies of a shifted tile (Tile.shifted) where some chunk of the thread is misaligned or
@@ -2264,11 +2292,14 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
   gr.fill = const_mem(g, tt->elem, in->imm);
   if (t->stored_cols)
     gr.shape = t->stored_cols;
+  /* One row (a rank-1 tile): every chunk starts on a multiple of ch columns (layout_vec_width), so
+   * all share the row's shift; computed once, as LLVM does not see it through the layout's bits. */
+  LLVMValueRef row_shift = tt->rank == 1 ? elem_misalign(g, in, LLVMBuildAdd(g->b, ac->base, LLVMBuildSExt(g->b, gr.start, g->i64, ""), ""), eb) : NULL;
   for (int k = 0; k < t->n / ch; k++) {
     LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
     LLVMValueRef off, col;
     access_at(g, in, ac, tt, L, lw, k * ch, 1, &off, &gr.row_ok, &col);
-    LLVMValueRef shift = elem_misalign(g, in, off, eb);
+    LLVMValueRef shift = row_shift ? row_shift : elem_misalign(g, in, off, eb);
     LLVMValueRef back = LLVMBuildSub(g->b, off, LLVMBuildZExt(g->b, shift, g->i64, ""), "");
     LLVMValueRef tcol = elem_dim(g, L, lw, k * ch, last), tc0 = LLVMBuildSub(g->b, tcol, shift, "");
     copy_granule(g, in, &gr, sp[k], back, tc0, l1);

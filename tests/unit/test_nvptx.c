@@ -747,8 +747,16 @@ Test(nvptx, misaligned_rows_copy_from_aligned_addresses) {
     char *ptx = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1");
     unsetenv("TILEC_LOOP_VERSIONS");
     /* two loops, each issuing in its prologue and its body: the in-bounds copy, the shifted one
-     * and the granule after the row's last chunk */
-    cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 3);
+     * and the granule after the row's last chunk, each granule once as an inner one (two unsigned
+     * compares: granule_inner) and once under the general test */
+    cr_assert_eq(occurrences(ptx, "cp.async.cg.shared.global"), 2 * 2 * 5);
+    setenv("TILEC_LOOP_VERSIONS", "0", 1);
+    setenv("TILEC_INNER_GRANULES", "0", 1);
+    char *general = source_ptx_with(a, "cross_entropy_backward.tile", text, defs, ga, "TILEC_SHIFTED", "1");
+    unsetenv("TILEC_INNER_GRANULES");
+    unsetenv("TILEC_LOOP_VERSIONS");
+    cr_assert_eq(occurrences(general, "cp.async.cg.shared.global"), 2 * 2 * 3);
+    ptxas_assert_clean(general, ga);
     cr_assert_geq(occurrences(ptx, "shf.r.wrap.b32"), 2 * 4, "the shifted reads: a funnel shift per word");
     cr_assert_eq(occurrences(ptx, "ld.volatile.shared"), 0, "no element-wise reads");
     cr_assert_geq(occurrences(ptx, "ld.shared.v4.b32"), 2, "the aligned rows' reads");
