@@ -2236,14 +2236,15 @@ static LLVMValueRef granule_inner(Cg *g, const Granule *gr, LLVMValueRef tc0, in
  * 16-byte aligned), tile columns tc0 .. tc0 + ch - 1, into dst. Positions no reader reaches (tile
  * columns outside [0, shape)) are left as they are; when every position a reader reaches holds a
  * valid element and the 16 bytes lie inside the tensor, one cp.async; else element by element,
- * the LOAD's fill where an element is out of bounds. An inner granule (granule_inner) takes the
- * cp.async without the general test (TILEC_INNER_GRANULES=0: always the general test). */
+ * the LOAD's fill where an element is out of bounds. Where `may_be_inner`, an inner granule
+ * (granule_inner) takes the cp.async without the general test (TILEC_INNER_GRANULES=0: always the
+ * general test); the granule after a row's last chunk never is one (it ends past the tile). */
 static void copy_granule(Cg *g, const TirInst *in, const Granule *gr, LLVMValueRef dst, LLVMValueRef back,
-                         LLVMValueRef tc0, bool l1) {
+                         LLVMValueRef tc0, bool may_be_inner, bool l1) {
   ElemType e = rtype(g, in->dst)->elem;
   int eb = elem_bytes(e), ch = 16 / eb;
   LLVMBasicBlockRef ib[3] = {NULL, NULL, NULL};
-  if (!env_off("TILEC_INNER_GRANULES")) {
+  if (may_be_inner && !env_off("TILEC_INNER_GRANULES")) {
     split3(g, granule_inner(g, gr, tc0, ch), ib);
     cp_async16(g, dst, gaddr(g, in->arg_index, e, back), NULL, l1);
     LLVMBuildBr(g->b, ib[2]);
@@ -2302,10 +2303,10 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
     LLVMValueRef shift = row_shift ? row_shift : elem_misalign(g, in, off, eb);
     LLVMValueRef back = LLVMBuildSub(g->b, off, LLVMBuildZExt(g->b, shift, g->i64, ""), "");
     LLVMValueRef tcol = elem_dim(g, L, lw, k * ch, last), tc0 = LLVMBuildSub(g->b, tcol, shift, "");
-    copy_granule(g, in, &gr, sp[k], back, tc0, l1);
+    copy_granule(g, in, &gr, sp[k], back, tc0, true, l1);
     LLVMBasicBlockRef j = begin_if(g, LLVMBuildICmp(g->b, LLVMIntEQ, tcol, ci32(g, gr.shape - ch), ""));
     copy_granule(g, in, &gr, smem_at(g, sp[k], ci32(g, 16)), LLVMBuildAdd(g->b, back, ci64(g, ch), ""),
-                 LLVMBuildAdd(g->b, tc0, ci32(g, ch), ""), l1);
+                 LLVMBuildAdd(g->b, tc0, ci32(g, ch), ""), false, l1);
     end_if(g, j);
     end_if(g, sj);
   }
