@@ -2295,7 +2295,9 @@ static void copy_shifted(Cg *g, const TirInst *in, const Access *ac, const Tile 
     gr.shape = t->stored_cols;
   /* One row (a rank-1 tile): every chunk starts on a multiple of ch columns (layout_vec_width), so
    * all share the row's shift; computed once, as LLVM does not see it through the layout's bits. */
-  LLVMValueRef row_shift = tt->rank == 1 ? elem_misalign(g, in, LLVMBuildAdd(g->b, ac->base, LLVMBuildSExt(g->b, gr.start, g->i64, ""), ""), eb) : NULL;
+  LLVMValueRef row_shift = NULL;
+  if (tt->rank == 1)
+    row_shift = elem_misalign(g, in, LLVMBuildAdd(g->b, ac->base, LLVMBuildSExt(g->b, gr.start, g->i64, ""), ""), eb);
   for (int k = 0; k < t->n / ch; k++) {
     LLVMBasicBlockRef sj = begin_if(g, stored_row(g, t, lw, k * ch));
     LLVMValueRef off, col;
