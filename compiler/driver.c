@@ -44,6 +44,8 @@ TirFunc *driver_lower(Arena *a, const AstKernel *k, Diag *d) {
     return NULL;
   if (!tir_guard_onehots(f, d) || !tir_verify(f, d, "guard_onehots"))
     return NULL;
+  if (!tir_fold_exp_scale(f, d) || !tir_verify(f, d, "fold_exp_scale"))
+    return NULL;
   if (!tir_narrow_minmax(f, d) || !tir_verify(f, d, "narrow_minmax"))
     return NULL;
   if (!tir_hoist_invariants(f, d) || !tir_verify(f, d, "hoist_invariants"))

@@ -393,6 +393,16 @@ typedef struct TirFunc {
 TirFunc *tir_func_new(Arena *a, const char *name, SrcLoc loc);
 int tir_new_reg(TirFunc *f, TileType type, const char *name);
 TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc); /* appends; dst/args initialised to -1 */
+/* A pass that rewrites f's code into a new array (moving instructions into an IF): insts holds
+ * the n instructions written so far; those tir_out_inst adds get loc. */
+typedef struct TirOut {
+  TirFunc *f;
+  TirInst *insts;
+  int n;
+  SrcLoc loc;
+} TirOut;
+TirInst *tir_out_inst(TirOut *o, TirOp op, int dst, int a0, int a1); /* appends; the rest -1 */
+int tir_out_new(TirOut *o, TirOp op, TileType t, int a0, int a1);   /* into a new register of type t */
 bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LOAD/STORE index */
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
@@ -437,6 +447,10 @@ bool tir_hoist_reduce_operands(TirFunc *f, Diag *d);
  * exact, and two elements an instruction on the GPU (tir_passes.c); TILEC_NARROW_MINMAX=0 turns
  * it off. */
 bool tir_narrow_minmax(TirFunc *f, Diag *d);
+/* `exp(x - s) * c` and `exp(x - s) / c` with s and c broadcast row scalars: under `if (c > 0)`,
+ * exp(x - (s - log c)) (s + log c for /), the factor folded into the exponent's operand
+ * (tir_expfold.c); TILEC_EXP_FOLD=0 turns it off. */
+bool tir_fold_exp_scale(TirFunc *f, Diag *d);
 /* Moves pure register instructions (and register loads of input tensors) whose operands a loop
  * does not write above the loop (at most 32 registers a thread of tiles a loop, else its scalars
  * only; tir_passes.c); TILEC_HOIST_INVARIANTS=0 turns it off. */

@@ -215,6 +215,20 @@ TirInst *tir_emit(TirFunc *f, TirOp op, SrcLoc loc) {
   return in;
 }
 
+TirInst *tir_out_inst(TirOut *o, TirOp op, int dst, int a0, int a1) {
+  TirInst *in = &o->insts[o->n++];
+  *in = (TirInst){.op = op, .dst = dst, .args = {a0, a1, -1}, .arg_index = -1, .pipeline = 1, .loc = o->loc};
+  for (int i = 0; i < TILE_MAX_RANK; i++)
+    in->index[i].start = -1;
+  return in;
+}
+
+int tir_out_new(TirOut *o, TirOp op, TileType t, int a0, int a1) {
+  int r = tir_new_reg(o->f, t, NULL);
+  tir_out_inst(o, op, r, a0, a1);
+  return r;
+}
+
 /* TRANS t of a shared tile is read in place (by the emitter, and as a wgmma operand by the layout
  * pass) when its result has this one definition and every use follows it in straight-line code
  * before the source is written again: no loop boundary in between, where a back edge could bring

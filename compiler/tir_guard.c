@@ -202,33 +202,18 @@ static bool tree_is_own(const Guard *g) {
 
 /* ---------------------------------------------- rewriting */
 
-typedef struct Out {
-  TirFunc *f;
-  TirInst *insts;
-  int n;
-  SrcLoc loc;
-} Out;
-
-static TirInst *out_inst(Out *o, TirOp op, int dst, int a0, int a1) {
-  TirInst *in = &o->insts[o->n++];
-  *in = (TirInst){.op = op, .dst = dst, .args = {a0, a1, -1}, .arg_index = -1, .pipeline = 1, .loc = o->loc};
-  return in;
-}
-
-static int out_const(Out *o, ElemType e, int64_t v) {
+static int out_const(TirOut *o, ElemType e, int64_t v) {
   int r = tir_new_reg(o->f, (TileType){.elem = e}, NULL);
-  out_inst(o, TIR_CONST, r, -1, -1)->imm = (double)v;
+  tir_out_inst(o, TIR_CONST, r, -1, -1)->imm = (double)v;
   return r;
 }
 
-static int out_op(Out *o, TirOp op, ElemType e, int a0, int a1) {
-  int r = tir_new_reg(o->f, (TileType){.elem = e}, NULL);
-  out_inst(o, op, r, a0, a1);
-  return r;
+static int out_op(TirOut *o, TirOp op, ElemType e, int a0, int a1) {
+  return tir_out_new(o, op, (TileType){.elem = e}, a0, a1);
 }
 
 /* reg + c as an i32 scalar, and (in *ok, ANDed) that it does not overflow. */
-static int out_side(Out *o, int reg, int64_t c, int *ok) {
+static int out_side(TirOut *o, int reg, int64_t c, int *ok) {
   if (reg < 0)
     return out_const(o, TY_I32, c);
   if (c == 0)
@@ -240,7 +225,7 @@ static int out_side(Out *o, int reg, int64_t c, int *ok) {
 }
 
 /* One check's comparison, or -1 when a constant leaves i32. */
-static int out_check(Out *o, const Check *c, int *ok) {
+static int out_check(TirOut *o, const Check *c, int *ok) {
   if (c->lc < INT_MIN || c->lc > INT_MAX || c->rc < INT_MIN || c->rc > INT_MAX)
     return -1;
   int l = out_side(o, c->lreg, c->lc, ok), r = out_side(o, c->rreg, c->rc, ok);
@@ -248,7 +233,7 @@ static int out_check(Out *o, const Check *c, int *ok) {
 }
 
 /* The guard's condition: some element may be masked (NOT of all checks and no overflow). */
-static int out_condition(Out *o, const Guard *g) {
+static int out_condition(TirOut *o, const Guard *g) {
   int all = -1;
   for (int k = 0; k < g->nchecks; k++) {
     int holds = out_check(o, &g->checks[k], &all);
@@ -322,7 +307,7 @@ static bool guard_select(Guard *g) {
   }
   if (!bounded || !tree_is_own(g))
     return false;
-  Out o = {f, NULL, 0, sel->loc};
+  TirOut o = {f, NULL, 0, sel->loc};
   size_t extra = (size_t)(14 * g->nchecks + 8); /* out_check: up to 12 each, and AND / OR */
   o.insts = arena_alloc(f->arena, sizeof(TirInst) * ((size_t)f->ninsts + extra));
   bool *in_tree = calloc((size_t)f->ninsts + 1, sizeof *in_tree);
@@ -337,23 +322,23 @@ static bool guard_select(Guard *g) {
   int u = keeps_x || keeps_y ? -1 : identity_user(g, s.args[want ? 1 : 2]);
   if (u >= 0) { /* guard passes: the user gives its other operand */
     const TirInst *ui = &f->insts[u];
-    out_inst(&o, TIR_COPY, ui->dst, ui->args[0] == s.dst ? ui->args[1] : ui->args[0], -1);
+    tir_out_inst(&o, TIR_COPY, ui->dst, ui->args[0] == s.dst ? ui->args[1] : ui->args[0], -1);
   } else if (!keeps_x && !keeps_y) { /* guard passes: the select would have produced its kept operand */
-    out_inst(&o, TIR_COPY, s.dst, s.args[want ? 1 : 2], -1);
+    tir_out_inst(&o, TIR_COPY, s.dst, s.args[want ? 1 : 2], -1);
   }
   int cond = out_condition(&o, g);
   if (cond < 0) {
     free(in_tree);
     return false;
   }
-  out_inst(&o, TIR_IF, -1, cond, -1);
+  tir_out_inst(&o, TIR_IF, -1, cond, -1);
   for (int i = 0; i < g->sel; i++)
     if (in_tree[i])
       o.insts[o.n++] = f->insts[i];
   o.insts[o.n++] = s;
   if (u >= 0)
     o.insts[o.n++] = f->insts[u];
-  out_inst(&o, TIR_ENDIF, -1, -1, -1);
+  tir_out_inst(&o, TIR_ENDIF, -1, -1, -1);
   for (int i = g->sel + 1; i < f->ninsts; i++)
     if (i != u)
       o.insts[o.n++] = f->insts[i];
