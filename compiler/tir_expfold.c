@@ -21,8 +21,6 @@
  * TILEC_EXP_FOLD=0 turns it off. */
 #include "tilec.h"
 
-#include <stdlib.h>
-
 typedef struct Fold {
   int mul;      /* m = e * c (or e / c) */
   int exp, sub; /* e = exp d;  d = x - sb */
@@ -31,12 +29,12 @@ typedef struct Fold {
                  * multiply: k and pos read them there (tir_hoist_invariants moves them out) */
 } Fold;
 
-static int fold_readers(const TirFunc *f, int r, int *only) {
-  int n = 0;
+/* Whether no instruction but `user` reads r. */
+static bool read_only_by(const TirFunc *f, int r, int user) {
   for (int i = 0; i < f->ninsts; i++)
-    if (tir_inst_reads(&f->insts[i], r))
-      n++, *only = i;
-  return n;
+    if (i != user && tir_inst_reads(&f->insts[i], r))
+      return false;
+  return true;
 }
 
 /* The instruction writing r, when it is r's only write and has opcode op; else -1. */
@@ -57,13 +55,12 @@ static bool one_f32(const TileType *t) { return t->elem == TY_F32 && t->place ==
 /* e read only at fl->mul, written by an EXP of a SUB read only by it, whose subtrahend and the
  * factor are broadcasts of one-element f32 tiles of one type. */
 static bool match_operands(const TirFunc *f, Fold *fl, int e, int c) {
-  int only = -1;
   fl->exp = single_def(f, e, TIR_EXP);
-  if (fl->exp < 0 || fold_readers(f, e, &only) != 1)
+  if (fl->exp < 0 || !read_only_by(f, e, fl->mul))
     return false;
   int d = f->insts[fl->exp].args[0];
   fl->sub = single_def(f, d, TIR_SUB);
-  if (fl->sub < 0 || fold_readers(f, d, &only) != 1)
+  if (fl->sub < 0 || !read_only_by(f, d, fl->exp))
     return false;
   fl->sb = f->insts[fl->sub].args[1];
   int dsb = single_def(f, fl->sb, TIR_BCAST), dc = single_def(f, c, TIR_BCAST);
