@@ -116,13 +116,13 @@ bool elem_from_name(const char *s, ElemType *out) {
 
 /* ------------------------------------------------------- f16/bf16 rounding */
 
-static uint32_t f32_bits(float f) {
+uint32_t f32_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
   return u;
 }
 
-static float bits_f32(uint32_t u) {
+float bits_f32(uint32_t u) {
   float f;
   memcpy(&f, &u, 4);
   return f;

@@ -5100,6 +5100,69 @@ static void arith_peepholes(Cg *g) {
   }
 }
 
+/* ------------------------------------------ exp2 on the FMA pipe (after O3) */
+
+/* ex2.approx runs on MUFU, 16 results a clock per SM, beside 128 FMA lanes: attention at head
+ * dim 64 (its two GEMMs take about as long per score on the tensor cores as ex2 on MUFU) and
+ * cross-entropy (two exponentials an element) can wait on it. TILEC_EXP_POLY=K moves one in K
+ * exponentials of a block that has at least K (a tile's elements, in program order) to the FMA
+ * pipe (FlashAttention-4's split). 2^x there: x clamped to [-127, 128] (NaN kept), j = rint(x)
+ * by adding 1.5 * 2^23, f = x - j in [-0.5, 0.5], 2^f by a degree-5 polynomial with constant
+ * term 1 (minimax for the relative error: at most 4.9e-7, about ex2.approx's 2 ulp; 2^0 = 1
+ * exactly), times 2^j made in the exponent field: (j + 127) << 23, 0 at j = -127 (x < -126.5
+ * gives 0, as ex2.approx.ftz's flush does) and +inf at j = 128 (x >= 127.5 gives +inf, where
+ * 2^x overflows at 128). Twelve instructions, none on MUFU. */
+static const double exp_poly_coef[6] = {1.0, 0.693142831, 0.240223512, 0.0555740036, 0.00966628268, 0.00111255073};
+
+static LLVMValueRef ex2_on_fma(Cg *g, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  x = ovl2(g, "llvm.minimum", ovl2(g, "llvm.maximum", x, cf32(g, -127.0)), cf32(g, 128.0));
+  LLVMValueRef round = cf32(g, 12582912.0);
+  LLVMValueRef t = LLVMBuildFAdd(b, x, round, "");
+  LLVMValueRef f = LLVMBuildFSub(b, x, LLVMBuildFSub(b, t, round, ""), "");
+  LLVMValueRef p = cf32(g, exp_poly_coef[5]);
+  LLVMTypeRef ft = g->f32;
+  for (int k = 4; k >= 0; k--) {
+    LLVMValueRef a[3] = {p, f, cf32(g, exp_poly_coef[k])};
+    p = call_intrin(g, "llvm.fma", &ft, 1, a, 3);
+  }
+  /* t's low mantissa bits hold j: t << 23 is j << 23 (mod 2^32) */
+  LLVMValueRef e = LLVMBuildShl(b, LLVMBuildBitCast(b, t, g->i32, ""), ci32(g, 23), "");
+  e = LLVMBuildAdd(b, e, ci32(g, 127 << 23), "");
+  return LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, g->f32, ""), "");
+}
+
+static bool is_ex2_call(LLVMValueRef in) {
+  if (LLVMGetInstructionOpcode(in) != LLVMCall)
+    return false;
+  LLVMValueRef fn = LLVMGetCalledValue(in);
+  size_t len = 0;
+  return fn && !strcmp(LLVMGetValueName2(fn, &len), "llvm.nvvm.ex2.approx.ftz.f");
+}
+
+static void exp_on_fma(Cg *g) {
+  const char *env = getenv("TILEC_EXP_POLY");
+  long every = env ? strtol(env, NULL, 10) : 0;
+  if (every < 2)
+    return;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(g->fn); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    long n = 0, k = 0;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+      n += is_ex2_call(in);
+    if (n < every)
+      continue;
+    LLVMValueRef next;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = next) {
+      next = LLVMGetNextInstruction(in);
+      if (!is_ex2_call(in) || ++k % every)
+        continue;
+      LLVMPositionBuilderBefore(g->b, in);
+      LLVMReplaceAllUsesWith(in, ex2_on_fma(g, LLVMGetOperand(in, 0)));
+      LLVMInstructionEraseFromParent(in);
+    }
+  }
+}
+
 /* ------------------------------------------ rematerialization (after O3) */
 
 enum { REMAT_DEPTH = 3 };
@@ -5282,6 +5345,7 @@ static char *emit(Cg **gs, int n, LLVMTargetMachineRef tm, const char *meta) {
   const char *rm = getenv("TILEC_REMAT"); /* TILEC_REMAT=0: off, to compare */
   for (int i = 0; i < n; i++) {
     arith_peepholes(gs[i]);
+    exp_on_fma(gs[i]);
     if (!rm || strcmp(rm, "0") != 0)
       remat_remote_uses(gs[i]);
   }

@@ -116,6 +116,8 @@ float f16_bits_to_f32(uint16_t h);
 uint16_t f32_to_bf16_bits(float f);
 float bf16_bits_to_f32(uint16_t h);
 double round_to_elem(ElemType t, double v); /* value as stored in a tile of type t */
+uint32_t f32_bits(float f);                    /* the bits of an f32, and back */
+float bits_f32(uint32_t u);
 /* Element i of a dense buffer of type t (tensor memory: f16/bf16 as bits, bool as one byte),
  * read as a double / written from one (rounded to nearest even; i32 truncates; bool is v != 0). */
 double elem_load(const void *base, int64_t i, ElemType t);

@@ -405,6 +405,13 @@ static const Case cases[] = {
      SUITE_GPU, 0, "layernorm_backward", 0},
     {"ln_bwd_full_off1_fa", "layernorm_backward", "-D BLOCK=4096 -D WARPS=8 -D CHUNK=32 -D STAGES=4",
      "M=1027,N=4096", SUITE_GPU, 1, "layernorm_backward", 0},
+    /* _xp4: one exponential in four on the FMA pipe (TILEC_EXP_POLY=4): attention at the bench's
+     * d64 causal tile, cross-entropy's one-pass kernel at a row that starts anywhere, softmax */
+    {"attn_d64_causal_big_xp4", "attention", "-D CAUSAL=1 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3",
+     "B=2,H=3,N=1000", SUITE_GPU, 0, NULL, 0},
+    {"xent_bwd_row_odd_xp4", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257",
+     SUITE_GPU, 0, "cross_entropy_backward_row", 0},
+    {"softmax_online_big_xp4", "softmax_online", "", "M=257,N=20011", SUITE_GPU, 0, NULL, 0},
     {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"attn_d64_off1", "attention", "", "B=1,H=2,N=100", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
