@@ -5108,7 +5108,7 @@ static void arith_peepholes(Cg *g) {
  * exponentials of a block that has at least K (a tile's elements, in program order) to the FMA
  * pipe (FlashAttention-4's split). 2^x there: x clamped to [-127, 128] (NaN kept), j = rint(x)
  * by adding 1.5 * 2^23, f = x - j in [-0.5, 0.5], 2^f by a degree-5 polynomial with constant
- * term 1 (minimax for the relative error: at most 4.9e-7, about ex2.approx's 2 ulp; 2^0 = 1
+ * term 1 (minimax for the relative error: at most 4.9e-7, about 4 ulp; 2^0 = 1
  * exactly), times 2^j made in the exponent field: (j + 127) << 23, 0 at j = -127 (x < -126.5
  * gives 0, as ex2.approx.ftz's flush does) and +inf at j = 128 (x >= 127.5 gives +inf, where
  * 2^x overflows at 128). Twelve instructions, none on MUFU. */
