@@ -856,7 +856,18 @@ static void get_tile_as(Cg *g, int r, const Layout *want, LLVMValueRef *vals) {
 
 /* ------------------------------------------------------ element math */
 
-static LLVMValueRef ex2(Cg *g, LLVMValueRef x) { return intrin1(g, "llvm.nvvm.ex2.approx.ftz.f", x); }
+static const char ex2_intrinsic[] = "llvm.nvvm.ex2.approx.ftz.f";
+
+static LLVMValueRef ex2(Cg *g, LLVMValueRef x) { return intrin1(g, ex2_intrinsic, x); }
+
+/* Whether instruction `in` is a call of ex2 (the peepholes and exp_on_fma rewrite them). */
+static bool is_ex2_call(LLVMValueRef in) {
+  if (LLVMGetInstructionOpcode(in) != LLVMCall)
+    return false;
+  LLVMValueRef fn = LLVMGetCalledValue(in);
+  size_t len = 0;
+  return fn && !strcmp(LLVMGetValueName2(fn, &len), ex2_intrinsic);
+}
 
 static LLVMValueRef exp_f(Cg *g, LLVMValueRef x) {
   return ex2(g, LLVMBuildFMul(g->b, x, cf32(g, 1.4426950408889634), ""));
@@ -5014,10 +5025,7 @@ static void fold_uniform_factor(Cg *g, PeepMap *prod, LLVMValueRef *x, LLVMValue
 }
 
 static bool peep_exp(Cg *g, LLVMValueRef call, PeepMap *m, PeepMap *prod) {
-  LLVMValueRef fn = LLVMGetCalledValue(call);
-  size_t len = 0;
-  const char *name = fn ? LLVMGetValueName2(fn, &len) : "";
-  if (strcmp(name, "llvm.nvvm.ex2.approx.ftz.f") != 0)
+  if (!is_ex2_call(call))
     return false;
   LLVMValueRef mul = LLVMGetOperand(call, 0);
   if (!LLVMIsAInstruction(mul) || LLVMGetInstructionOpcode(mul) != LLVMFMul || !single_use(mul))
@@ -5130,14 +5138,6 @@ static LLVMValueRef ex2_on_fma(Cg *g, LLVMValueRef x) {
   LLVMValueRef e = LLVMBuildShl(b, LLVMBuildBitCast(b, t, g->i32, ""), ci32(g, 23), "");
   e = LLVMBuildAdd(b, e, ci32(g, 127 << 23), "");
   return LLVMBuildFMul(b, p, LLVMBuildBitCast(b, e, g->f32, ""), "");
-}
-
-static bool is_ex2_call(LLVMValueRef in) {
-  if (LLVMGetInstructionOpcode(in) != LLVMCall)
-    return false;
-  LLVMValueRef fn = LLVMGetCalledValue(in);
-  size_t len = 0;
-  return fn && !strcmp(LLVMGetValueName2(fn, &len), "llvm.nvvm.ex2.approx.ftz.f");
 }
 
 static void exp_on_fma(Cg *g) {
