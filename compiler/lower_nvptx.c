@@ -206,6 +206,9 @@ typedef struct Cg {
   bool protocol_only;                /* emitting an idle warpgroup's loop (idle_band_loop): its
                                         markers, scalars and synchronization only */
   int nbarriers;                     /* consumer barriers emitted so far */
+  const TirInst **def_once;          /* per register: its one defining instruction, or NULL */
+  bool *in_index_select;             /* per register: defined by a compare or broadcast that
+                                        lower_index_select lowers with the select reading it */
 } Cg;
 
 /* ------------------------------------------------------------ helpers */
@@ -1146,6 +1149,222 @@ static void lower_copyish(Cg *g, const TirInst *in) {
            in->offs};
   convert(g, s->lay, e, sv, d->lay, &m, out);
   put_tile(g, dst, out);
+}
+
+/* ------------------------------------------- index compares with a select */
+
+/* A mask such as where(row_index(m0, BM) >= col_index(n0, BN), s, -inf) compares two index
+ * tiles, each a uniform value plus one coordinate of the element. In a register layout whose
+ * lane/warp bits and register bits of that coordinate are disjoint, the coordinate is a per-thread
+ * part plus a constant of the register, so (Ux + lx + cx_k) op (Uy + ly + cy_k) is
+ * T op (cy_k - cx_k) with T = Ux - Uy + lx - ly once per thread: one compare with an immediate an
+ * element instead of building each element's indices first (the causal diagonal block's 32 column
+ * indices of a 64-element thread; elements whose constants differ equally share a compare). Only
+ * compares of two coordinates: against a bound (col_index(c0, BN) < N), the columns are built
+ * anyway for the loads and stores that use them, and the range check's branch would cost more
+ * than it saves. The rewrite is exact while neither side can wrap and their
+ * difference fits in i32: equality always; an ordering when |Ux|, |Uy| <= 2^29, which a branch
+ * on the uniform values checks (else the compare as written). The compare is lowered with the
+ * select that reads it (through broadcasts of the same rank), so no tile of predicates lives
+ * across the branch. TILEC_INDEX_COMPARE=0: off. */
+
+/* value = base + the element's coordinate along axis (axis -1: base alone; base NULL: 0). */
+typedef struct IndexForm {
+  LLVMValueRef base;
+  int axis;
+} IndexForm;
+
+static const TirInst *def_once(const Cg *g, int r) { return r >= 0 ? g->def_once[r] : NULL; }
+
+/* Whether register r is an index form: iota, a broadcast of a scalar or of the same rank, sums of
+ * forms with at most one coordinate, and differences whose subtrahend has none. With build, its
+ * uniform part is read from the single-definition tiles it is made of (their values cannot have
+ * changed since). */
+static bool index_form(Cg *g, int r, bool build, IndexForm *f, int depth) {
+  const TirInst *d = def_once(g, r);
+  const TileType *t = &g->f->regs[r].type;
+  if (!d || depth > 8 || t->elem != TY_I32 || g->tiles[r].shared)
+    return false;
+  if (d->op == TIR_IOTA) {
+    *f = (IndexForm){NULL, d->axis};
+    return true;
+  }
+  if (d->op == TIR_BCAST) {
+    int s = d->args[0];
+    if (g->f->regs[s].type.rank == t->rank)
+      return index_form(g, s, build, f, depth + 1);
+    if (g->f->regs[s].type.rank != 0)
+      return false;
+    *f = (IndexForm){NULL, -1};
+    if (build) {
+      LLVMValueRef *v = vals_new(g, g->tiles[r].n);
+      get_tile(g, r, v);
+      f->base = v[0];
+    }
+    return true;
+  }
+  IndexForm x, y;
+  if ((d->op != TIR_ADD && d->op != TIR_SUB) || !index_form(g, d->args[0], build, &x, depth + 1) ||
+      !index_form(g, d->args[1], build, &y, depth + 1))
+    return false;
+  if (y.axis >= 0 && (d->op == TIR_SUB || x.axis >= 0))
+    return false;
+  f->axis = x.axis >= 0 ? x.axis : y.axis;
+  f->base = NULL;
+  if (build) {
+    LLVMValueRef a = x.base ? x.base : ci32(g, 0), b = y.base ? y.base : ci32(g, 0);
+    f->base = d->op == TIR_ADD ? LLVMBuildAdd(g->b, a, b, "") : LLVMBuildSub(g->b, a, b, "");
+  }
+  return true;
+}
+
+/* Whether coordinate `axis` of layout L is (lane/warp part) + (register constant): their bits
+ * disjoint. */
+static bool coord_splits(const Layout *L, int axis) {
+  if (axis < 0)
+    return true;
+  int shift = dim_shift(L, axis);
+  uint32_t mask = (uint32_t)L->shape[axis] - 1, regs = 0;
+  for (int b = 0; b < L->nbits[LAY_REG]; b++)
+    regs |= L->basis[LAY_REG][b];
+  return !(((regs & lw_bits(L)) >> shift) & mask);
+}
+
+static bool is_int_compare(const Cg *g, const TirInst *in) {
+  return in && (tir_op_info[in->op].flags & OPF_CMP) && g->f->regs[in->args[0]].type.elem == TY_I32;
+}
+
+/* The compare a SELECT's condition comes from through single-use broadcasts of the same rank,
+ * if it is one lower_index_select can take; else NULL. */
+static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int *uses) {
+  const TirFunc *f = g->f;
+  const Layout *L = g->tiles[sel->dst].lay;
+  if (sel->op != TIR_SELECT || g->tiles[sel->dst].shared || env_off("TILEC_INDEX_COMPARE"))
+    return NULL;
+  for (int k = 1; k < 3; k++)
+    if (g->tiles[sel->args[k]].shared || g->tiles[sel->args[k]].view_of >= 0)
+      return NULL;
+  int r = sel->args[0];
+  const TirInst *d = def_once(g, r);
+  while (d && d->op == TIR_BCAST && uses[r] == 1 && !g->tiles[r].shared &&
+         f->regs[d->args[0]].type.rank == f->regs[r].type.rank)
+    d = def_once(g, r = d->args[0]);
+  if (!is_int_compare(g, d) || uses[r] != 1 || g->tiles[r].shared || f->regs[r].type.rank != L->rank)
+    return NULL;
+  IndexForm x, y;
+  if (!index_form(g, d->args[0], false, &x, 0) || !index_form(g, d->args[1], false, &y, 0))
+    return NULL;
+  if (x.axis < 0 || y.axis < 0 || !coord_splits(L, x.axis) || !coord_splits(L, y.axis))
+    return NULL;
+  return d;
+}
+
+/* The plan: per register, whether lower_index_select lowers its definition (the compare and the
+ * broadcasts between it and its select), so lower_inst skips it. */
+static void plan_index_selects(Cg *g) {
+  const TirFunc *f = g->f;
+  int *ndefs = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
+  int *uses = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
+  g->def_once = arena_alloc(f->arena, sizeof(TirInst *) * (size_t)(f->nregs + 1));
+  g->in_index_select = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->nregs + 1));
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *in = &f->insts[i];
+    if (in->dst >= 0 && ndefs[in->dst]++ == 0)
+      g->def_once[in->dst] = in;
+    for (int k = 0; k < 3; k++)
+      if (in->args[k] >= 0)
+        uses[in->args[k]]++;
+    bool indexed = in->op == TIR_LOAD || in->op == TIR_STORE || in->op == TIR_ATOMIC_ADD || in->op == TIR_ATOMIC_MAX;
+    for (int k = 0; indexed && k < TILE_MAX_RANK; k++)
+      if (in->index[k].start >= 0)
+        uses[in->index[k].start]++;
+  }
+  for (int r = 0; r < f->nregs; r++)
+    if (ndefs[r] != 1)
+      g->def_once[r] = NULL;
+  for (int i = 0; i < f->ninsts; i++) {
+    const TirInst *sel = &f->insts[i], *cmp = index_select_compare(g, sel, uses);
+    for (int r = cmp ? sel->args[0] : -1; r >= 0; r = def_once(g, r) == cmp ? -1 : def_once(g, r)->args[0])
+      g->in_index_select[r] = true;
+  }
+}
+
+/* Lowers SELECT sel with the compare of its condition (index_select_compare): the one-difference
+ * compares under the range check, the compare as written otherwise. */
+static bool lower_index_select(Cg *g, const TirInst *sel) {
+  if (!g->in_index_select[sel->args[0]])
+    return false;
+  const Layout *L = g->tiles[sel->dst].lay;
+  int n = g->tiles[sel->dst].n;
+  const TirInst *chain[16];
+  int nchain = 0;
+  for (int r = sel->args[0]; nchain < 16; r = chain[nchain - 1]->args[0]) {
+    chain[nchain++] = def_once(g, r);
+    if (is_int_compare(g, chain[nchain - 1]))
+      break;
+  }
+  const TirInst *cmp = chain[nchain - 1];
+  IndexForm x, y;
+  if (!is_int_compare(g, cmp) || !index_form(g, cmp->args[0], true, &x, 0) || !index_form(g, cmp->args[1], true, &y, 0)) {
+    cg_error(g, "internal error: index compare");
+    return true;
+  }
+  LLVMValueRef *a = vals_new(g, n), *b = vals_new(g, n), *out = vals_new(g, n);
+  get_tile_as(g, sel->args[1], L, a);
+  get_tile_as(g, sel->args[2], L, b);
+  LLVMValueRef ok = NULL;
+  if (cmp->op != TIR_EQ && cmp->op != TIR_NE)
+    for (int s = 0; s < 2; s++) {
+      LLVMValueRef u = s ? y.base : x.base;
+      if (!u)
+        continue;
+      LLVMValueRef in = LLVMBuildICmp(g->b, LLVMIntULE, LLVMBuildAdd(g->b, u, ci32(g, 1 << 29), ""), ci32(g, 1 << 30), "");
+      ok = ok ? LLVMBuildAnd(g->b, ok, in, "") : in;
+    }
+  LLVMBasicBlockRef fast = new_bb(g, "idx"), slow = ok ? new_bb(g, "idxw") : NULL, join = ok ? new_bb(g, "idxj") : NULL;
+  if (ok)
+    LLVMBuildCondBr(g->b, ok, fast, slow);
+  else
+    LLVMBuildBr(g->b, fast);
+  LLVMPositionBuilderAtEnd(g->b, fast);
+  LLVMValueRef lw = layout_lw(g, L), t = ci32(g, 0);
+  int shift[2], axes[2] = {x.axis, y.axis};
+  uint32_t mask[2];
+  for (int s = 0; s < 2; s++) {
+    LLVMValueRef u = s ? y.base : x.base;
+    if (axes[s] >= 0) {
+      shift[s] = dim_shift(L, axes[s]);
+      mask[s] = (uint32_t)L->shape[axes[s]] - 1;
+      LLVMValueRef part = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, lw, ci32(g, shift[s]), ""), ci32(g, mask[s]), "");
+      u = u ? LLVMBuildAdd(g->b, u, part, "") : part;
+    }
+    if (u)
+      t = s ? LLVMBuildSub(g->b, t, u, "") : LLVMBuildAdd(g->b, t, u, "");
+  }
+  for (int k = 0; k < n; k++) {
+    uint32_t c = layout_apply_kind(L, LAY_REG, (uint32_t)k);
+    int64_t cx = axes[0] >= 0 ? (int64_t)((c >> shift[0]) & mask[0]) : 0;
+    int64_t cy = axes[1] >= 0 ? (int64_t)((c >> shift[1]) & mask[1]) : 0;
+    out[k] = LLVMBuildSelect(g->b, binary(g, cmp->op, TY_I32, t, ci32(g, cy - cx)), a[k], b[k], "");
+  }
+  put_tile(g, sel->dst, out);
+  if (!ok)
+    return true;
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, slow);
+  for (int c = nchain - 1; c >= 0; c--)
+    if (chain[c]->op == TIR_BCAST)
+      lower_copyish(g, chain[c]);
+    else
+      lower_elemwise(g, chain[c]);
+  LLVMValueRef *cond = vals_new(g, n);
+  get_tile_as(g, sel->args[0], L, cond);
+  for (int k = 0; k < n; k++)
+    out[k] = LLVMBuildSelect(g->b, cond[k], a[k], b[k], "");
+  put_tile(g, sel->dst, out);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+  return true;
 }
 
 static LLVMValueRef in_range(Cg *g, LLVMValueRef idx, LLVMValueRef size);
@@ -4272,6 +4491,10 @@ static void zero_wait(Cg *g, const TirInst *in) {
 
 static void lower_inst(Cg *g, const TirInst *in) {
   g->loc = in->loc;
+  if (in->dst >= 0 && g->in_index_select[in->dst])
+    return; /* lowered with its select */
+  if (in->op == TIR_SELECT && lower_index_select(g, in))
+    return;
   unsigned fl = tir_op_info[in->op].flags;
   zero_wait(g, in);
   if (fl & OPF_MARKER)
@@ -4590,6 +4813,7 @@ static bool plan(Cg *g) {
       g->smem_tiles += t->stage_bytes * (t->pipe >= 0 ? g->pipes[t->pipe].tp->stages : t->head ? g->sched->head_stages : 1);
     }
   }
+  plan_index_selects(g);
   if (g->ws && g->sched->nstores) { /* TMA stores: a staging tile each, 1 KB aligned (swizzle) */
     const TirSchedule *s = g->sched;
     g->staging = arena_alloc(f->arena, sizeof(Tile) * (size_t)s->ntmaps);
