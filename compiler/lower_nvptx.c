@@ -1159,10 +1159,10 @@ static void lower_copyish(Cg *g, const TirInst *in) {
  * part plus a constant of the register, so (Ux + lx + cx_k) op (Uy + ly + cy_k) is
  * T op (cy_k - cx_k) with T = Ux - Uy + lx - ly once per thread: one compare with an immediate an
  * element instead of building each element's indices first (the causal diagonal block's 32 column
- * indices of a 64-element thread; elements whose constants differ equally share a compare). Only
- * compares of two coordinates: against a bound (col_index(c0, BN) < N), the columns are built
- * anyway for the loads and stores that use them, and the range check's branch would cost more
- * than it saves. The rewrite is exact while neither side can wrap and their
+ * indices of a 64-element thread; elements whose constants differ equally share a compare), and
+ * cross-entropy's one-hot index(c0, C) == t likewise. An ordering of one coordinate and a bound
+ * (col_index(c0, BN) < N) stays as written: its columns are built anyway for the loads and stores
+ * there, and the range check's branch would cost more than it saves. The rewrite is exact while neither side can wrap and their
  * difference fits in i32: equality always; an ordering when |Ux|, |Uy| <= 2^29, which a branch
  * on the uniform values checks (else the compare as written). The compare is lowered with the
  * select that reads it (through broadcasts of the same rank), so no tile of predicates lives
@@ -1254,7 +1254,10 @@ static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int 
   IndexForm x, y;
   if (!index_form(g, d->args[0], false, &x, 0) || !index_form(g, d->args[1], false, &y, 0))
     return NULL;
-  if (x.axis < 0 || y.axis < 0 || !coord_splits(L, x.axis) || !coord_splits(L, y.axis))
+  bool eq = d->op == TIR_EQ || d->op == TIR_NE;
+  if (x.axis < 0 && y.axis < 0)
+    return NULL;
+  if ((!eq && (x.axis < 0 || y.axis < 0)) || !coord_splits(L, x.axis) || !coord_splits(L, y.axis))
     return NULL;
   return d;
 }

@@ -1,7 +1,8 @@
 /* test_indexcmp.c — masks that compare two index coordinates (lower_nvptx.c, lower_index_select):
  * where(row_index(m0, BM) >= col_index(n0, BN), x, 0) compares one per-thread difference with an
- * immediate an element, under a range check of m0 and n0 (an ordering; equality needs none), and
- * leaves a compare against a bound (col_index(n0, BN) < N) as written. The GPU cases
+ * immediate an element, under a range check of m0 and n0 (an ordering; equality needs none, also
+ * of one coordinate and a scalar: a one-hot column), and leaves an ordering against a bound
+ * (col_index(n0, BN) < N) as written. The GPU cases
  * gqa_window_huge and gqa_ws_window_huge (tests/example_runner.c) run the path the range check
  * takes when the one-difference form would overflow. */
 #include <criterion/criterion.h>
@@ -12,7 +13,8 @@
 #include "tilec.h"
 #include "test_support.h"
 
-/* OP 0: an ordering of two coordinates; 1: their equality; 2: one coordinate against N */
+/* OP 0: an ordering of two coordinates; 1: their equality; 2: one coordinate below N; 3: one
+ * coordinate equal to a scalar */
 static const char *src = "kernel m<BM = 64, BN = 64, OP = 0>(X: f32[M, N], Y: out f32[M, N], a: i32, b: i32)\n"
                          "  grid (cdiv(M, BM), cdiv(N, BN)) threads (128)\n"
                          "{\n"
@@ -22,6 +24,7 @@ static const char *src = "kernel m<BM = 64, BN = 64, OP = 0>(X: f32[M, N], Y: ou
                          "  if OP == 0 { x = where(row_index(m0, BM) >= col_index(n0, BN), x, 0.0); }\n"
                          "  if OP == 1 { x = where(row_index(m0, BM) == col_index(n0, BN), x, 0.0); }\n"
                          "  if OP == 2 { x = where(col_index(n0, BN) < N, x, 0.0); }\n"
+                         "  if OP == 3 { x = where(col_index(n0, BN) == a, x, 0.0); }\n"
                          "  Y[block.x * BM : +BM, block.y * BN : +BN] = x;\n"
                          "}\n";
 
@@ -66,10 +69,15 @@ Test(indexcmp, ordering_compares_one_difference_under_a_range_check) {
 
 Test(indexcmp, equality_needs_no_range_check) {
   Arena *a = arena_new();
-  char *on = op_ptx(a, "OP=1", NULL);
-  cr_assert_geq(immediate_compares(on), 16);
-  cr_assert_eq(occurrences(on, ", 536870912;"), 0, "equality is exact under wrapping");
-  cr_assert_eq(immediate_compares(op_ptx(a, "OP=1", "0")), 0);
+  for (int k = 0; k < 2; k++) {
+    const char *op = k ? "OP=3" : "OP=1";
+    char *on = op_ptx(a, op, NULL);
+    /* OP=3: a thread's elements hold 4 distinct columns; LLVM writes the one whose constant is
+     * 0 as a compare of the difference's two terms */
+    cr_assert_geq(immediate_compares(on), k ? 3 : 16, "%s", op);
+    cr_assert_eq(occurrences(on, ", 536870912;"), 0, "%s: equality is exact under wrapping", op);
+    cr_assert_eq(immediate_compares(op_ptx(a, op, "0")), 0, "%s", op);
+  }
   arena_free(a);
 }
 
