@@ -1182,9 +1182,9 @@ static const TirInst *def_once(const Cg *g, int r) { return r >= 0 ? g->def_once
  * changed since). */
 static bool index_form(Cg *g, int r, bool build, IndexForm *f, int depth) {
   const TirInst *d = def_once(g, r);
-  const TileType *t = &g->f->regs[r].type;
-  if (!d || depth > 8 || t->elem != TY_I32 || g->tiles[r].shared)
+  if (!d || depth > 8 || g->f->regs[r].type.elem != TY_I32 || g->tiles[r].shared)
     return false;
+  const TileType *t = &g->f->regs[r].type;
   if (d->op == TIR_IOTA) {
     *f = (IndexForm){NULL, d->axis};
     return true;
@@ -1238,9 +1238,9 @@ static bool is_int_compare(const Cg *g, const TirInst *in) {
  * if it is one lower_index_select can take; else NULL. */
 static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int *uses) {
   const TirFunc *f = g->f;
-  const Layout *L = g->tiles[sel->dst].lay;
   if (sel->op != TIR_SELECT || g->tiles[sel->dst].shared || env_off("TILEC_INDEX_COMPARE"))
     return NULL;
+  const Layout *L = g->tiles[sel->dst].lay;
   for (int k = 1; k < 3; k++)
     if (g->tiles[sel->args[k]].shared || g->tiles[sel->args[k]].view_of >= 0)
       return NULL;
