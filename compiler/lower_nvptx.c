@@ -1166,7 +1166,8 @@ static void lower_copyish(Cg *g, const TirInst *in) {
  * difference fits in i32: equality always; an ordering when |Ux|, |Uy| <= 2^29, which a branch
  * on the uniform values checks (else the compare as written). The compare is lowered with the
  * select that reads it (through broadcasts of the same rank), so no tile of predicates lives
- * across the branch. TILEC_INDEX_COMPARE=0: off. */
+ * across the branch. Opt-in, TILEC_INDEX_COMPARE=1, until a GPU run has checked and timed it
+ * (the _ic GPU cases and bench variants). */
 
 /* value = base + the element's coordinate along axis (axis -1: base alone; base NULL: 0). */
 typedef struct IndexForm {
@@ -1238,7 +1239,7 @@ static bool is_int_compare(const Cg *g, const TirInst *in) {
  * if it is one lower_index_select can take; else NULL. */
 static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int *uses) {
   const TirFunc *f = g->f;
-  if (sel->op != TIR_SELECT || g->tiles[sel->dst].shared || env_off("TILEC_INDEX_COMPARE"))
+  if (sel->op != TIR_SELECT || g->tiles[sel->dst].shared || !env_on("TILEC_INDEX_COMPARE"))
     return NULL;
   const Layout *L = g->tiles[sel->dst].lay;
   for (int k = 1; k < 3; k++)

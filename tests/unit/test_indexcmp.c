@@ -1,10 +1,11 @@
-/* test_indexcmp.c — masks that compare two index coordinates (lower_nvptx.c, lower_index_select):
+/* test_indexcmp.c — masks that compare two index coordinates (lower_nvptx.c, lower_index_select;
+ * opt-in, TILEC_INDEX_COMPARE=1):
  * where(row_index(m0, BM) >= col_index(n0, BN), x, 0) compares one per-thread difference with an
  * immediate an element, under a range check of m0 and n0 (an ordering; equality needs none, also
  * of one coordinate and a scalar: a one-hot column), and leaves an ordering against a bound
  * (col_index(n0, BN) < N) as written. The GPU cases
  * gqa_window_huge and gqa_ws_window_huge (tests/example_runner.c) run the path the range check
- * takes when the one-difference form would overflow. */
+ * takes when the one-difference form would overflow (the _ic cases: compiled with the knob). */
 #include <criterion/criterion.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -45,15 +46,16 @@ static int immediate_compares(const char *ptx) {
   return n;
 }
 
-static char *op_ptx(Arena *a, const char *op, const char *knob) {
+/* The PTX of OP with the one-difference compares (on) or without (the default). */
+static char *op_ptx(Arena *a, const char *op, bool on) {
   const char *defs[] = {op, NULL};
-  return knob ? source_ptx_with(a, "m.tile", src, defs, ARCH_SM90A, "TILEC_INDEX_COMPARE", knob)
-              : source_ptx(a, "m.tile", src, defs, ARCH_SM90A);
+  return on ? source_ptx_with(a, "m.tile", src, defs, ARCH_SM90A, "TILEC_INDEX_COMPARE", "1")
+            : source_ptx(a, "m.tile", src, defs, ARCH_SM90A);
 }
 
 Test(indexcmp, ordering_compares_one_difference_under_a_range_check) {
   Arena *a = arena_new();
-  char *on = op_ptx(a, "OP=0", NULL), *off = op_ptx(a, "OP=0", "0");
+  char *on = op_ptx(a, "OP=0", true), *off = op_ptx(a, "OP=0", false);
   /* 32 elements a thread (64 x 64 over 128 threads): one compare with an immediate each at most */
   cr_assert_geq(immediate_compares(on), 16);
   cr_assert_eq(immediate_compares(off), 0);
@@ -62,7 +64,7 @@ Test(indexcmp, ordering_compares_one_difference_under_a_range_check) {
   const char *defs[] = {"OP=0", NULL};
   for (int k = 0; k < 2; k++) {
     GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;
-    ptxas_assert_clean(source_ptx(a, "m.tile", src, defs, arch), arch);
+    ptxas_assert_clean(source_ptx_with(a, "m.tile", src, defs, arch, "TILEC_INDEX_COMPARE", "1"), arch);
   }
   arena_free(a);
 }
@@ -71,19 +73,19 @@ Test(indexcmp, equality_needs_no_range_check) {
   Arena *a = arena_new();
   for (int k = 0; k < 2; k++) {
     const char *op = k ? "OP=3" : "OP=1";
-    char *on = op_ptx(a, op, NULL);
+    char *on = op_ptx(a, op, true);
     /* OP=3: a thread's elements hold 4 distinct columns; LLVM writes the one whose constant is
      * 0 as a compare of the difference's two terms */
     cr_assert_geq(immediate_compares(on), k ? 3 : 16, "%s", op);
     cr_assert_eq(occurrences(on, ", 536870912;"), 0, "%s: equality is exact under wrapping", op);
-    cr_assert_eq(immediate_compares(op_ptx(a, op, "0")), 0, "%s", op);
+    cr_assert_eq(immediate_compares(op_ptx(a, op, false)), 0, "%s", op);
   }
   arena_free(a);
 }
 
 Test(indexcmp, a_bound_is_compared_as_written) {
   Arena *a = arena_new();
-  char *on = op_ptx(a, "OP=2", NULL), *off = op_ptx(a, "OP=2", "0");
+  char *on = op_ptx(a, "OP=2", true), *off = op_ptx(a, "OP=2", false);
   cr_assert_eq(occurrences(on, ", 536870912;"), 0);
   cr_assert_str_eq(on, off, "one coordinate against a bound: the same PTX either way");
   arena_free(a);
