@@ -1169,6 +1169,9 @@ static void lower_copyish(Cg *g, const TirInst *in) {
  * across the branch. Opt-in, TILEC_INDEX_COMPARE=1, until a GPU run has checked and timed it
  * (the _ic GPU cases and bench variants). */
 
+/* The most instructions from a select's condition back to its compare (broadcasts, then it). */
+enum { MAX_INDEX_CHAIN = 8 };
+
 /* value = base + the element's coordinate along axis (axis -1: base alone; base NULL: 0). */
 typedef struct IndexForm {
   LLVMValueRef base;
@@ -1245,9 +1248,9 @@ static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int 
   for (int k = 1; k < 3; k++)
     if (g->tiles[sel->args[k]].shared || g->tiles[sel->args[k]].view_of >= 0)
       return NULL;
-  int r = sel->args[0];
+  int r = sel->args[0], links = 0;
   const TirInst *d = def_once(g, r);
-  while (d && d->op == TIR_BCAST && uses[r] == 1 && !g->tiles[r].shared &&
+  while (d && d->op == TIR_BCAST && uses[r] == 1 && !g->tiles[r].shared && ++links < MAX_INDEX_CHAIN &&
          f->regs[d->args[0]].type.rank == f->regs[r].type.rank)
     d = def_once(g, r = d->args[0]);
   if (!is_int_compare(g, d) || uses[r] != 1 || g->tiles[r].shared || f->regs[r].type.rank != L->rank)
@@ -1300,9 +1303,9 @@ static bool lower_index_select(Cg *g, const TirInst *sel) {
     return false;
   const Layout *L = g->tiles[sel->dst].lay;
   int n = g->tiles[sel->dst].n;
-  const TirInst *chain[16];
+  const TirInst *chain[MAX_INDEX_CHAIN];
   int nchain = 0;
-  for (int r = sel->args[0]; nchain < 16; r = chain[nchain - 1]->args[0]) {
+  for (int r = sel->args[0]; nchain < MAX_INDEX_CHAIN; r = chain[nchain - 1]->args[0]) {
     chain[nchain++] = def_once(g, r);
     if (is_int_compare(g, chain[nchain - 1]))
       break;
