@@ -1189,8 +1189,8 @@ static bool index_form(Cg *g, int r, bool build, IndexForm *f, int depth) {
   if (!d || depth > 8 || g->f->regs[r].type.elem != TY_I32 || g->tiles[r].shared)
     return false;
   const TileType *t = &g->f->regs[r].type;
-  if (d->op == TIR_IOTA) {
-    *f = (IndexForm){NULL, d->axis};
+  if (d->op == TIR_IOTA) { /* along a dimension of 1: 0 everywhere, also once broadcast */
+    *f = (IndexForm){NULL, t->dims[d->axis] == 1 ? -1 : d->axis};
     return true;
   }
   if (d->op == TIR_BCAST) {
@@ -1234,6 +1234,16 @@ static bool coord_splits(const Layout *L, int axis) {
   return !(((regs & lw_bits(L)) >> shift) & mask);
 }
 
+/* Whether convert() takes a tile from layout src to dst (map kind k) in registers: the compare as
+ * written, on the branch lower_index_select does not take, must not touch shared memory, whose
+ * barrier bookkeeping (Cg.dirty, Cg.red_read, ...) would then describe that branch alone. */
+static bool converts_in_regs(Cg *g, const Layout *src, const Layout *dst, MapKind k) {
+  if (layout_equal(src, dst) && k != MAP_TRANS && k != MAP_EXTRACT)
+    return true;
+  int *from = arena_alloc(g->f->arena, sizeof(int) * (size_t)layout_nregs(dst));
+  return convert_in_regs(src, dst, &(Map){k, NULL}, from);
+}
+
 static bool is_int_compare(const Cg *g, const TirInst *in) {
   return in && (tir_op_info[in->op].flags & OPF_CMP) && g->f->regs[in->args[0]].type.elem == TY_I32;
 }
@@ -1249,12 +1259,18 @@ static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int 
     if (g->tiles[sel->args[k]].shared || g->tiles[sel->args[k]].view_of >= 0)
       return NULL;
   int r = sel->args[0], links = 0;
+  if (!converts_in_regs(g, g->tiles[r].lay, L, MAP_IDENT))
+    return NULL;
   const TirInst *d = def_once(g, r);
   while (d && d->op == TIR_BCAST && uses[r] == 1 && !g->tiles[r].shared && ++links < MAX_INDEX_CHAIN &&
-         f->regs[d->args[0]].type.rank == f->regs[r].type.rank)
+         f->regs[d->args[0]].type.rank == f->regs[r].type.rank &&
+         converts_in_regs(g, g->tiles[d->args[0]].lay, g->tiles[r].lay, MAP_BCAST))
     d = def_once(g, r = d->args[0]);
   if (!is_int_compare(g, d) || uses[r] != 1 || g->tiles[r].shared || f->regs[r].type.rank != L->rank)
     return NULL;
+  for (int k = 0; k < 2; k++)
+    if (!converts_in_regs(g, g->tiles[d->args[k]].lay, g->tiles[r].lay, MAP_IDENT))
+      return NULL;
   IndexForm x, y;
   if (!index_form(g, d->args[0], false, &x, 0) || !index_form(g, d->args[1], false, &y, 0))
     return NULL;

@@ -15,7 +15,8 @@
 #include "test_support.h"
 
 /* OP 0: an ordering of two coordinates; 1: their equality; 2: one coordinate below N; 3: one
- * coordinate equal to a scalar */
+ * coordinate equal to a scalar; 4: an ordering against an index of one column (0 in every column
+ * once broadcast: not a coordinate) */
 static const char *src = "kernel m<BM = 64, BN = 64, OP = 0>(X: f32[M, N], Y: out f32[M, N], a: i32, b: i32)\n"
                          "  grid (cdiv(M, BM), cdiv(N, BN)) threads (128)\n"
                          "{\n"
@@ -26,6 +27,7 @@ static const char *src = "kernel m<BM = 64, BN = 64, OP = 0>(X: f32[M, N], Y: ou
                          "  if OP == 1 { x = where(row_index(m0, BM) == col_index(n0, BN), x, 0.0); }\n"
                          "  if OP == 2 { x = where(col_index(n0, BN) < N, x, 0.0); }\n"
                          "  if OP == 3 { x = where(col_index(n0, BN) == a, x, 0.0); }\n"
+                         "  if OP == 4 { x = where(row_index(m0, BM) >= col_index(n0, 1), x, 0.0); }\n"
                          "  Y[block.x * BM : +BM, block.y * BN : +BN] = x;\n"
                          "}\n";
 
@@ -85,8 +87,11 @@ Test(indexcmp, equality_needs_no_range_check) {
 
 Test(indexcmp, a_bound_is_compared_as_written) {
   Arena *a = arena_new();
-  char *on = op_ptx(a, "OP=2", true), *off = op_ptx(a, "OP=2", false);
-  cr_assert_eq(occurrences(on, ", 536870912;"), 0);
-  cr_assert_str_eq(on, off, "one coordinate against a bound: the same PTX either way");
+  for (int k = 0; k < 2; k++) {
+    const char *op = k ? "OP=4" : "OP=2";
+    char *on = op_ptx(a, op, true), *off = op_ptx(a, op, false);
+    cr_assert_eq(occurrences(on, ", 536870912;"), 0, "%s", op);
+    cr_assert_str_eq(on, off, "%s: one coordinate against a bound: the same PTX either way", op);
+  }
   arena_free(a);
 }
