@@ -1244,6 +1244,13 @@ static bool converts_in_regs(Cg *g, const Layout *src, const Layout *dst, MapKin
   return convert_in_regs(src, dst, &(Map){k, NULL}, from);
 }
 
+/* Register k's constant part of its coordinate along axis (coord_splits holds; axis -1: 0). */
+static int64_t reg_coord(const Layout *L, int k, int axis) {
+  if (axis < 0)
+    return 0;
+  return (layout_apply_kind(L, LAY_REG, (uint32_t)k) >> dim_shift(L, axis)) & ((uint32_t)L->shape[axis] - 1);
+}
+
 static bool is_int_compare(const Cg *g, const TirInst *in) {
   return in && (tir_op_info[in->op].flags & OPF_CMP) && g->f->regs[in->args[0]].type.elem == TY_I32;
 }
@@ -1297,8 +1304,7 @@ static void plan_index_selects(Cg *g) {
     for (int k = 0; k < 3; k++)
       if (in->args[k] >= 0)
         uses[in->args[k]]++;
-    bool indexed = in->op == TIR_LOAD || in->op == TIR_STORE || in->op == TIR_ATOMIC_ADD || in->op == TIR_ATOMIC_MAX;
-    for (int k = 0; indexed && k < TILE_MAX_RANK; k++)
+    for (int k = 0; tir_op_addresses(in->op) && k < TILE_MAX_RANK; k++)
       if (in->index[k].start >= 0)
         uses[in->index[k].start]++;
   }
@@ -1351,23 +1357,18 @@ static bool lower_index_select(Cg *g, const TirInst *sel) {
     LLVMBuildBr(g->b, fast);
   LLVMPositionBuilderAtEnd(g->b, fast);
   LLVMValueRef lw = layout_lw(g, L), t = ci32(g, 0);
-  int shift[2], axes[2] = {x.axis, y.axis};
-  uint32_t mask[2];
+  int axes[2] = {x.axis, y.axis};
   for (int s = 0; s < 2; s++) {
     LLVMValueRef u = s ? y.base : x.base;
-    if (axes[s] >= 0) {
-      shift[s] = dim_shift(L, axes[s]);
-      mask[s] = (uint32_t)L->shape[axes[s]] - 1;
-      LLVMValueRef part = LLVMBuildAnd(g->b, LLVMBuildLShr(g->b, lw, ci32(g, shift[s]), ""), ci32(g, mask[s]), "");
+    if (axes[s] >= 0) { /* register 0's coordinate: the thread's part alone */
+      LLVMValueRef part = elem_dim(g, L, lw, 0, axes[s]);
       u = u ? LLVMBuildAdd(g->b, u, part, "") : part;
     }
     if (u)
       t = s ? LLVMBuildSub(g->b, t, u, "") : LLVMBuildAdd(g->b, t, u, "");
   }
   for (int k = 0; k < n; k++) {
-    uint32_t c = layout_apply_kind(L, LAY_REG, (uint32_t)k);
-    int64_t cx = axes[0] >= 0 ? (int64_t)((c >> shift[0]) & mask[0]) : 0;
-    int64_t cy = axes[1] >= 0 ? (int64_t)((c >> shift[1]) & mask[1]) : 0;
+    int64_t cx = reg_coord(L, k, axes[0]), cy = reg_coord(L, k, axes[1]);
     out[k] = LLVMBuildSelect(g->b, binary(g, cmp->op, TY_I32, t, ci32(g, cy - cx)), a[k], b[k], "");
   }
   put_tile(g, sel->dst, out);
