@@ -412,23 +412,24 @@ static const Case cases[] = {
     {"xent_bwd_row_odd_xp4", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257",
      SUITE_GPU, 0, "cross_entropy_backward_row", 0},
     {"softmax_online_big_xp4", "softmax_online", "", "M=257,N=20011", SUITE_GPU, 0, NULL, 0},
-    /* _ic: the masks' one-difference compares (TILEC_INDEX_COMPARE=1, lower_index_select): the
-     * causal diagonal at the bench's d64 tile, causal backward, a window with causal on the
-     * warp-specialized entry, cross-entropy's one-hot column. And a window longer than any index
-     * (2^31 - 48): m0 - window is below -2^29, so the window's compare takes its form as
-     * written, since the one-difference form would overflow (plain and warp-specialized entry). */
-    {"attn_d64_causal_big_ic", "attention", "-D CAUSAL=1 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3",
+    /* The masks' one-difference compares (lower_index_select, on by default): the causal diagonal
+     * at the bench's d64 tile; a window longer than any index (2^31 - 48): m0 - window is below
+     * -2^29, so the window's compare takes its form as written at run time, since the
+     * one-difference form would overflow (plain and warp-specialized entry). _nic: the compares
+     * as written (TILEC_INDEX_COMPARE=0) beside their default twins: causal d128, causal
+     * backward, a window with causal on the warp-specialized entry, cross-entropy's one-hot. */
+    {"attn_d64_causal_big", "attention", "-D CAUSAL=1 -D BM=128 -D BN=128 -D WARPS=8 -D STAGES=3",
      "B=2,H=3,N=1000", SUITE_GPU, 0, NULL, 0},
-    {"attn_d128_causal_ic", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_GPU, 0, NULL, 0},
-    {"attn_bwd_d64_causal_big_ic", "attention_backward", "-D CAUSAL=1", "B=2,H=4,N=1000", SUITE_GPU, 0,
+    {"attn_d128_causal_nic", "attention", "-D D=128 -D CAUSAL=1", "B=1,H=2,N=130", SUITE_GPU, 0, NULL, 0},
+    {"attn_bwd_d64_causal_big_nic", "attention_backward", "-D CAUSAL=1", "B=2,H=4,N=1000", SUITE_GPU, 0,
      "attention_backward", 1e-2},
-    {"gqa_ws_d128_ic", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=8,HKV=2,N=1000,window=300",
+    {"gqa_ws_d128_nic", "attention_gqa", "-D D=128 -D BM=128 -D BN=128 -D WARPS=8", "B=1,H=8,HKV=2,N=1000,window=300",
      SUITE_GPU, 0, NULL, 0},
-    {"xent_bwd_row_odd_ic", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257",
+    {"xent_bwd_row_odd_nic", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257",
      SUITE_GPU, 0, "cross_entropy_backward_row", 0},
-    {"gqa_window_huge_ic", "attention_gqa", "-D CAUSAL=0", "B=1,H=2,HKV=1,N=300,window=2147483600", SUITE_GPU, 0,
+    {"gqa_window_huge", "attention_gqa", "-D CAUSAL=0", "B=1,H=2,HKV=1,N=300,window=2147483600", SUITE_GPU, 0,
      NULL, 0},
-    {"gqa_ws_window_huge_ic", "attention_gqa", "-D CAUSAL=0 -D D=128 -D BM=128 -D BN=128 -D WARPS=8",
+    {"gqa_ws_window_huge", "attention_gqa", "-D CAUSAL=0 -D D=128 -D BM=128 -D BN=128 -D WARPS=8",
      "B=1,H=4,HKV=2,N=1000,window=2147483600", SUITE_GPU, 0, NULL, 0},
     {"add_rmsnorm_off1", "add_rmsnorm", "", "M=5,N=1000", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"gemm_off1", "gemm", "", "M=65,N=72,K=40", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},

@@ -59,7 +59,7 @@ gpu-prep: all $(B)/example_runner
 	  case $$id in *_shift) sh=1; al=0 ;; *) sh= ; al= ;; esac; case $$id in *_nostore) ns=0 ;; *) ns= ;; esac; \
 	  case $$id in *_pk0) pk=0 ;; *) pk= ;; esac; case $$id in *_priv) pv=1 ;; *) pv= ;; esac; \
 	  case $$id in *_nib) nib=0 ;; *) nib= ;; esac; case $$id in *_fa) fa=1 ;; *) fa= ;; esac; \
-	  case $$id in *_xp4) xp=4 ;; *) xp= ;; esac; case $$id in *_ic) ic=1 ;; *) ic= ;; esac; \
+	  case $$id in *_xp4) xp=4 ;; *) xp= ;; esac; case $$id in *_nic) ic=0 ;; *) ic= ;; esac; \
 	  TILEC_CLUSTER=$$cl TILEC_PINGPONG=$$pp TILEC_ROTATE=$$rot TILEC_WG_TURNS=$$nt TILEC_SHIFTED=$$sh TILEC_ALIGN_WINDOWS=$$al TILEC_TMA_STORE=$$ns \
 	  TILEC_CVT_PACK=$$pk TILEC_PRIVATE_RING=$$pv TILEC_IDLE_BANDS=$$nib TILEC_FULL_ALIGNED=$$fa TILEC_EXP_POLY=$$xp TILEC_INDEX_COMPARE=$$ic \
 	  $(B)/tilec $$file $$defs --arch=sm_90a --emit=ptx -o $(B)/ptx/$$id.ptx || exit 1; done

@@ -1,11 +1,11 @@
 /* test_indexcmp.c — masks that compare two index coordinates (lower_nvptx.c, lower_index_select;
- * opt-in, TILEC_INDEX_COMPARE=1):
+ * on by default, TILEC_INDEX_COMPARE=0 writes the compares as written):
  * where(row_index(m0, BM) >= col_index(n0, BN), x, 0) compares one per-thread difference with an
  * immediate an element, under a range check of m0 and n0 (an ordering; equality needs none, also
  * of one coordinate and a scalar: a one-hot column), and leaves an ordering against a bound
  * (col_index(n0, BN) < N) as written. The GPU cases
  * gqa_window_huge and gqa_ws_window_huge (tests/example_runner.c) run the path the range check
- * takes when the one-difference form would overflow (the _ic cases: compiled with the knob). */
+ * takes when the one-difference form would overflow; the _nic cases run the compares as written. */
 #include <criterion/criterion.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -48,11 +48,11 @@ static int immediate_compares(const char *ptx) {
   return n;
 }
 
-/* The PTX of OP with the one-difference compares (on) or without (the default). */
+/* The PTX of OP with the one-difference compares (on: the default) or as written (knob at 0). */
 static char *op_ptx(Arena *a, const char *op, bool on) {
   const char *defs[] = {op, NULL};
-  return on ? source_ptx_with(a, "m.tile", src, defs, ARCH_SM90A, "TILEC_INDEX_COMPARE", "1")
-            : source_ptx(a, "m.tile", src, defs, ARCH_SM90A);
+  return on ? source_ptx(a, "m.tile", src, defs, ARCH_SM90A)
+            : source_ptx_with(a, "m.tile", src, defs, ARCH_SM90A, "TILEC_INDEX_COMPARE", "0");
 }
 
 Test(indexcmp, ordering_compares_one_difference_under_a_range_check) {
@@ -66,7 +66,7 @@ Test(indexcmp, ordering_compares_one_difference_under_a_range_check) {
   const char *defs[] = {"OP=0", NULL};
   for (int k = 0; k < 2; k++) {
     GpuArch arch = k ? ARCH_SM90A : ARCH_SM80;
-    ptxas_assert_clean(source_ptx_with(a, "m.tile", src, defs, arch, "TILEC_INDEX_COMPARE", "1"), arch);
+    ptxas_assert_clean(source_ptx(a, "m.tile", src, defs, arch), arch);
   }
   arena_free(a);
 }
