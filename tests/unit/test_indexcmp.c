@@ -95,3 +95,23 @@ Test(indexcmp, a_bound_is_compared_as_written) {
   }
   arena_free(a);
 }
+
+/* The example itself, at the bench's d64 causal tile (128 x 128, 8 warps, 3 stages): the
+ * warp-specialized entry's diagonal mask takes the one-difference form by default, so a change
+ * of layouts or broadcasts that stops the rewrite on the real kernel shows here, not only on a
+ * GPU's clock. */
+Test(indexcmp, causal_attention_example_takes_the_one_difference_form) {
+  Arena *a = arena_new();
+  const char *text = example_text(a, "attention");
+  const char *defs[] = {"CAUSAL=1", "BM=128", "BN=128", "WARPS=8", "STAGES=3", NULL};
+  char *on = ptx_entry(a, source_ptx(a, "attention.tile", text, defs, ARCH_SM90A), "attention__ws");
+  char *off = ptx_entry(a, source_ptx_with(a, "attention.tile", text, defs, ARCH_SM90A, "TILEC_INDEX_COMPARE", "0"),
+                        "attention__ws");
+  cr_assert(on && off, "the example has a warp-specialized entry");
+  /* a consumer thread's 64 scores of the diagonal block: at least one compare an element pair
+   * beyond the entry's other compares with immediates (loop and ring bookkeeping) */
+  int extra = immediate_compares(on) - immediate_compares(off);
+  cr_assert_geq(extra, 32, "%d more compares with an immediate", extra);
+  cr_assert_geq(occurrences(on, ", 536870912;"), 2, "m0 and n0 checked to lie within 2^29");
+  arena_free(a);
+}
