@@ -1163,11 +1163,11 @@ static void lower_copyish(Cg *g, const TirInst *in) {
  * cross-entropy's one-hot index(c0, C) == t likewise. An ordering of one coordinate and a bound
  * (col_index(c0, BN) < N) stays as written: its columns are built anyway for the loads and stores
  * there, and the range check's branch would cost more than it saves. The rewrite is exact while
- * neither side can wrap and their difference fits in i32: equality always; an ordering when |Ux|, |Uy| <= 2^29, which a branch
- * on the uniform values checks (else the compare as written). The compare is lowered with the
- * select that reads it (through broadcasts of the same rank), so no tile of predicates lives
- * across the branch. On by default since run bg (H100: causal attention's geomean 1.004 of the
- * compares as written, cross-entropy 1.001); TILEC_INDEX_COMPARE=0 writes them as written. */
+ * neither side can wrap and their difference fits in i32: equality always; an ordering when
+ * |Ux|, |Uy| <= 2^29, which a branch on the uniform values checks (else the compare as written).
+ * The compare is lowered with the select that reads it (through broadcasts of the same rank), so
+ * no tile of predicates lives across the branch. On by default (docs/performance.md, session bg);
+ * TILEC_INDEX_COMPARE=0 writes the compares as written. */
 
 /* The most instructions from a select's condition back to its compare (broadcasts, then it). */
 enum { MAX_INDEX_CHAIN = 8 };
@@ -1293,14 +1293,11 @@ static const TirInst *index_select_compare(Cg *g, const TirInst *sel, const int 
  * broadcasts between it and its select), so lower_inst skips it. */
 static void plan_index_selects(Cg *g) {
   const TirFunc *f = g->f;
-  int *ndefs = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
   int *uses = arena_alloc(f->arena, sizeof(int) * (size_t)(f->nregs + 1));
   g->def_once = arena_alloc(f->arena, sizeof(TirInst *) * (size_t)(f->nregs + 1));
   g->in_index_select = arena_alloc(f->arena, sizeof(bool) * (size_t)(f->nregs + 1));
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *in = &f->insts[i];
-    if (in->dst >= 0 && ndefs[in->dst]++ == 0)
-      g->def_once[in->dst] = in;
     for (int k = 0; k < 3; k++)
       if (in->args[k] >= 0)
         uses[in->args[k]]++;
@@ -1308,9 +1305,10 @@ static void plan_index_selects(Cg *g) {
       if (in->index[k].start >= 0)
         uses[in->index[k].start]++;
   }
-  for (int r = 0; r < f->nregs; r++)
-    if (ndefs[r] != 1)
-      g->def_once[r] = NULL;
+  for (int r = 0; r < f->nregs; r++) {
+    int w = tir_only_write(f, r);
+    g->def_once[r] = w >= 0 ? &f->insts[w] : NULL;
+  }
   for (int i = 0; i < f->ninsts; i++) {
     const TirInst *sel = &f->insts[i], *cmp = index_select_compare(g, sel, uses);
     for (int r = cmp ? sel->args[0] : -1; r >= 0; r = def_once(g, r) == cmp ? -1 : def_once(g, r)->args[0])
@@ -1381,11 +1379,7 @@ static bool lower_index_select(Cg *g, const TirInst *sel) {
       lower_copyish(g, chain[c]);
     else
       lower_elemwise(g, chain[c]);
-  LLVMValueRef *cond = vals_new(g, n);
-  get_tile_as(g, sel->args[0], L, cond);
-  for (int k = 0; k < n; k++)
-    out[k] = LLVMBuildSelect(g->b, cond[k], a[k], b[k], "");
-  put_tile(g, sel->dst, out);
+  lower_elemwise(g, sel);
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, join);
   return true;
