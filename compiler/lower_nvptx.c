@@ -3905,7 +3905,11 @@ static void sync_before(Cg *g, const TirInst *in) {
 
 static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
-  if (g->tiles[dst].pipe >= 0 || g->tiles[dst].head || g->tiles[dst].ahead)
+  Tile *rg = &g->tiles[dst];
+  /* a ring of rows: the stage this iteration reads holds its own row, copied at that row's shift */
+  if (rg->pipe >= 0 && rg->shifted && tir_windowed_row_load(g->f, dst) >= 0)
+    rg->shift = shifted_here(g, rg) ? row_misalign(g, in) : ci32(g, 0);
+  if (rg->pipe >= 0 || rg->head || rg->ahead)
     return; /* issued ahead (pipe_top: copies or a lookahead load), or by the producer (head loads) */
   if (g->tiles[dst].shared && async_shared_load(g, in)) {
     if (g->dirty)
@@ -4624,19 +4628,28 @@ static void plan_shifted(Cg *g, int i) {
   t->shifted = in;
 }
 
-/* A row copied once into a rank-1 shared tile that only windows read (the one-pass row kernels:
- * `shared xs = X[r, 0 : +BLOCK]`): a row that starts anywhere is copied 16 bytes at a time from
- * the aligned address at or before it (copy_shifted), column c at c + shift, and the windows
- * read it there (lower_window), in vectors where tir_align moved their loop to the row's
- * boundary. On by default; TILEC_SHIFTED=0 turns it off. */
+/* Whether LOAD i fills a ring tile of a pipelined loop directly in the loop's body (no branch or
+ * loop between): one row an iteration, its copy issued ahead (pipe_top). */
+static bool ring_row_load(const Cg *g, int i) {
+  const Tile *t = &g->tiles[g->f->insts[i].dst];
+  return t->pipe >= 0 && tir_nest_depth(g->f, g->pipes[t->pipe].tp->first, i) == 0;
+}
+
+/* A row copied into a rank-1 shared tile that only windows read, once (the one-pass row kernels:
+ * `shared xs = X[r, 0 : +BLOCK]`) or a row an iteration on a pipelined loop's ring (a ring of
+ * rows): a row that starts anywhere is copied 16 bytes at a time from the aligned address at or
+ * before it (copy_shifted), column c at c + shift, and the windows read it there (lower_window;
+ * a ring's stage at its own row's shift, lower_load), in vectors where tir_align moved their
+ * loop to the row's boundary. On by default; TILEC_SHIFTED=0 turns it off. */
 static bool plan_shifted_row(Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *in = &f->insts[i];
   Tile *t = &g->tiles[in->dst];
   const TileType *tt = rtype(g, in->dst);
-  if (env_off("TILEC_SHIFTED") || tir_windowed_row_load(f, in->dst) != i || t->pipe >= 0 || t->head || t->parts ||
+  if (env_off("TILEC_SHIFTED") || tir_windowed_row_load(f, in->dst) != i || t->head || t->parts ||
       !async_shared_enabled() || !tir_pipelining_enabled() || !tir_load_moves_16_bytes(f, in) ||
-      !moves_16_byte_chunks(g, in, t, tt) || !tir_at_top_level(f, i) || tir_rows_whole_granules(f, in->arg_index))
+      !moves_16_byte_chunks(g, in, t, tt) || !(t->pipe >= 0 ? ring_row_load(g, i) : tir_at_top_level(f, i)) ||
+      tir_rows_whole_granules(f, in->arg_index))
     return false;
   t->shifted = in;
   return true;
@@ -4700,7 +4713,9 @@ static int shift_stage_alias(Cg *g, int i) {
 static bool loop_gets_versions(const Cg *g, const TirPipe *p);
 
 /* By default (TILEC_SHIFTED unset) a loop keeps its shifted tiles and stores only where it gets
- * an aligned version (version_loop): there aligned rows run the plain code. */
+ * an aligned version (version_loop): there aligned rows run the plain code. A ring of rows
+ * (plan_shifted_row) keeps its shift either way, as a row copied once does: its windows read in
+ * vectors at any shift where tir_align moved their loops. */
 static void plan_versions(Cg *g) {
   if (shifted_forced())
     return;
@@ -4710,7 +4725,7 @@ static void plan_versions(Cg *g) {
       continue;
     for (int i = p->first + 1; i < p->last; i++) {
       const TirInst *in = &g->f->insts[i];
-      if (in->op == TIR_LOAD && g->tiles[in->dst].shifted == in)
+      if (in->op == TIR_LOAD && g->tiles[in->dst].shifted == in && tir_windowed_row_load(g->f, in->dst) != i)
         g->tiles[in->dst].shifted = NULL;
       if (in->op == TIR_STORE)
         g->shift_stage[i].pitch = 0;
@@ -4754,7 +4769,7 @@ static void plan_stored_cols(Cg *g, int r) {
   const TileType *ty = &f->regs[r].type;
   int ch = 16 / elem_bytes(ty->elem), stored = (ty->dims[0] + ch - 1) / ch * ch;
   int room = t->shifted ? ch : 0; /* the chunk a shifted row spills into */
-  if (tir_windowed_row_load(f, r) < 0 || (t->shifted && t->pipe >= 0) || g->ws || stored + room >= t->pitch ||
+  if (tir_windowed_row_load(f, r) < 0 || g->ws || stored + room >= t->pitch ||
       env_off("TILEC_STORED_COLS"))
     return;
   t->stored_cols = stored;

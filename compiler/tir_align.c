@@ -246,14 +246,37 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
   return get_val(s, in->args[0], &v) && !v.iter && (window || v.kind == V_UNIFORM);
 }
 
-/* The LOAD that copies a row into shared tile r once, before the loop, from its column 0, or
- * NULL: `shared xs = X[r, 0 : +B]`, rank 1, the tile's only write, outside every loop and read
- * only through windows, as the GPU lowering needs to copy it shifted (plan_shifted_row): a
- * moved loop over a row copied as it is would lose its windows' vector reads. */
+/* Whether instruction w lies directly in the body of a pipelined loop (no branch or loop between)
+ * and loop `first` directly in the same body, after it: a row copied on a ring, one row an
+ * iteration, walked by a loop of that iteration. */
+static bool ring_row_before(const TirFunc *f, int w, int first) {
+  int depth = 0;
+  for (int i = w + 1; i < first; i++) {
+    TirOp op = f->insts[i].op;
+    depth += op == TIR_FOR || op == TIR_IF;
+    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
+    if (depth < 0)
+      return false;
+  }
+  if (depth)
+    return false;
+  for (int j = w - 1; j >= 0; j--) {
+    TirOp op = f->insts[j].op;
+    if ((op == TIR_FOR || op == TIR_IF) && tir_region_end(f, j) > w)
+      return op == TIR_FOR && f->insts[j].pipeline > 1;
+  }
+  return false;
+}
+
+/* The LOAD that copies a row into shared tile r, before the loop, from its column 0, or NULL:
+ * `shared xs = X[r, 0 : +B]`, rank 1, the tile's only write, read only through windows, outside
+ * every loop (copied once) or directly in a pipelined loop's body with the loop (a ring of rows),
+ * as the GPU lowering needs to copy it shifted (plan_shifted_row): a moved loop over a row copied
+ * as it is would lose its windows' vector reads. */
 static const TirInst *row_copy(const Scan *s, int r) {
   const TirFunc *f = s->f;
   int w = tir_windowed_row_load(f, r);
-  if (w < 0 || w > s->first || !tir_at_top_level(f, w))
+  if (w < 0 || w > s->first || !(tir_at_top_level(f, w) || ring_row_before(f, w, s->first)))
     return NULL;
   const TirInst *ld = &f->insts[w];
   const TirArg *a = &f->args[ld->arg_index];

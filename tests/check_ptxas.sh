@@ -44,6 +44,10 @@ variants+=("layernorm_n4096_r2w8|dsl/examples/layernorm.tile|-D BLOCK=4096 -D RO
 # Cross-entropy backward in one pass at the bench's 32000 columns: the 64 KB row read back in
 # windows of a shared tile; few registers (three blocks per SM), vector window reads.
 variants+=("xent_row_n32k|dsl/examples/cross_entropy_backward.tile|--kernel cross_entropy_backward_row -D BLOCK=32768 -D C=4096 -D WARPS=16")
+# Cross-entropy backward walking its rows on a ring (bench/ab/cross_entropy_backward_rows.tile) at
+# the bench's odd 50257 columns: each stage's row copied at its own shift, the windows read in
+# vectors, the ring's two 100 KB stages stored in their length (not 64K-column layouts).
+variants+=("xent_rows_odd|bench/ab/cross_entropy_backward_rows.tile|-D BLOCK=50264 -D C=4096 -D WARPS=16 -D RPB=16 -D STAGES=2")
 # wgmma's operand A read in place as the transpose of a shared tile: the GEMM of 16 rows that
 # tir_swap.c computes as C^T = B^T A^T, and a weight gradient X^T dY (a kernel a user wrote).
 variants+=("gemm_m16|dsl/examples/gemm.tile|-D BM=16 -D BN=64 -D BK=128 -D WARPS=4 -D STAGES=6")

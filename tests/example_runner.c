@@ -43,6 +43,7 @@ typedef struct Case {
 static const struct {
   const char *prefix, *file;
 } case_files[] = {{"xent_split_", "bench/ab/cross_entropy_backward_split.tile"},
+                  {"xent_rows_", "bench/ab/cross_entropy_backward_rows.tile"},
                   {"wgrad_", "bench/user/wgrad.tile"}};
 
 /* The case's source file. */
@@ -298,6 +299,15 @@ static const Case cases[] = {
      SUITE_GPU, 0, NULL, 0},
     {"xent_split_8", "cross_entropy_backward", "-D PART=16384 -D C=4096 -D WARPS=8 -D SPLIT=8", "M=64,N=128256",
      SUITE_GPU, 0, NULL, 0},
+    /* rows on a ring (bench/ab/cross_entropy_backward_rows.tile): each stage holds a row copied at
+     * its own shift, the windows' loops moved to it (tir_align); a block's last rows ragged
+     * (M = 40 over 3 rows a block); the bench's 50257 columns, and bf16 at 1001 past an odd offset */
+    {"xent_rows_odd", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16 -D RPB=3 -D STAGES=2",
+     "M=40,N=50257", SUITE_GPU, 0, NULL, 0},
+    {"xent_rows_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D BLOCK=1008 -D C=128 -D WARPS=2 -D RPB=4 -D STAGES=3",
+     "M=11,N=1001", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"xent_rows_aligned", "cross_entropy_backward", "-D BLOCK=4096 -D C=1024 -D WARPS=4 -D RPB=4 -D STAGES=2",
+     "M=9,N=4096", SUITE_GPU, 0, NULL, 0},
     {"ln_bwd_odd", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_SMALL | SUITE_GPU, 0,
      "layernorm_backward", 0},
     {"ln_bwd_odd_shift", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,

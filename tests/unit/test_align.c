@@ -262,13 +262,10 @@ Test(align, running_maxima_read_only_by_their_max) {
 }
 
 /* The one-pass kernel in the interpreter, loops moved and not, on rows of n columns whose tensor
- * starts `off` elements past a 16-byte boundary: the same loss and gradient. */
-static void moved_windows_match(int n, int off) {
-  static const char *src =
-      "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
-      "  grid (M) threads (32)\n"
-      "{\n"
-      "  let r = block.x;\n"
+ * starts `off` elements past a 16-byte boundary: the same loss and gradient. With `ring`, the
+ * same body walks 3 rows a block on a pipelined loop's ring. */
+static void moved_windows_match_in(int n, int off, bool ring) {
+  static const char *body =
       "  shared xs = fill(X[r, 0 : +B], -inf);\n"
       "  reg mx: f32[C] = -inf;\n"
       "  for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
@@ -276,8 +273,17 @@ static void moved_windows_match(int n, int off) {
       "  reg se: f32[C] = 0;\n"
       "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
       "  S[r] = m + log(sum(se, 0));\n"
-      "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
-      "}\n";
+      "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n";
+  char src[2048];
+  snprintf(src, sizeof src,
+           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+           "  grid (%s) threads (32)\n"
+           "{\n"
+           "%s%s%s"
+           "}\n",
+           ring ? "cdiv(M, 3)" : "M",
+           ring ? "for r in block.x * 3 .. minimum(block.x * 3 + 3, M) pipeline 2 {\n" : "let r = block.x;\n", body,
+           ring ? "}\n" : "");
   static _Alignas(16) uint16_t x[M * N + 8], y[2][M * N + 8];
   static float s[2][M];
   for (int i = 0; i < M * n; i++)
@@ -289,7 +295,7 @@ static void moved_windows_match(int n, int off) {
     cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? 3 : 0);
     InterpArg args[3] = {{.tensor = {x + off, {M, n}, {n, 1}}}, {.tensor = {s[v], {M}, {1}}},
                          {.tensor = {y[v] + off, {M, n}, {n, 1}}}};
-    int64_t dims[2] = {M, n}, grid[3] = {M, 1, 1};
+    int64_t dims[2] = {M, n}, grid[3] = {ring ? (M + 2) / 3 : M, 1, 1};
     char err[256];
     cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
     arena_free(a);
@@ -301,6 +307,8 @@ static void moved_windows_match(int n, int off) {
     cr_assert_eq(elem_load(y[0] + off, i, TY_F16), elem_load(y[1] + off, i, TY_F16), "element %d", i);
 }
 
+static void moved_windows_match(int n, int off) { moved_windows_match_in(n, off, false); }
+
 Test(align, windows_give_the_results_of_the_loops_as_written) {
   moved_windows_match(N, 0);
   moved_windows_match(N, 3);
@@ -309,3 +317,37 @@ Test(align, windows_give_the_results_of_the_loops_as_written) {
 /* An empty row's row_shift is 0, so the moved loops run no iteration, as written: no chunk of
  * fill alone, whose running max of -inf would give exp(-inf - -inf), a NaN for -inf. */
 Test(align, empty_rows_run_no_iteration) { moved_windows_match(0, 1); }
+
+/* A ring of rows: each iteration of a pipelined loop copies one row and walks it in windows. The
+ * window loops directly in that body move (the GPU lowering copies each stage at its own row's
+ * shift); without `pipeline` the copy is a plain loop's, copied as it is, and they stay; a window
+ * loop under an `if` of the body stays too. */
+static int aligned_ring_loops(const char *pipeline, const char *open, const char *close) {
+  char src[2048];
+  snprintf(src, sizeof src,
+           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+           "  grid (cdiv(M, 4)) threads (32)\n"
+           "{\n"
+           "  for r in block.x * 4 .. minimum(block.x * 4 + 4, M) %s {\n"
+           "    shared xs = fill(X[r, 0 : +B], -inf);\n"
+           "    reg mx: f32[C] = -inf;\n"
+           "    for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+           "    let m = max(mx, 0);\n"
+           "    S[r] = m;\n"
+           "    %s for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); } %s\n"
+           "  }\n"
+           "}\n",
+           pipeline, open, close);
+  return moved_loops(src, pipeline);
+}
+
+Test(align, windows_of_a_ring_of_rows) {
+  cr_assert_eq(aligned_ring_loops("pipeline 2", "", ""), 2, "both loops of the ring's body");
+  cr_assert_eq(aligned_ring_loops("", "", ""), 0, "a plain loop's copy");
+  cr_assert_eq(aligned_ring_loops("pipeline 2", "if m > 0.0 {", "}"), 1, "the loop under the if stays");
+}
+
+Test(align, ring_windows_give_the_results_of_the_loops_as_written) {
+  moved_windows_match_in(N, 0, true);
+  moved_windows_match_in(N, 3, true);
+}
