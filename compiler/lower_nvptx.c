@@ -217,6 +217,12 @@ typedef struct Cg {
  * aligned (version_loop). */
 static bool shifted_here(const Cg *g, const Tile *t) { return t->shifted && !g->aligned_version; }
 
+/* Whether register r's tile is a row plan_shifted_row copies shifted (once, or on a ring of
+ * rows): a windowed row; plan_shifted never takes a tile that windows read. */
+static bool shifted_row_tile(const Cg *g, int r) {
+  return g->tiles[r].shifted && tir_windowed_row_load(g->f, r) >= 0;
+}
+
 __attribute__((format(printf, 2, 3))) static void cg_error(Cg *g, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -3907,7 +3913,7 @@ static void lower_load(Cg *g, const TirInst *in) {
   int dst = in->dst;
   Tile *rg = &g->tiles[dst];
   /* a ring of rows: the stage this iteration reads holds its own row, copied at that row's shift */
-  if (rg->pipe >= 0 && rg->shifted && tir_windowed_row_load(g->f, dst) >= 0)
+  if (rg->pipe >= 0 && shifted_row_tile(g, dst))
     rg->shift = shifted_here(g, rg) ? row_misalign(g, in) : ci32(g, 0);
   if (rg->pipe >= 0 || rg->head || rg->ahead)
     return; /* issued ahead (pipe_top: copies or a lookahead load), or by the producer (head loads) */
@@ -4725,7 +4731,7 @@ static void plan_versions(Cg *g) {
       continue;
     for (int i = p->first + 1; i < p->last; i++) {
       const TirInst *in = &g->f->insts[i];
-      if (in->op == TIR_LOAD && g->tiles[in->dst].shifted == in && tir_windowed_row_load(g->f, in->dst) != i)
+      if (in->op == TIR_LOAD && g->tiles[in->dst].shifted == in && !shifted_row_tile(g, in->dst))
         g->tiles[in->dst].shifted = NULL;
       if (in->op == TIR_STORE)
         g->shift_stage[i].pitch = 0;

@@ -250,20 +250,11 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
  * and loop `first` directly in the same body, after it: a row copied on a ring, one row an
  * iteration, walked by a loop of that iteration. */
 static bool ring_row_before(const TirFunc *f, int w, int first) {
-  int depth = 0;
-  for (int i = w + 1; i < first; i++) {
-    TirOp op = f->insts[i].op;
-    depth += op == TIR_FOR || op == TIR_IF;
-    depth -= op == TIR_ENDFOR || op == TIR_ENDIF;
-    if (depth < 0)
-      return false;
-  }
-  if (depth)
-    return false;
   for (int j = w - 1; j >= 0; j--) {
     TirOp op = f->insts[j].op;
     if ((op == TIR_FOR || op == TIR_IF) && tir_region_end(f, j) > w)
-      return op == TIR_FOR && f->insts[j].pipeline > 1;
+      return op == TIR_FOR && f->insts[j].pipeline > 1 && first < tir_region_end(f, j) &&
+             tir_nest_depth(f, j, first) == 0;
   }
   return false;
 }

@@ -3,6 +3,7 @@
  * rows start where the host buffer puts them: 203 f16 columns a row put rows at every shift). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +60,14 @@ static int aligned_loops_with(const char *body, const char *knob_value) {
 
 static int aligned_loops(const char *body) { return aligned_loops_with(body, NULL); }
 
-/* The loops of kernel source src that tir_align moved (one ROW_SHIFT each); what names the case. */
-static int moved_loops(const char *src, const char *what) {
+/* The loops that tir_align moved (one ROW_SHIFT each) in the kernel source printf-formatted from
+ * fmt; what names the case. */
+static int moved_loops(const char *what, const char *fmt, ...) {
+  char src[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(src, sizeof src, fmt, ap);
+  va_end(ap);
   Arena *a = arena_new();
   Diag d;
   TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
@@ -161,34 +168,29 @@ Test(align, loops_over_part_of_the_row_stay) {
   static const struct { const char *range; int want; } cases[] = {
       {"0 .. N", 1}, {"3 .. N", 0}, {"0 .. N - 100", 0}, {"0 .. 2 * N", 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char src[1024];
-    snprintf(src, sizeof src, fmt, cases[i].range);
-    cr_assert_eq(moved_loops(src, cases[i].range), cases[i].want, "for n0 in %s", cases[i].range);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    cr_assert_eq(moved_loops(cases[i].range, fmt, cases[i].range), cases[i].want, "for n0 in %s", cases[i].range);
 }
 
 /* A row copied once into shared memory and read in windows by chunk loops (the one-pass row
  * kernels): the loops move to the row's boundary as those over the tensor do; an element-wise
  * running max or sum that only its reduction reads after the loop may be carried. */
 static int aligned_window_loops(const char *copy, const char *range, const char *extra) {
-  char src[2048];
-  snprintf(src, sizeof src,
-           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
-           "  grid (M) threads (32)\n"
-           "{\n"
-           "  let r = block.x;\n"
-           "  shared xs = fill(X[r, %s : +B], -inf);\n"
-           "  reg mx: f32[C] = -inf;\n"
-           "  for c0 in %s step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
-           "  let m = max(mx, 0);\n"
-           "  reg se: f32[C] = 0;\n"
-           "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
-           "  S[r] = m + log(sum(se, 0)) + %s;\n"
-           "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
-           "}\n",
-           copy, range, extra);
-  return moved_loops(src, range);
+  return moved_loops(range,
+                     "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+                     "  grid (M) threads (32)\n"
+                     "{\n"
+                     "  let r = block.x;\n"
+                     "  shared xs = fill(X[r, %s : +B], -inf);\n"
+                     "  reg mx: f32[C] = -inf;\n"
+                     "  for c0 in %s step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+                     "  let m = max(mx, 0);\n"
+                     "  reg se: f32[C] = 0;\n"
+                     "  for c0 in 0 .. N step C { se += exp(to_f32(fill(xs[c0 : +C], -inf)) - m); }\n"
+                     "  S[r] = m + log(sum(se, 0)) + %s;\n"
+                     "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); }\n"
+                     "}\n",
+                     copy, range, extra);
 }
 
 Test(align, windows_of_a_row_copied_once) {
@@ -202,23 +204,21 @@ Test(align, windows_of_a_row_copied_once) {
  * pair neither scan assumes (here 0 + 0 into a max, where each fill alone gives -inf): the loop
  * stays. Of the same length, every column reads one kind of fill, and it moves. */
 static int loops_over_two_rows(int long_len) {
-  char src[1024];
-  snprintf(src, sizeof src,
-           "kernel k<C = 64>(X: f16[M, N], S: out f32[M])\n"
-           "  grid (M) threads (32)\n"
-           "{\n"
-           "  require N <= 128;\n"
-           "  let r = block.x;\n"
-           "  shared xs = fill(X[r, 0 : +128], -inf);\n"
-           "  shared ys = fill(X[r, 0 : +%d], 0);\n"
-           "  reg mx: f32[C] = -inf;\n"
-           "  for c0 in 0 .. N step C {\n"
-           "    mx = maximum(mx, to_f32(fill(xs[c0 : +C], 0)) + to_f32(fill(ys[c0 : +C], -inf)));\n"
-           "  }\n"
-           "  S[r] = max(mx, 0);\n"
-           "}\n",
-           long_len);
-  return moved_loops(src, "two lengths");
+  return moved_loops("two lengths",
+                     "kernel k<C = 64>(X: f16[M, N], S: out f32[M])\n"
+                     "  grid (M) threads (32)\n"
+                     "{\n"
+                     "  require N <= 128;\n"
+                     "  let r = block.x;\n"
+                     "  shared xs = fill(X[r, 0 : +128], -inf);\n"
+                     "  shared ys = fill(X[r, 0 : +%d], 0);\n"
+                     "  reg mx: f32[C] = -inf;\n"
+                     "  for c0 in 0 .. N step C {\n"
+                     "    mx = maximum(mx, to_f32(fill(xs[c0 : +C], 0)) + to_f32(fill(ys[c0 : +C], -inf)));\n"
+                     "  }\n"
+                     "  S[r] = max(mx, 0);\n"
+                     "}\n",
+                     long_len);
 }
 
 Test(align, windows_of_rows_of_two_lengths_stay) {
@@ -236,19 +236,17 @@ Test(align, rows_read_whole_stay) {
  * after the loop, nothing reads it inside, and one constant starts it: otherwise which column
  * meets which element of it could show. */
 static int loops_with_running_max(const char *init, const char *step, const char *after) {
-  char src[1024];
-  snprintf(src, sizeof src,
-           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M])\n"
-           "  grid (M) threads (32)\n"
-           "{\n"
-           "  let r = block.x;\n"
-           "  shared xs = fill(X[r, 0 : +B], -inf);\n"
-           "  reg mx: f32[C] = %s;\n"
-           "  for c0 in 0 .. N step C { mx = maximum(mx, %s); }\n"
-           "  S[r] = %s;\n"
-           "}\n",
-           init, step, after);
-  return moved_loops(src, step);
+  return moved_loops(step,
+                     "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M])\n"
+                     "  grid (M) threads (32)\n"
+                     "{\n"
+                     "  let r = block.x;\n"
+                     "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+                     "  reg mx: f32[C] = %s;\n"
+                     "  for c0 in 0 .. N step C { mx = maximum(mx, %s); }\n"
+                     "  S[r] = %s;\n"
+                     "}\n",
+                     init, step, after);
 }
 
 Test(align, running_maxima_read_only_by_their_max) {
@@ -323,22 +321,20 @@ Test(align, empty_rows_run_no_iteration) { moved_windows_match(0, 1); }
  * shift); without `pipeline` the copy is a plain loop's, copied as it is, and they stay; a window
  * loop under an `if` of the body stays too. */
 static int aligned_ring_loops(const char *pipeline, const char *open, const char *close) {
-  char src[2048];
-  snprintf(src, sizeof src,
-           "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
-           "  grid (cdiv(M, 4)) threads (32)\n"
-           "{\n"
-           "  for r in block.x * 4 .. minimum(block.x * 4 + 4, M) %s {\n"
-           "    shared xs = fill(X[r, 0 : +B], -inf);\n"
-           "    reg mx: f32[C] = -inf;\n"
-           "    for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
-           "    let m = max(mx, 0);\n"
-           "    S[r] = m;\n"
-           "    %s for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); } %s\n"
-           "  }\n"
-           "}\n",
-           pipeline, open, close);
-  return moved_loops(src, pipeline);
+  return moved_loops(pipeline,
+                     "kernel k<B = 256, C = 64>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+                     "  grid (cdiv(M, 4)) threads (32)\n"
+                     "{\n"
+                     "  for r in block.x * 4 .. minimum(block.x * 4 + 4, M) %s {\n"
+                     "    shared xs = fill(X[r, 0 : +B], -inf);\n"
+                     "    reg mx: f32[C] = -inf;\n"
+                     "    for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+                     "    let m = max(mx, 0);\n"
+                     "    S[r] = m;\n"
+                     "    %s for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, exp(to_f32(xs[c0 : +C]) - m)); } %s\n"
+                     "  }\n"
+                     "}\n",
+                     pipeline, open, close);
 }
 
 Test(align, windows_of_a_ring_of_rows) {
