@@ -490,6 +490,22 @@ static void window_exec(const Machine *m, const TirInst *in, const TileType *st,
     }
 }
 
+/* WINDOW_STORE: the value's elements that fall inside the tile, in place; the rest are dropped. */
+static void window_store_exec(Machine *m, const TirInst *in) {
+  const TileType *t = rtype(m, in->dst), *vt = rtype(m, in->args[0]);
+  int64_t rows = t->rank == 2 ? t->dims[0] : 1, cols = t->dims[t->rank - 1];
+  int64_t vrows = vt->rank == 2 ? vt->dims[0] : 1, vcols = vt->dims[vt->rank - 1];
+  int64_t r0 = iscalar(m, in->args[1]), c0 = iscalar(m, in->args[2]);
+  uint32_t *d = m->regs[in->dst];
+  const uint32_t *v = m->regs[in->args[0]];
+  for (int64_t i = 0; i < vrows; i++)
+    for (int64_t j = 0; j < vcols; j++) {
+      int64_t r = r0 + i, c = c0 + j;
+      if (r >= 0 && r < rows && c >= 0 && c < cols)
+        d[r * cols + c] = v[i * vcols + j];
+    }
+}
+
 /* Non-element-wise ops whose result may alias an operand compute into scratch first. */
 static bool shaped_exec(Machine *m, const TirInst *in) {
   const TileType *dt = rtype(m, in->dst);
@@ -556,6 +572,9 @@ static bool inst_exec(Machine *m, const TirInst *in) {
     *(int32_t *)m->regs[in->dst] = some;
     return true;
   }
+  case TIR_WINDOW_STORE:
+    window_store_exec(m, in);
+    return true;
   case TIR_RESHAPE: /* tiles are flat row-major arrays: the elements do not move */
     memmove(m->regs[in->dst], m->regs[in->args[0]], (size_t)tile_numel(rtype(m, in->dst)) * 4);
     return true;

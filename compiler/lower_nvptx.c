@@ -148,6 +148,8 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
+  int barrier_at;                    /* > 0: a barrier before instruction barrier_at or the first
+                                        after it (the end of a loop of owned window stores) */
   GmemState *gm;                     /* global memory since the last barrier (order_global) */
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
@@ -566,11 +568,11 @@ static void buf_write(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int
   end_if(g, join);
 }
 
-/* Reads a thread's registers of layout l from a buffer (row pitch in elements), `ch` elements a
- * load; registers marked in pad (may be NULL) hold only padding: undef, not loaded (a read there
- * could leave the buffer), and a chunk holding one is read element by element. */
-static void buf_read_chunks(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, int ch,
-                            const bool *pad, LLVMValueRef *vals) {
+/* A thread's registers of layout l read from (store: written to) a buffer (row pitch in elements),
+ * `ch` elements an access; registers marked in pad (may be NULL) hold only padding: neither read
+ * (undef: a read there could leave the buffer) nor written, their chunks taken element by element. */
+static void buf_chunks(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, int ch,
+                       const bool *pad, LLVMValueRef *vals, bool store) {
   LLVMValueRef lw = layout_lw(g, l);
   int n = layout_nregs(l), eb = elem_bytes(e);
   LLVMTypeRef mt = mem_type(g, e);
@@ -581,18 +583,36 @@ static void buf_read_chunks(Cg *g, LLVMValueRef base, const Layout *l, ElemType 
     int w = npad ? 1 : ch;
     for (int j = 0; j < ch; j += w) {
       if (npad && pad[r + j]) {
-        vals[r + j] = LLVMGetUndef(reg_type(g, e));
+        if (!store)
+          vals[r + j] = LLVMGetUndef(reg_type(g, e));
         continue;
       }
       LLVMValueRef idx = buf_index(g, l, lw, r + j, pitch);
       LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
-      LLVMValueRef v = LLVMBuildLoad2(g->b, w == 1 ? mt : LLVMVectorType(mt, (unsigned)w), p, "");
+      LLVMTypeRef vt = w == 1 ? mt : LLVMVectorType(mt, (unsigned)w);
+      if (store) {
+        LLVMValueRef v = w == 1 ? to_mem(g, e, vals[r + j]) : LLVMGetUndef(vt);
+        for (int k = 0; w > 1 && k < w; k++)
+          v = LLVMBuildInsertElement(g->b, v, to_mem(g, e, vals[r + j + k]), ci32(g, k), "");
+        LLVMSetAlignment(LLVMBuildStore(g->b, v, p), (unsigned)(eb * w));
+        continue;
+      }
+      LLVMValueRef v = LLVMBuildLoad2(g->b, vt, p, "");
       LLVMSetAlignment(v, (unsigned)(eb * w));
       for (int k = 0; k < w; k++)
         vals[r + j + k] = from_mem(g, e, w == 1 ? v : LLVMBuildExtractElement(g->b, v, ci32(g, k), ""));
     }
   }
-  g->dirty = true;
+  if (!store)
+    g->dirty = true;
+}
+
+/* Reads a thread's registers of layout l from a buffer (row pitch in elements), `ch` elements a
+ * load; registers marked in pad (may be NULL) hold only padding: undef, not loaded (a read there
+ * could leave the buffer), and a chunk holding one is read element by element. */
+static void buf_read_chunks(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, int ch,
+                            const bool *pad, LLVMValueRef *vals) {
+  buf_chunks(g, base, l, e, pitch, ch, pad, vals, false);
 }
 
 static void buf_read(Cg *g, LLVMValueRef base, const Layout *l, ElemType e, int pitch, LLVMValueRef *vals) {
@@ -1419,11 +1439,22 @@ static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
   buf_read_chunks(g, base, w->dst->lay, w->e, w->src->pitch, ch, w->dst->pad, vals);
 }
 
+/* Register k of window w (lw: layout_lw of its layout): its element's index in the tile's buffer
+ * (a shifted row's shift added), and in *ok whether the element lies inside the tile. */
+static LLVMValueRef window_elem(Cg *g, const Window *w, LLVMValueRef lw, int k, LLVMValueRef *ok) {
+  const Layout *l = w->dst->lay;
+  LLVMValueRef col = LLVMBuildAdd(g->b, w->c0, elem_dim(g, l, lw, k, l->rank - 1), "");
+  LLVMValueRef row = l->rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, l, lw, k, 0), "") : w->r0;
+  *ok = LLVMBuildAnd(g->b, in_range(g, col, ci32(g, w->cols)), in_range(g, row, ci32(g, w->rows)), "");
+  LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, w->src->pitch), ""), col, "");
+  return w->src->shift ? LLVMBuildAdd(g->b, idx, w->src->shift, "") : idx;
+}
+
 /* Registers [from, to) of a window that reaches outside the tile: element by element, those
  * outside read the fill (and load from the buffer's start, so that no address leaves it). */
 static void window_masked_regs(Cg *g, const Window *w, int from, int to, LLVMValueRef *vals) {
   const Tile *d = w->dst;
-  int eb = elem_bytes(w->e), rank = d->lay->rank;
+  int eb = elem_bytes(w->e);
   LLVMValueRef lw = layout_lw(g, d->lay), base = tile_base(g, w->src);
   LLVMValueRef fill = const_elem(g, w->e, w->fill);
   for (int k = from; k < to; k++) {
@@ -1431,12 +1462,7 @@ static void window_masked_regs(Cg *g, const Window *w, int from, int to, LLVMVal
       vals[k] = LLVMGetUndef(reg_type(g, w->e));
       continue;
     }
-    LLVMValueRef col = LLVMBuildAdd(g->b, w->c0, elem_dim(g, d->lay, lw, k, rank - 1), "");
-    LLVMValueRef row = rank == 2 ? LLVMBuildAdd(g->b, w->r0, elem_dim(g, d->lay, lw, k, 0), "") : w->r0;
-    LLVMValueRef ok = LLVMBuildAnd(g->b, in_range(g, col, ci32(g, w->cols)), in_range(g, row, ci32(g, w->rows)), "");
-    LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, w->src->pitch), ""), col, "");
-    if (w->src->shift)
-      idx = LLVMBuildAdd(g->b, idx, w->src->shift, "");
+    LLVMValueRef ok, idx = window_elem(g, w, lw, k, &ok);
     idx = LLVMBuildSelect(g->b, ok, idx, ci32(g, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
     LLVMSetAlignment(v, (unsigned)eb);
@@ -1524,34 +1550,47 @@ static int64_t shifted_window_multiple(Cg *g, const TirInst *in, const Tile *t) 
   return tir_gcd(tir_known_multiple(f, f->insts[sub].args[0]), tir_known_multiple(f, f->insts[fo].args[2]));
 }
 
+/* Whether window w (of register shape dt, its layout w->dst's) lies inside its tile: every element
+ * of the window in the tile, and every element of its padded layout (which the vector accesses
+ * also touch, then drop) in the tile's buffer. One test, uniform across the block. */
+static LLVMValueRef window_fits(Cg *g, const Window *w, const TileType *dt) {
+  const Layout *sl = w->src->lay, *dl = w->dst->lay;
+  int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
+  int32_t prows = dt->rank == 2 ? dl->shape[0] : 1, pcols = dl->shape[dl->rank - 1];
+  int32_t bufrows = sl->rank == 2 ? sl->shape[0] : 1;
+  /* a shifted row's elements lie up to a chunk further on, in its room */
+  int32_t buf = w->src->pitch - (w->src->shifted ? 16 / elem_bytes(w->e) : 0);
+  int32_t chi = w->cols - dcols < buf - pcols ? w->cols - dcols : buf - pcols;
+  int32_t rhi = w->rows - drows < bufrows - prows ? w->rows - drows : bufrows - prows;
+  if (chi < 0 || rhi < 0)
+    return LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0);
+  return LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w->c0, ci32(g, chi), ""),
+                      LLVMBuildICmp(g->b, LLVMIntULE, w->r0, ci32(g, rhi), ""), "");
+}
+
+/* A window's buffer is plain (its elements at row * pitch + column, plus a shifted row's shift);
+ * false after an internal error naming tile r. */
+static bool window_buffer_plain(Cg *g, const Tile *t, int r) {
+  if (!t->swz && t->view_of < 0 && !(t->shifted && !t->shift))
+    return true;
+  const char *name = g->f->regs[r].name;
+  cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, shifted or "
+           "a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
+           arch_name(g->o->arch));
+  return false;
+}
+
 /* WINDOW: a register box of a shared tile at run-time starts; elements outside the tile read the
  * fill (the interpreter's rule). The tile's buffer is row-major with rows Tile.pitch apart. */
 static void lower_window(Cg *g, const TirInst *in) {
   const TileType *st = rtype(g, in->args[0]), *dt = rtype(g, in->dst);
   Window w = {&g->tiles[in->args[0]], &g->tiles[in->dst], dt->elem, NULL, NULL,
               st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], in->imm};
-  if (w.src->swz || w.src->view_of >= 0 || (w.src->shifted && !w.src->shift)) {
-    const char *name = g->f->regs[in->args[0]].name;
-    cg_error(g, "internal error: a window of shared tile '%s', whose buffer is swizzled, shifted or "
-             "a transposed view (planning keeps windowed tiles plain) on %s", name ? name : "?",
-             arch_name(g->o->arch));
+  if (!window_buffer_plain(g, w.src, in->args[0]))
     return;
-  }
   get_tile(g, in->args[1], &w.r0);
   get_tile(g, in->args[2], &w.c0);
-  /* Inside: every element of the window in the tile, and every element of its padded layout (which
-   * the vector reads also load, then drop) in the tile's buffer. */
-  const Layout *sl = w.src->lay, *dl = w.dst->lay;
-  int32_t drows = dt->rank == 2 ? dt->dims[0] : 1, dcols = dt->dims[dt->rank - 1];
-  int32_t prows = dt->rank == 2 ? dl->shape[0] : 1, pcols = dl->shape[dl->rank - 1];
-  int32_t bufrows = sl->rank == 2 ? sl->shape[0] : 1;
-  /* a shifted row's reads lie up to a chunk further on, in its room */
-  int32_t buf = w.src->pitch - (w.src->shifted ? 16 / elem_bytes(w.e) : 0);
-  int32_t chi = w.cols - dcols < buf - pcols ? w.cols - dcols : buf - pcols;
-  int32_t rhi = w.rows - drows < bufrows - prows ? w.rows - drows : bufrows - prows;
-  LLVMValueRef inside = chi < 0 || rhi < 0 ? LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 0, 0)
-                        : LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntULE, w.c0, ci32(g, chi), ""),
-                                       LLVMBuildICmp(g->b, LLVMIntULE, w.r0, ci32(g, rhi), ""), "");
+  LLVMValueRef inside = window_fits(g, &w, dt);
   LLVMValueRef *vals = vals_new(g, w.dst->n);
   LLVMBasicBlockRef fast = new_bb(g, "win"), slow = new_bb(g, "wout"), join = new_bb(g, "wj");
   LLVMBuildCondBr(g->b, inside, fast, slow);
@@ -1595,6 +1634,114 @@ static void lower_window(Cg *g, const TirInst *in) {
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, join);
   g->dirty = true;
+}
+
+/* The FOR of the loop whose body holds WINDOW_STORE i as its own (owned_store_loop), or -1: the
+ * innermost loop around it, directly in its body; its column start the loop variable, of a
+ * constant step no shorter than the window, and its row start fixed in the loop (the iterations'
+ * windows are disjoint); a WINDOW of the tile before it with the same starts and layout, which
+ * holds no replicas (each element read and written by one thread); no other access to the tile in
+ * the loop. Each thread then rewrites only what it read itself this iteration, and nothing else
+ * of the loop reads the tile: the store needs no barrier of its own, only one before the loop
+ * (reads of earlier loops) and one after it (sync_before). */
+static int owned_store_loop(const Cg *g, int i) {
+  const TirFunc *f = g->f;
+  const TirInst *st = &f->insts[i];
+  int lf = -1;
+  for (int j = i - 1; j >= 0 && lf < 0; j--)
+    if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
+      lf = f->insts[j].op == TIR_FOR ? j : -2;
+  if (lf < 0 || st->args[2] != f->insts[lf].dst)
+    return -1;
+  const TileType *vt = &f->regs[st->args[0]].type;
+  const Layout *vl = g->tiles[st->args[0]].lay;
+  int step = tir_only_write(f, f->insts[lf].args[2]), end = tir_region_end(f, lf);
+  if (step < 0 || f->insts[step].op != TIR_CONST || f->insts[step].imm < vt->dims[vt->rank - 1] ||
+      layout_zero_mask(vl, LAY_LANE) || layout_zero_mask(vl, LAY_WARP))
+    return -1;
+  int tile = st->dst, reads = 0;
+  for (int j = lf + 1; j < end; j++) {
+    const TirInst *u = &f->insts[j];
+    if (u->dst == st->args[1] && u->op != TIR_CONST)
+      return -1;
+    if (j == i || !(tir_inst_reads(u, tile) || u->dst == tile))
+      continue;
+    if (j > i || u->op != TIR_WINDOW || u->args[0] != tile || !same_value(f, u->args[1], st->args[1]) ||
+        u->args[2] != st->args[2] || g->tiles[u->dst].lay != vl || !tile_same_shape(&f->regs[u->dst].type, vt))
+      return -1;
+    reads++;
+  }
+  return reads == 1 ? lf : -1;
+}
+
+static bool loop_has_owned_store(Cg *g, int first) {
+  int end = tir_region_end(g->f, first);
+  for (int j = first + 1; j < end; j++)
+    if (g->f->insts[j].op == TIR_WINDOW_STORE && owned_store_loop(g, j) == first)
+      return true;
+  return false;
+}
+
+/* Window w's registers (vals, w->dst's layout) that fall inside its tile, element by element; the
+ * others are dropped. */
+static void window_masked_store(Cg *g, const Window *w, LLVMValueRef *vals) {
+  const Tile *d = w->dst;
+  int eb = elem_bytes(w->e);
+  LLVMValueRef lw = layout_lw(g, d->lay), base = tile_base(g, w->src);
+  for (int k = 0; k < d->n; k++) {
+    if (d->pad && d->pad[k])
+      continue;
+    LLVMValueRef ok, idx = window_elem(g, w, lw, k, &ok);
+    LLVMBasicBlockRef join = begin_if(g, ok);
+    LLVMValueRef p = smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), ""));
+    LLVMSetAlignment(LLVMBuildStore(g->b, to_mem(g, w->e, vals[k]), p), (unsigned)eb);
+    end_if(g, join);
+  }
+}
+
+/* WINDOW_STORE: the value's elements inside the tile written in place (lower_window's addressing:
+ * vectors where the window fits and its start is a known multiple of them, a shifted row's
+ * columns at its shift), the rest dropped; one writer per element where the layout holds
+ * replicas. A store its thread owns (owned_store_loop) leaves the barriers to its loop; any other
+ * is fenced as a shared tile's write is: a barrier before it if shared memory was read, one after. */
+static void lower_window_store(Cg *g, const TirInst *in) {
+  int i = (int)(in - g->f->insts);
+  const TileType *st = rtype(g, in->dst), *vt = rtype(g, in->args[0]);
+  Window w = {&g->tiles[in->dst], &g->tiles[in->args[0]], st->elem, NULL, NULL,
+              st->rank == 2 ? st->dims[0] : 1, st->dims[st->rank - 1], 0};
+  if (!window_buffer_plain(g, w.src, in->dst))
+    return;
+  LLVMValueRef *vals = vals_new(g, w.dst->n);
+  get_tile(g, in->args[0], vals);
+  get_tile(g, in->args[1], &w.r0);
+  get_tile(g, in->args[2], &w.c0);
+  int loop = owned_store_loop(g, i);
+  if (loop < 0 && g->dirty)
+    barrier(g);
+  LLVMBasicBlockRef writer = begin_if(g, layout_writer(g, w.dst->lay));
+  LLVMValueRef inside = window_fits(g, &w, vt);
+  LLVMBasicBlockRef fast = new_bb(g, "wsin"), slow = new_bb(g, "wsout"), join = new_bb(g, "wsj");
+  LLVMBuildCondBr(g->b, inside, fast, slow);
+  LLVMPositionBuilderAtEnd(g->b, fast);
+  int want = layout_vec_chunk(w.dst->lay, w.e);
+  int ch = !w.src->shift ? window_chunk(g, in, w.src, want)
+           : shifted_window_multiple(g, in, w.src) % want == 0 ? want : 1;
+  LLVMValueRef first = w.src->shift ? LLVMBuildAdd(g->b, w.c0, w.src->shift, "") : w.c0;
+  first = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, w.r0, ci32(g, w.src->pitch), ""), first, "");
+  LLVMValueRef base = smem_at(g, tile_base(g, w.src), LLVMBuildMul(g->b, first, ci32(g, elem_bytes(w.e)), ""));
+  buf_chunks(g, base, w.dst->lay, w.e, w.src->pitch, ch, w.dst->pad, vals, true);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, slow);
+  window_masked_store(g, &w, vals);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+  end_if(g, writer);
+  if (loop < 0) {
+    barrier(g);
+  } else {
+    int after = tir_region_end(g->f, loop) + 1;
+    g->barrier_at = after > g->barrier_at ? after : g->barrier_at;
+  }
 }
 
 static LLVMValueRef combine(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
@@ -3904,7 +4051,16 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
 
 /* What must precede instruction in across threads: the order of global accesses, the copies
  * it reads. */
+static bool loop_has_owned_store(Cg *g, int first);
+
 static void sync_before(Cg *g, const TirInst *in) {
+  int i = (int)(in - g->f->insts);
+  if (g->barrier_at > 0 && i >= g->barrier_at) {
+    g->barrier_at = 0;
+    barrier(g);
+  }
+  if (in->op == TIR_FOR && g->dirty && loop_has_owned_store(g, i))
+    barrier(g); /* no thread may still read, from an earlier loop, what the stores overwrite */
   order_global(g, in);
   wait_for_operands(g, in);
 }
@@ -4542,6 +4698,7 @@ static void lower_inst(Cg *g, const TirInst *in) {
     case TIR_RESHAPE:
     case TIR_EXTRACT: lower_copyish(g, in); break;
     case TIR_WINDOW: lower_window(g, in); break;
+    case TIR_WINDOW_STORE: lower_window_store(g, in); break;
     case TIR_REDUCE_SUM:
     case TIR_REDUCE_MAX:
     case TIR_REDUCE_MIN: lower_reduce(g, in); break;

@@ -227,16 +227,15 @@ static int lower_reg_slice(Lower *L, const AstExpr *e) {
   return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
 }
 
-/* x[a : +S, b : +T] of a shared tile: a WINDOW at the starts (rank 1: a row, its row start 0)
- * reading `fill` outside the tile, then a RESHAPE that drops the axes of the scalar indices. */
-static int lower_shared_window(Lower *L, const AstExpr *e, double fill) {
+/* The window x[a : +S, b : +T] of shared tile x (the register): its starts (row, column; rank 1:
+ * a row, its row start 0) and the box it covers, a register tile of the tile's rank; -1 on error. */
+static int window_of(Lower *L, const AstExpr *e, int starts[2], TileType *box) {
   int x = sliced_tile(L, e);
   if (x < 0)
     return -1;
-  TileType box = *reg_type(L, x);
-  box.place = PLACE_REG;
-  box.layout = NULL;
-  int starts[2];
+  *box = *reg_type(L, x);
+  box->place = PLACE_REG;
+  box->layout = NULL;
   if (e->nitems == 1)
     starts[0] = emit_const(L, scalar_type(TY_I32), 0, e->loc);
   for (int i = 0; i < e->nitems; i++) {
@@ -246,8 +245,19 @@ static int lower_shared_window(Lower *L, const AstExpr *e, double fill) {
                           : emit_const(L, scalar_type(TY_I32), 0, it->loc);
     if (starts[k] < 0)
       return -1;
-    box.dims[i] = it->size;
+    box->dims[i] = it->size;
   }
+  return x;
+}
+
+/* x[a : +S, b : +T] of a shared tile: a WINDOW at the starts reading `fill` outside the tile,
+ * then a RESHAPE that drops the axes of the scalar indices. */
+static int lower_shared_window(Lower *L, const AstExpr *e, double fill) {
+  int starts[2];
+  TileType box;
+  int x = window_of(L, e, starts, &box);
+  if (x < 0)
+    return -1;
   x = emit3(L, TIR_WINDOW, box, x, starts[0], starts[1], e->loc);
   L->f->insts[L->f->ninsts - 1].imm = fill;
   return box.rank == e->ty.rank ? x : emit1(L, TIR_RESHAPE, e->ty, x, e->loc);
@@ -673,6 +683,24 @@ static void lower_write(Lower *L, TirOp op, const AstExpr *tg, const AstExpr *va
   }
 }
 
+/* x[a : +S, b : +T] = value of a shared tile: the value (with the box's axes) into the window,
+ * WINDOW_STORE, which writes x in place. */
+static void lower_window_store(Lower *L, const AstExpr *tg, const AstExpr *value, SrcLoc loc) {
+  int starts[2];
+  TileType box;
+  int x = window_of(L, tg, starts, &box);
+  if (x < 0)
+    return;
+  int v = operand(L, value, with_elem(tg->ty, tg->ty.elem));
+  if (v < 0)
+    return;
+  if (box.rank != tg->ty.rank)
+    v = emit1(L, TIR_RESHAPE, box, v, loc);
+  TirInst *in = tir_emit(L->f, TIR_WINDOW_STORE, loc);
+  in->dst = x;
+  in->args[0] = v, in->args[1] = starts[0], in->args[2] = starts[1];
+}
+
 static void lower_for(Lower *L, const AstStmt *s) {
   int lo = operand(L, s->lo, scalar_type(TY_I32));
   int hi = operand(L, s->hi, scalar_type(TY_I32));
@@ -736,7 +764,12 @@ static void lower_stmt(Lower *L, const AstStmt *s) {
   case ST_BLOCK: lower_stmts(L, s->body); break;
   case ST_VAR: lower_var(L, s); break;
   case ST_ASSIGN: lower_assign(L, s); break;
-  case ST_STORE: lower_write(L, TIR_STORE, s->target, s->value, s->loc); break;
+  case ST_STORE:
+    if (s->target->decl->kind == DECL_VAR)
+      lower_window_store(L, s->target, s->value, s->loc);
+    else
+      lower_write(L, TIR_STORE, s->target, s->value, s->loc);
+    break;
   case ST_FOR: lower_for(L, s); break;
   case ST_IF: lower_if(L, s); break;
   case ST_SOFTMAX: lower_softmax_decl(L, s); break;

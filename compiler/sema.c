@@ -851,11 +851,6 @@ static bool check_slice(Sema *S, AstExpr *e, bool store) {
   if (reg_tile)
     return check_tile_slice(S, e, d, false);
   bool shared_tile = d->kind == DECL_VAR && d->place == VAR_SHARED && d->ty.rank > 0;
-  if (shared_tile && store) {
-    ERR(S, e->name_loc, "cannot store into a slice of shared tile '%s'; shared tiles are written "
-        "whole, from a tensor slice (shared %s = X[...])", e->name, e->name);
-    return false;
-  }
   if (shared_tile)
     return check_tile_slice(S, e, d, true);
   if (d->kind != DECL_TENSOR_ARG) {
@@ -1282,6 +1277,11 @@ static bool check_atomic(Sema *S, AstExpr *e) {
   }
   if (!ok)
     return false;
+  if (sl->decl->kind != DECL_TENSOR_ARG) {
+    ERR(S, sl->name_loc, "'%s' updates a tensor in global memory; '%s' is a shared tile (write "
+        "its window with %s[...] = v)", e->name, sl->name, sl->name);
+    return false;
+  }
   const AstArg *arg = &S->k->args[sl->decl->index];
   if (!arg->is_out) {
     ERR(S, sl->name_loc, "'%s' writes to '%s', which is not declared 'out'", e->name, sl->name);
@@ -1756,6 +1756,11 @@ static void check_store(Sema *S, AstStmt *s) {
   bool okv = check_expr(S, s->value);
   if (!okt)
     return;
+  if (t->decl->kind == DECL_VAR) { /* a window of a shared tile (check_slice took nothing else) */
+    if (okv)
+      check_write(S, s->value, &t->ty, "shared tile", t->name);
+    return;
+  }
   const AstArg *arg = &S->k->args[t->decl->index];
   if (!arg->is_out) {
     ERR(S, t->name_loc, "cannot store to '%s': it is not declared 'out'", t->name);

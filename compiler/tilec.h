@@ -199,6 +199,10 @@ enum {
   /* dst = args[0][args[1] : +dst.dims[0], args[2] : +dst.dims[1]]: a box of a shared tile    \
    * (rank 1 or 2; rank 1 is one row) at run-time starts; outside the tile: imm (the fill)  */ \
   X(TIR_WINDOW, "window", 3, OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK)                  \
+  /* dst[args[1] : +v.dims[0], args[2] : +v.dims[1]] = v (args[0], dst's element type): a box \
+   * of shared tile dst written in place; elements outside the tile are dropped. It reads   \
+   * dst too (its other elements stay): tir_inst_reads */                                  \
+  X(TIR_WINDOW_STORE, "window_store", 3, OPF_SIDEFX | OPF_INT_OK | OPF_BOOL_OK | OPF_FLOAT_OK) \
   /* unary math */                                                                     \
   X(TIR_NEG, "neg", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
   X(TIR_ABS, "abs", 1, OPF_ELEMWISE | OPF_INT_OK | OPF_FLOAT_OK)                       \
@@ -409,7 +413,8 @@ bool tir_inst_reads(const TirInst *in, int r);        /* r is an operand or a LO
 int tir_only_write(const TirFunc *f, int r);          /* the one instruction writing r, or -1 */
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
 bool tir_arg_written(const TirFunc *f, int arg);     /* tensor argument arg is written (STORE, atomics) */
-int tir_windowed_row_load(const TirFunc *f, int r); /* r a rank-1 shared tile one LOAD writes, read only by windows: that LOAD, else -1 */
+int tir_windowed_row_load(const TirFunc *f, int r); /* r a rank-1 shared tile one LOAD writes whole, read only by windows (window stores may write it): that LOAD, else -1 */
+bool tir_window_store_of(const TirInst *u, int r);  /* u writes a window of shared tile r, reading no other part of it */
 bool tir_at_top_level(const TirFunc *f, int i);      /* instruction i lies outside every loop and branch */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
 bool tir_is_i32_scalar(const TirFunc *f, int r);      /* r is an i32 scalar */

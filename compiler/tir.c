@@ -114,12 +114,17 @@ bool tir_rows_whole_granules(const TirFunc *f, int arg) {
   return d->pinned && (d->value * elem_bytes(a->elem)) % 16 == 0;
 }
 
-/* Shared tile r has readers, all WINDOWs of it. */
+/* Whether instruction u writes a window of shared tile r (and reads nothing else of it). */
+bool tir_window_store_of(const TirInst *u, int r) {
+  return u->op == TIR_WINDOW_STORE && u->dst == r && u->args[0] != r && u->args[1] != r && u->args[2] != r;
+}
+
+/* Shared tile r has readers, all WINDOWs of it, and is otherwise accessed only by window stores. */
 static bool read_only_by_windows(const TirFunc *f, int r) {
   bool windows = false;
   for (int j = 0; j < f->ninsts; j++) {
     const TirInst *u = &f->insts[j];
-    if (!tir_inst_reads(u, r))
+    if (!tir_inst_reads(u, r) || tir_window_store_of(u, r))
       continue;
     if (u->op != TIR_WINDOW || u->args[0] != r || u->args[1] == r || u->args[2] == r)
       return false;
@@ -128,9 +133,21 @@ static bool read_only_by_windows(const TirFunc *f, int r) {
   return windows;
 }
 
+/* The one instruction that writes r whole (window stores aside), or -1. */
+static int only_whole_write(const TirFunc *f, int r) {
+  int def = -1;
+  for (int i = 0; i < f->ninsts; i++)
+    if (f->insts[i].dst == r && f->insts[i].op != TIR_WINDOW_STORE) {
+      if (def >= 0)
+        return -1;
+      def = i;
+    }
+  return def;
+}
+
 int tir_windowed_row_load(const TirFunc *f, int r) {
   const TileType *t = &f->regs[r].type;
-  int w = tir_only_write(f, r);
+  int w = only_whole_write(f, r);
   return t->rank == 1 && t->place == PLACE_SHARED && w >= 0 && f->insts[w].op == TIR_LOAD && read_only_by_windows(f, r)
              ? w
              : -1;
@@ -149,6 +166,8 @@ bool tir_is_zero_tile(const TirFunc *f, int r) {
 }
 
 bool tir_inst_reads(const TirInst *in, int r) {
+  if (in->op == TIR_WINDOW_STORE && in->dst == r)
+    return true;
   for (int i = 0; i < 3; i++)
     if (in->args[i] == r)
       return true;

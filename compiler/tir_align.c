@@ -18,7 +18,9 @@
  *     reductions along the window whose input at a fill column is their identity (sum 0,
  *     max -inf, min +inf): nothing else leaves an iteration;
  *   - nothing depends on where the chunks begin: what a window store writes comes from its
- *     columns and values fixed before the loop, and every value the loop carries (read before its
+ *     columns and values fixed before the loop (a store into a copied row's window, its columns
+ *     past the row written differently by the two placements, only where no later read of the
+ *     tile depends on them: later_windows_blind), and every value the loop carries (read before its
  *     write in the body, or after the loop) is a running max or min of a reduction, a running
  *     sum of one, or the sum of exponentials rescaled to a running max, s = s exp(m - c) +
  *     sum(exp(y - c)) with c the new max (or the `softmax` construct's c: 0 where it is -inf),
@@ -279,14 +281,25 @@ static const TirInst *row_copy(const Scan *s, int r) {
   return tir_is_zero_tile(f, ld->index[a->rank - 1].start) ? ld : NULL;
 }
 
+/* Whether a window store writes tile r between instructions a and b (exclusive). */
+static bool stored_between(const TirFunc *f, int r, int a, int b) {
+  for (int k = a + 1; k < b; k++)
+    if (f->insts[k].op == TIR_WINDOW_STORE && f->insts[k].dst == r)
+      return true;
+  return false;
+}
+
 /* WINDOW xs[c0 : +step] of a row copied once (row_copy): a window of the row as a LOAD's is,
  * column c0 + j of the tensor; past the tensor it reads the copy's fill, past the tile the
- * window's (Scan.tile_fill picks which one this scan assumes). */
+ * window's (Scan.tile_fill picks which one this scan assumes), or, after a window store to the
+ * tile, whatever that store left there (any: where a moved loop's stores fall past the row
+ * depends on where its chunks begin). */
 static bool scan_window(Scan *s, const TirInst *in, Val *out) {
   const TirFunc *f = s->f;
   const TirInst *ld = in->args[2] == s->var ? row_copy(s, in->args[0]) : NULL;
   if (!ld || last_dim(f, in->dst) != s->step || f->regs[in->dst].type.rank != 1)
     return false;
+  bool stored = stored_between(f, in->args[0], (int)(ld - f->insts), (int)(in - f->insts));
   const TirArg *a = &f->args[ld->arg_index];
   int32_t len = last_dim(f, in->args[0]);
   if (!holds_dim(f, s->bound, a->dims[a->rank - 1]) || (s->win_len && s->win_len != len))
@@ -295,8 +308,50 @@ static bool scan_window(Scan *s, const TirInst *in, Val *out) {
   /* rows of whole granules: the GPU lowering copies them as they are (plan_shifted_row) */
   if (s->target < 0 && target_ok(s, ld) && !tir_rows_whole_granules(f, ld->arg_index))
     s->target = (int)(ld - f->insts);
-  *out = (Val){V_PAD, false, false, s->tile_fill ? ld->imm : in->imm};
+  *out = stored ? any : (Val){V_PAD, false, false, s->tile_fill ? ld->imm : in->imm};
   return true;
+}
+
+static int align_target(const TirFunc *f, int first, Val *val, bool *set);
+
+/* Whether every WINDOW of tile r after instruction `after` lies in a loop that may start at its
+ * row's boundary knowing nothing of what the tile holds past the row: then what a window store
+ * leaves there reaches nothing. */
+static bool later_windows_blind(const TirFunc *f, int r, int after) {
+  for (int k = after + 1; k < f->ninsts; k++) {
+    const TirInst *u = &f->insts[k];
+    if (u->op != TIR_WINDOW || u->args[0] != r)
+      continue;
+    int lf = -1;
+    for (int j = k - 1; j > after && lf < 0; j--)
+      if (f->insts[j].op == TIR_FOR && tir_region_end(f, j) > k)
+        lf = j;
+    if (lf < 0)
+      return false;
+    Val *val = calloc((size_t)f->nregs + 1, sizeof *val);
+    bool *set = calloc((size_t)f->nregs + 1, sizeof *set);
+    int target = val && set ? align_target(f, lf, val, set) : -1;
+    free(val);
+    free(set);
+    if (target < 0)
+      return false;
+    k = tir_region_end(f, lf);
+  }
+  return true;
+}
+
+/* WINDOW_STORE xs[c0 : +step] = v of a row copied once, in the loop's body: each column gets a
+ * value fixed by it, wherever the chunks begin; past the row the placement decides which columns
+ * it writes, so every later reader of the tile must not depend on them (later_windows_blind). */
+static bool scan_window_store(Scan *s, const TirInst *in) {
+  const TirFunc *f = s->f;
+  int v = in->args[0];
+  Val a;
+  if (in->args[2] != s->var || !row_copy(s, in->dst) || last_dim(f, v) != s->step || f->regs[v].type.rank != 1 ||
+      !get_val(s, v, &a) || a.iter || a.kind == V_IOTA || a.kind == V_VAR || !get_val(s, in->args[1], &a) ||
+      a.kind != V_UNIFORM || a.iter)
+    return false;
+  return later_windows_blind(f, in->dst, s->end);
 }
 
 static bool scan_reduce(Scan *s, const TirInst *in, Val *out) {
@@ -404,6 +459,8 @@ static bool scan_inst(Scan *s, int j) {
     if (!scan_window(s, in, &out))
       return false;
     break;
+  case TIR_WINDOW_STORE: /* its dst, the tile, is no value of the loop (carried_ok) */
+    return scan_window_store(s, in);
   case TIR_RESHAPE: /* of a value that stays one per row (a reduction's [1] to a scalar) */
   case TIR_TRANS:
   case TIR_EXTRACT:
@@ -578,7 +635,7 @@ static bool carried_ok(const Scan *s) {
   const TirFunc *f = s->f;
   for (int j = s->first + 1; j < s->end; j++) {
     int r = f->insts[j].dst;
-    if (r < 0 || r == s->var)
+    if (r < 0 || r == s->var || f->insts[j].op == TIR_WINDOW_STORE)
       continue;
     bool carried = false;
     for (int i = 0; i < f->ninsts && !carried; i++)

@@ -217,18 +217,20 @@ static bool check_extract(Verifier *v) {
   return true;
 }
 
-/* WINDOW: a register box of a shared tile of rank 1 or 2, no larger than it, at i32 starts. */
-static bool check_window(Verifier *v) {
-  const TileType *s = rt(v, v->in->args[0]), *d = rt(v, v->in->dst);
-  if (s->place != PLACE_SHARED || d->place != PLACE_REG)
-    return fail(v, "window reads a shared tile into a register tile");
-  if (s->elem != d->elem || s->rank != d->rank || s->rank < 1 || s->rank > 2)
-    return fail(v, "window must keep the element type and the rank (1 or 2)");
+/* WINDOW (store: WINDOW_STORE): a register box of shared tile t of rank 1 or 2, no larger than
+ * it, at the i32 starts args[1], args[2]; box b the window's value. */
+static bool check_window_box(Verifier *v, const TileType *t, const TileType *b, bool store) {
+  const char *op = store ? "window_store" : "window";
+  if (t->place != PLACE_SHARED || b->place != PLACE_REG)
+    return fail(v, store ? "window_store writes a register tile into a shared tile"
+                         : "window reads a shared tile into a register tile");
+  if (t->elem != b->elem || t->rank != b->rank || t->rank < 1 || t->rank > 2)
+    return fail(v, "%s must keep the element type and the rank (1 or 2)", op);
   if (!is_i32_scalar(rt(v, v->in->args[1])) || !is_i32_scalar(rt(v, v->in->args[2])))
-    return fail(v, "window starts must be i32 scalars");
-  for (int i = 0; i < d->rank; i++)
-    if (d->dims[i] > s->dims[i])
-      return fail(v, "window of %d elements along dim %d of a tile of %d", d->dims[i], i, s->dims[i]);
+    return fail(v, "%s starts must be i32 scalars", op);
+  for (int i = 0; i < b->rank; i++)
+    if (b->dims[i] > t->dims[i])
+      return fail(v, "%s of %d elements along dim %d of a tile of %d", op, b->dims[i], i, t->dims[i]);
   return true;
 }
 
@@ -380,7 +382,9 @@ static bool check_types(Verifier *v) {
   case TIR_EXTRACT:
     return check_extract(v);
   case TIR_WINDOW:
-    return check_window(v);
+    return check_window_box(v, rt(v, in->args[0]), rt(v, in->dst), false);
+  case TIR_WINDOW_STORE:
+    return check_window_box(v, rt(v, in->dst), rt(v, in->args[0]), true);
   case TIR_REDUCE_SUM:
   case TIR_REDUCE_MAX:
   case TIR_REDUCE_MIN:

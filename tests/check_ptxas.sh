@@ -48,6 +48,10 @@ variants+=("xent_row_n32k|dsl/examples/cross_entropy_backward.tile|--kernel cros
 # the bench's odd 50257 columns: each stage's row copied at its own shift, the windows read in
 # vectors, the ring's two 100 KB stages stored in their length (not 64K-column layouts).
 variants+=("xent_rows_odd|bench/ab/cross_entropy_backward_rows.tile|-D BLOCK=50264 -D C=4096 -D WARPS=16 -D RPB=16 -D STAGES=2")
+# The row kernel with one exponential an element (bench/ab/cross_entropy_backward_stored.tile): the
+# sum loop writes exp(x - max) back over the row, a window store in 16-byte vectors where
+# tir_align moved its loop to the row's boundary, and the dX loop reads it back.
+variants+=("xent_stored_odd|bench/ab/cross_entropy_backward_stored.tile|-D BLOCK=50264 -D C=4096 -D WARPS=16")
 # wgmma's operand A read in place as the transpose of a shared tile: the GEMM of 16 rows that
 # tir_swap.c computes as C^T = B^T A^T, and a weight gradient X^T dY (a kernel a user wrote).
 variants+=("gemm_m16|dsl/examples/gemm.tile|-D BM=16 -D BN=64 -D BK=128 -D WARPS=4 -D STAGES=6")

@@ -44,6 +44,8 @@ static const struct {
   const char *prefix, *file;
 } case_files[] = {{"xent_split_", "bench/ab/cross_entropy_backward_split.tile"},
                   {"xent_rows_", "bench/ab/cross_entropy_backward_rows.tile"},
+                  {"xent_stored_", "bench/ab/cross_entropy_backward_stored.tile"},
+                  {"xent_splitst_", "bench/ab/cross_entropy_backward_split_stored.tile"},
                   {"wgrad_", "bench/user/wgrad.tile"}};
 
 /* The case's source file. */
@@ -308,6 +310,26 @@ static const Case cases[] = {
      "M=11,N=1001", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
     {"xent_rows_aligned", "cross_entropy_backward", "-D BLOCK=4096 -D C=1024 -D WARPS=4 -D RPB=4 -D STAGES=2",
      "M=9,N=4096", SUITE_GPU, 0, NULL, 0},
+    /* exponentials written back over the row (bench/ab/cross_entropy_backward_stored.tile, a window
+     * store): rows that start anywhere (the moved loops store at each row's shift), bf16 past an
+     * odd offset with windows that tir_align cannot move (C = 100), an ignored label */
+    {"xent_stored_odd", "cross_entropy_backward", "-D BLOCK=50264 -D C=4096 -D WARPS=16", "M=40,N=50257", SUITE_GPU, 0,
+     "cross_entropy_backward_row", 0},
+    {"xent_stored_1000", "cross_entropy_backward", "-D BLOCK=1024 -D C=256 -D WARPS=2", "M=7,N=1000",
+     SUITE_SMALL | SUITE_GPU, 0, "cross_entropy_backward_row", 0},
+    {"xent_stored_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D BLOCK=1008 -D C=100 -D WARPS=2", "M=11,N=1001",
+     SUITE_SMALL | SUITE_GPU, 1, "cross_entropy_backward_row", 0},
+    /* the same over a cluster (bench/ab/cross_entropy_backward_split_stored.tile): windows whose
+     * elements sit in several threads (C = 64: stores fenced, one writer each), an empty last
+     * part, bf16 past an odd offset, and the bench's 128256 columns over 8 blocks (owned stores) */
+    {"xent_splitst_ragged", "cross_entropy_backward", "-D PART=256 -D C=64 -D WARPS=2 -D SPLIT=4", "M=5,N=1000",
+     SUITE_SMALL | SUITE_GPU, 0, NULL, 0},
+    {"xent_splitst_empty", "cross_entropy_backward", "-D PART=256 -D C=128 -D WARPS=2 -D SPLIT=4", "M=4,N=700",
+     SUITE_GPU, 0, NULL, 0},
+    {"xent_splitst_odd_bf16", "cross_entropy_backward", "-D T=bf16 -D PART=512 -D C=128 -D WARPS=2 -D SPLIT=2",
+     "M=7,N=1001", SUITE_SMALL | SUITE_GPU, 1, NULL, 0},
+    {"xent_splitst_8", "cross_entropy_backward", "-D PART=16384 -D C=4096 -D WARPS=8 -D SPLIT=8", "M=64,N=128256",
+     SUITE_GPU, 0, NULL, 0},
     {"ln_bwd_odd", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_SMALL | SUITE_GPU, 0,
      "layernorm_backward", 0},
     {"ln_bwd_odd_shift", "layernorm_backward", "-D ROWS=2 -D CHUNK=4", "M=37,N=1001", SUITE_GPU, 0,

@@ -1,0 +1,203 @@
+/* test_wstore.c — window stores into shared tiles (x[a : +S, b : +T] = v): the TIR
+ * `window_store`, the interpreter against a direct reference (windows inside the tile, reaching
+ * past either end, a scalar row index), the verifier, the GPU lowering (a store its thread owns
+ * leaves its barriers to its loop; ptxas clean), and tir_align (a loop that stores moves to its
+ * row's boundary only where nothing later reads what it leaves past the row). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "tilec.h"
+#include "test_support.h"
+
+static const char *src =
+    "kernel ws<WARPS = 2>(X: f32[M, N], S: i32[M], Z: out f32[M, 8, 64])\n"
+    "  grid (M) threads (WARPS * 32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  shared t = X[r : +8, 0 : +64];\n"
+    "  let s = S[r];\n"
+    "  t[1, s : +16] = t[1, s : +16] * 2.0 + 1.0;\n"
+    "  t[s : +4, 8 : +8] = fill(t[s : +4, 8 : +8], -1.0) - 3.0;\n"
+    "  Z[r, 0 : +8, 0 : +64] = t;\n"
+    "}\n";
+
+enum { M = 11, N = 60 };
+
+static const int32_t starts[M] = {0, 5, 48, 50, -3, 7, 4, 63, -20, 64, 2};
+
+static float xv(int i, int j) { return (float)((i * 13 + j * 5) % 29) - 14.0f; }
+
+/* The tile after the copy: rows past M and columns past N read 0. */
+static float tv(int r, int i, int j) { return r + i < M && j < N ? xv(r + i, j) : 0.0f; }
+
+Test(wstore, tir) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "ws.tile", src, NULL, ARCH_SM90A, &d);
+  cr_assert_eq(count_op(f, TIR_WINDOW_STORE), 2);
+  int i = nth_op(f, TIR_WINDOW_STORE, 0);
+  const TirInst *in = &f->insts[i];
+  cr_assert_eq(f->regs[in->dst].type.place, PLACE_SHARED);
+  cr_assert_eq(f->regs[in->args[0]].type.rank, 2, "the value takes the tile's rank: [1, 16]");
+  cr_assert(tir_inst_reads(in, in->dst), "a window store reads the rest of its tile");
+  arena_free(a);
+}
+
+Test(wstore, interpreter) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "ws.tile", src, NULL, ARCH_SM90A, &d);
+  static float x[M * N], z[M * 512];
+  int32_t s[M];
+  memcpy(s, starts, sizeof s);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++)
+      x[i * N + j] = xv(i, j);
+  InterpArg args[3] = {{.tensor = {x, {M, N}, {N, 1}}}, {.tensor = {s, {M}, {1}}},
+                       {.tensor = {z, {M, 8, 64}, {512, 64, 1}}}};
+  int64_t dims[2] = {M, N}, grid[3] = {M, 1, 1};
+  char err[256];
+  cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+  for (int r = 0; r < M; r++) {
+    float t[8][64];
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 64; j++)
+        t[i][j] = tv(r, i, j);
+    for (int j = 0; j < 16; j++) /* past the tile's end the window reads 0, and the store drops it */
+      if (s[r] + j >= 0 && s[r] + j < 64)
+        t[1][s[r] + j] = t[1][s[r] + j] * 2.0f + 1.0f;
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 8; j++)
+        if (s[r] + i >= 0 && s[r] + i < 8)
+          t[s[r] + i][8 + j] -= 3.0f;
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 64; j++)
+        cr_assert_eq(z[r * 512 + i * 64 + j], t[i][j], "z[%d, %d, %d] start %d", r, i, j, s[r]);
+  }
+  arena_free(a);
+}
+
+Test(wstore, ptx) { source_assembles("ws.tile", src); }
+
+Test(wstore, verify_rejects_a_register_target) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir(a, "ws.tile", src, NULL, ARCH_SM90A, &d);
+  f->regs[f->insts[nth_op(f, TIR_WINDOW_STORE, 0)].args[0]].type.place = PLACE_SHARED;
+  const char *msg = tir_verify_message(a, f, &d);
+  cr_assert(strstr(msg, "window_store writes a register tile into a shared tile"), "%s", msg);
+  arena_free(a);
+}
+
+/* A row's exponentials written back over it (bench/ab/cross_entropy_backward_stored.tile's loop),
+ * then read by a second loop (`after`), every loop over the row copied once. A window of 256 f16
+ * over 32 threads puts each element in one thread (8 a thread, as 16-byte vectors). */
+static const char *row_fmt =
+    "kernel k<B = 1024, C = 256>(X: f16[M, N], S: out f32[M], Y: out f16[M, N])\n"
+    "  grid (M) threads (32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+    "  reg mx: f32[C] = -inf;\n"
+    "  for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+    "  let m = max(mx, 0);\n"
+    "  reg se: f32[C] = 0;\n"
+    "  for c0 in 0 .. N step C {\n"
+    "    let e = exp(to_f32(fill(xs[c0 : +C], -inf)) - m);\n"
+    "    se += e;\n"
+    "    %s = to(f16, e);\n"
+    "  }\n"
+    "  let s = sum(se, 0);\n"
+    "  %s\n"
+    "}\n";
+
+static const char *dx_after = "S[r] = m + log(s);\n"
+                              "  for c0 in 0 .. N step C { Y[r, c0 : +C] = to(f16, to_f32(xs[c0 : +C]) / s); }";
+
+static char *row_src(Arena *a, const char *target, const char *after) {
+  size_t n = strlen(row_fmt) + strlen(target) + strlen(after) + 1;
+  char *p = arena_alloc(a, n);
+  snprintf(p, n, row_fmt, target, after);
+  return p;
+}
+
+/* The loops tir_align moved (one ROW_SHIFT each). */
+static int moved(const char *target, const char *after) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", row_src(a, target, after), ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+/* Past the row a moved loop stores at other columns than the loop as written: a later loop that
+ * only stores what it reads there (to columns past the tensor, dropped) moves; one that sums the
+ * windows, fill columns too, would see the difference, so the storing loop stays (and the sum). */
+Test(wstore, loops_that_store_move_where_nothing_reads_past_the_row) {
+  cr_assert_eq(moved("xs[c0 : +C]", dx_after), 3, "all three loops");
+  cr_assert_eq(moved("xs[c0 : +C]", "reg t: f32[C] = 0;\n"
+                                    "  for c0 in 0 .. N step C { t += to_f32(xs[c0 : +C]); }\n"
+                                    "  S[r] = sum(t, 0) / s;"),
+               1, "a later sum over the windows: only the max loop moves");
+  cr_assert_eq(moved("xs[c0 + 1 : +C]", dx_after), 2, "a store beside the loop's window: that loop stays");
+}
+
+/* The same kernel in the interpreter, loops moved and not, on rows whose tensor starts `off`
+ * elements past a 16-byte boundary: the same sums, the same gradient to a unit of f16. */
+static void stored_rows_match(int off) {
+  enum { RN = 1003 };
+  Arena *a = arena_new();
+  const char *text = row_src(a, "xs[c0 : +C]", dx_after);
+  static _Alignas(16) uint16_t x[M * RN + 8], y[2][M * RN + 8];
+  static float s[2][M];
+  for (int i = 0; i < M * RN; i++)
+    elem_store(x + off, i, TY_F16, (float)((i * 7919) % 61) / 8.0f - 3.0f);
+  for (int v = 0; v < 2; v++) {
+    Diag d;
+    TirFunc *f = source_tir_with(a, "k.tile", text, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", v ? NULL : "0", &d);
+    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? 3 : 0);
+    InterpArg args[3] = {{.tensor = {x + off, {M, RN}, {RN, 1}}}, {.tensor = {s[v], {M}, {1}}},
+                         {.tensor = {y[v] + off, {M, RN}, {RN, 1}}}};
+    int64_t dims[2] = {M, RN}, grid[3] = {M, 1, 1};
+    char err[256];
+    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+  }
+  for (int i = 0; i < M; i++)
+    cr_assert(fabsf(s[0][i] - s[1][i]) <= 1e-5f * fabsf(s[0][i]) + 1e-6f, "row %d: %g vs %g", i, s[0][i], s[1][i]);
+  for (int i = 0; i < M * RN; i++) {
+    float p = elem_load(y[0] + off, i, TY_F16), q = elem_load(y[1] + off, i, TY_F16);
+    cr_assert(fabsf(p - q) <= fabsf(p) / 1024.0f + 1e-7f, "element %d: %g vs %g", i, p, q);
+  }
+  arena_free(a);
+}
+
+Test(wstore, moved_loops_give_the_results_of_the_loops_as_written) {
+  stored_rows_match(0);
+  stored_rows_match(3);
+}
+
+/* Whether a barrier lies between the store loop's exponential and its first shared store. */
+static bool barrier_before_store(const char *ptx) {
+  const char *e = strstr(ptx, "ex2.approx"), *st = e ? strstr(e, "st.shared") : NULL, *b = e ? strstr(e, "bar.sync") : NULL;
+  cr_assert(st, "%s", ptx);
+  return b && b < st;
+}
+
+/* The GPU lowering: a store that rewrites the window its thread read this iteration has no
+ * barrier of its own (one after its loop); a store to another window waits for every thread's
+ * reads first, in the loop. */
+Test(wstore, owned_stores_leave_their_barriers_to_the_loop) {
+  Arena *a = arena_new();
+  const char *defs[] = {"N=1000", NULL};
+  char *owned = source_ptx(a, "k.tile", row_src(a, "xs[c0 : +C]", dx_after), defs, ARCH_SM90A);
+  char *other = source_ptx(a, "k.tile", row_src(a, "xs[c0 + 1 : +C]", dx_after), defs, ARCH_SM90A);
+  cr_assert_not(barrier_before_store(owned));
+  cr_assert(barrier_before_store(other));
+  ptxas_assert_clean(owned, ARCH_SM90A);
+  ptxas_assert_clean(other, ARCH_SM90A);
+  ptxas_assert_clean(source_ptx(a, "k.tile", row_src(a, "xs[c0 : +C]", dx_after), defs, ARCH_SM80), ARCH_SM80);
+  arena_free(a);
+}
