@@ -281,10 +281,35 @@ static const TirInst *row_copy(const Scan *s, int r) {
   return tir_is_zero_tile(f, ld->index[a->rank - 1].start) ? ld : NULL;
 }
 
-/* Whether a window store writes tile r between instructions a and b (exclusive). */
-static bool stored_between(const TirFunc *f, int r, int a, int b) {
-  for (int k = a + 1; k < b; k++)
-    if (f->insts[k].op == TIR_WINDOW_STORE && f->insts[k].dst == r)
+/* Whether loop l's passes give window store k and window j disjoint columns: both directly in
+ * its body, at its counter, which steps by a constant no smaller than either window. */
+static bool disjoint_passes(const TirFunc *f, int l, int k, int j) {
+  const TirInst *fo = &f->insts[l];
+  int step = tir_only_write(f, fo->args[2]);
+  if (step < 0 || f->insts[step].op != TIR_CONST)
+    return false;
+  int wk = last_dim(f, f->insts[k].args[0]), wj = last_dim(f, f->insts[j].dst);
+  return f->insts[k].args[2] == fo->dst && f->insts[j].args[2] == fo->dst && f->insts[step].imm >= wk &&
+         f->insts[step].imm >= wj && !tir_nest_depth(f, l, k) && !tir_nest_depth(f, l, j);
+}
+
+/* Whether window j may read a column that window store k wrote, with no run of the copy `ld`
+ * between them: k comes first in a run of the code after ld, or a loop that starts after ld
+ * holds both and its next pass may run j on what k wrote. */
+static bool may_follow(const TirFunc *f, int ld, int k, int j) {
+  if (ld < k && k < j)
+    return true;
+  int lo = k < j ? k : j, hi = k < j ? j : k;
+  for (int l = ld + 1; l < lo; l++)
+    if (f->insts[l].op == TIR_FOR && tir_region_end(f, l) > hi && !disjoint_passes(f, l, k, j))
+      return true;
+  return false;
+}
+
+/* Whether a window store to tile r (copied whole by ld) may have run before instruction j. */
+static bool stored_before(const TirFunc *f, int r, int ld, int j) {
+  for (int k = ld + 1; k < f->ninsts; k++)
+    if (f->insts[k].op == TIR_WINDOW_STORE && f->insts[k].dst == r && may_follow(f, ld, k, j))
       return true;
   return false;
 }
@@ -299,7 +324,7 @@ static bool scan_window(Scan *s, const TirInst *in, Val *out) {
   const TirInst *ld = in->args[2] == s->var ? row_copy(s, in->args[0]) : NULL;
   if (!ld || last_dim(f, in->dst) != s->step || f->regs[in->dst].type.rank != 1)
     return false;
-  bool stored = stored_between(f, in->args[0], (int)(ld - f->insts), (int)(in - f->insts));
+  bool stored = stored_before(f, in->args[0], (int)(ld - f->insts), (int)(in - f->insts));
   const TirArg *a = &f->args[ld->arg_index];
   int32_t len = last_dim(f, in->args[0]);
   if (!holds_dim(f, s->bound, a->dims[a->rank - 1]) || (s->win_len && s->win_len != len))
@@ -314,30 +339,40 @@ static bool scan_window(Scan *s, const TirInst *in, Val *out) {
 
 static int align_target(const TirFunc *f, int first, Val *val, bool *set);
 
-/* Whether every WINDOW of tile r after instruction `after` lies in a loop that may start at its
- * row's boundary knowing nothing of what the tile holds past the row: then what a window store
- * leaves there reaches nothing. */
-static bool later_windows_blind(const TirFunc *f, int r, int after) {
-  for (int k = after + 1; k < f->ninsts; k++) {
+/* Whether every WINDOW of tile r (copied whole by ld) outside loop first..end that may run after
+ * its window store st lies in a loop of its own that may start at its row's boundary knowing
+ * nothing of what the tile holds past the row: then what the store leaves there reaches nothing.
+ * A later loop that stores too asks the same of the reads after it, at most STORE_CHAIN deep
+ * (else no: each level rescans the rest, so a chain of storing loops would take exponential
+ * time). */
+enum { STORE_CHAIN = 3 };
+static bool later_windows_blind(const TirFunc *f, int r, int ld, int st, int first, int end) {
+  static _Thread_local int depth;
+  if (depth >= STORE_CHAIN)
+    return false;
+  depth++;
+  bool blind = true;
+  for (int k = 0; k < f->ninsts && blind; k++) {
     const TirInst *u = &f->insts[k];
-    if (u->op != TIR_WINDOW || u->args[0] != r)
+    if (u->op != TIR_WINDOW || u->args[0] != r || (k > first && k < end) || !may_follow(f, ld, st, k))
       continue;
     int lf = -1;
-    for (int j = k - 1; j > after && lf < 0; j--)
+    for (int j = k - 1; j >= 0 && lf < 0; j--)
       if (f->insts[j].op == TIR_FOR && tir_region_end(f, j) > k)
         lf = j;
-    if (lf < 0)
-      return false;
+    if (lf < 0 || lf < ld || (lf < first && tir_region_end(f, lf) > end)) {
+      blind = false; /* a read outside every loop, or in a loop around the copy or the store */
+      break;
+    }
     Val *val = calloc((size_t)f->nregs + 1, sizeof *val);
     bool *set = calloc((size_t)f->nregs + 1, sizeof *set);
-    int target = val && set ? align_target(f, lf, val, set) : -1;
+    blind = val && set && align_target(f, lf, val, set) >= 0;
     free(val);
     free(set);
-    if (target < 0)
-      return false;
     k = tir_region_end(f, lf);
   }
-  return true;
+  depth--;
+  return blind;
 }
 
 /* WINDOW_STORE xs[c0 : +step] = v of a row copied once, in the loop's body: each column gets a
@@ -351,7 +386,8 @@ static bool scan_window_store(Scan *s, const TirInst *in) {
       !get_val(s, v, &a) || a.iter || a.kind == V_IOTA || a.kind == V_VAR || !get_val(s, in->args[1], &a) ||
       a.kind != V_UNIFORM || a.iter)
     return false;
-  return later_windows_blind(f, in->dst, s->end);
+  int ld = tir_windowed_row_load(f, in->dst);
+  return later_windows_blind(f, in->dst, ld, (int)(in - f->insts), s->first, s->end);
 }
 
 static bool scan_reduce(Scan *s, const TirInst *in, Val *out) {

@@ -145,6 +145,33 @@ Test(wstore, loops_that_store_move_where_nothing_reads_past_the_row) {
   cr_assert_eq(moved("xs[c0 + 1 : +C]", dx_after), 2, "a store beside the loop's window: that loop stays");
 }
 
+/* A loop around both (a second pass over the row, no new copy): the max loop's second pass reads
+ * what the stores left past the row, so neither it nor the storing loop moves. */
+Test(wstore, a_pass_after_the_stores_keeps_the_loops) {
+  Arena *a = arena_new();
+  Diag d;
+  const char *text =
+      "kernel k<B = 1024, C = 256>(X: f16[M, N], S: out f32[M])\n"
+      "  grid (M) threads (32)\n"
+      "{\n"
+      "  let r = block.x;\n"
+      "  shared xs = fill(X[r, 0 : +B], -inf);\n"
+      "  reg acc: f32 = 0;\n"
+      "  for it in 0 .. 2 {\n"
+      "    reg mx: f32[C] = -inf;\n"
+      "    for c0 in 0 .. N step C { mx = maximum(mx, to_f32(fill(xs[c0 : +C], -inf))); }\n"
+      "    let m = max(mx, 0);\n"
+      "    for c0 in 0 .. N step C { xs[c0 : +C] = to(f16, exp(to_f32(fill(xs[c0 : +C], -inf)) - m)); }\n"
+      "    acc += m;\n"
+      "  }\n"
+      "  S[r] = acc;\n"
+      "}\n";
+  TirFunc *f = source_tir_with(a, "k.tile", text, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f);
+  cr_assert_eq(count_op(f, TIR_ROW_SHIFT), 0);
+  arena_free(a);
+}
+
 /* The same kernel in the interpreter, loops moved and not, on rows whose tensor starts `off`
  * elements past a 16-byte boundary: the same sums, the same gradient to a unit of f16. */
 static void stored_rows_match(int off) {
