@@ -72,6 +72,8 @@ typedef struct Tile {
   bool ahead;             /* a lookahead load's register: pipe_top fills it, its LOAD emits nothing */
   const bool *pad;        /* register tile: which registers hold only padding (read as undef, so
                              LLVM drops what is computed from them), or NULL: none */
+  bool window_stored;     /* shared, written by window stores: a window's reads outside it load
+                             nothing (an owned store's loop has no barrier against them) */
 } Tile;
 
 /* A tile operand seen as a 2-D array in shared memory (DOT operands). */
@@ -148,8 +150,9 @@ typedef struct Cg {
   int slot_size[NSLOTS];
   int smem_tiles;                    /* bytes used by shared tiles */
   bool dirty;                        /* shared memory read since the last barrier */
-  int barrier_at;                    /* > 0: a barrier before instruction barrier_at or the first
-                                        after it (the end of a loop of owned window stores) */
+  int barrier_at[MAX_NEST];          /* barriers owed before these instructions or the first
+                                        after them (the ends of loops of owned window stores) */
+  int nbarrier_at;
   GmemState *gm;                     /* global memory since the last barrier (order_global) */
   int stage_ahead;                   /* ring tiles are read from the stage this many iterations
                                         ahead (a rotated loop's next-stage DOT, TirInst.stage) */
@@ -1439,6 +1442,28 @@ static void window_inside(Cg *g, const Window *w, int ch, LLVMValueRef *vals) {
   buf_read_chunks(g, base, w->dst->lay, w->e, w->src->pitch, ch, w->dst->pad, vals);
 }
 
+/* A load of type t from shared buffer address p where ok holds: else undef, and where the tile is
+ * written by window stores (window_stored) no load at all, not even a discarded one of the
+ * buffer's start, which another thread of an owned store's loop may be writing. */
+static LLVMValueRef window_load(Cg *g, const Tile *t, LLVMTypeRef ty, LLVMValueRef p, LLVMValueRef ok, unsigned align) {
+  if (!t->window_stored) {
+    LLVMValueRef v = LLVMBuildLoad2(g->b, ty, p, "");
+    LLVMSetAlignment(v, align);
+    return v;
+  }
+  LLVMBasicBlockRef from = LLVMGetInsertBlock(g->b), ld = new_bb(g, "wl"), join = new_bb(g, "wlj");
+  LLVMBuildCondBr(g->b, ok, ld, join);
+  LLVMPositionBuilderAtEnd(g->b, ld);
+  LLVMValueRef v = LLVMBuildLoad2(g->b, ty, p, "");
+  LLVMSetAlignment(v, align);
+  LLVMBuildBr(g->b, join);
+  LLVMPositionBuilderAtEnd(g->b, join);
+  LLVMValueRef phi = LLVMBuildPhi(g->b, ty, ""), in_v[2] = {v, LLVMGetUndef(ty)};
+  LLVMBasicBlockRef in_b[2] = {ld, from};
+  LLVMAddIncoming(phi, in_v, in_b, 2);
+  return phi;
+}
+
 /* Register k of window w (lw: layout_lw of its layout): its element's index in the tile's buffer
  * (a shifted row's shift added), and in *ok whether the element lies inside the tile. */
 static LLVMValueRef window_elem(Cg *g, const Window *w, LLVMValueRef lw, int k, LLVMValueRef *ok) {
@@ -1464,8 +1489,8 @@ static void window_masked_regs(Cg *g, const Window *w, int from, int to, LLVMVal
     }
     LLVMValueRef ok, idx = window_elem(g, w, lw, k, &ok);
     idx = LLVMBuildSelect(g->b, ok, idx, ci32(g, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(g->b, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
-    LLVMSetAlignment(v, (unsigned)eb);
+    LLVMValueRef v = window_load(g, w->src, mem_type(g, w->e), smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")),
+                                 ok, (unsigned)eb);
     vals[k] = LLVMBuildSelect(g->b, ok, from_mem(g, w->e, v), fill, "");
   }
 }
@@ -1500,8 +1525,8 @@ static void window_masked_chunks(Cg *g, const Window *w, int ch, LLVMValueRef *v
                                       in_range(g, row, ci32(g, bufrows)), "");
     LLVMValueRef idx = LLVMBuildAdd(g->b, LLVMBuildMul(g->b, row, ci32(g, pitch), ""), bcol, "");
     idx = LLVMBuildSelect(g->b, inbuf, idx, ci32(g, 0), "");
-    LLVMValueRef v = LLVMBuildLoad2(g->b, vt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), "");
-    LLVMSetAlignment(v, (unsigned)(eb * ch));
+    LLVMValueRef v = window_load(g, w->src, vt, smem_at(g, base, LLVMBuildMul(g->b, idx, ci32(g, eb), "")), inbuf,
+                                 (unsigned)(eb * ch));
     LLVMValueRef row_ok = in_range(g, row, ci32(g, w->rows));
     LLVMValueRef oks = LLVMGetUndef(LLVMVectorType(g->i1, (unsigned)ch));
     for (int k = 0; k < ch; k++) {
@@ -1682,6 +1707,18 @@ static bool loop_has_owned_store(Cg *g, int first) {
   return false;
 }
 
+/* A barrier owed before instruction `at` (or the first after it that is lowered), beside those
+ * already owed (nested loops of owned stores each get theirs); false when no more fit. */
+static bool owe_barrier(Cg *g, int at) {
+  for (int k = 0; k < g->nbarrier_at; k++)
+    if (g->barrier_at[k] == at)
+      return true;
+  if (g->nbarrier_at == MAX_NEST)
+    return false;
+  g->barrier_at[g->nbarrier_at++] = at;
+  return true;
+}
+
 /* Window w's registers (vals, w->dst's layout) that fall inside its tile, element by element; the
  * others are dropped. */
 static void window_masked_store(Cg *g, const Window *w, LLVMValueRef *vals) {
@@ -1716,6 +1753,8 @@ static void lower_window_store(Cg *g, const TirInst *in) {
   get_tile(g, in->args[1], &w.r0);
   get_tile(g, in->args[2], &w.c0);
   int loop = owned_store_loop(g, i);
+  if (loop >= 0 && !owe_barrier(g, tir_region_end(g->f, loop) + 1))
+    loop = -1;
   if (loop < 0 && g->dirty)
     barrier(g);
   LLVMBasicBlockRef writer = begin_if(g, layout_writer(g, w.dst->lay));
@@ -1736,12 +1775,8 @@ static void lower_window_store(Cg *g, const TirInst *in) {
   LLVMBuildBr(g->b, join);
   LLVMPositionBuilderAtEnd(g->b, join);
   end_if(g, writer);
-  if (loop < 0) {
+  if (loop < 0)
     barrier(g);
-  } else {
-    int after = tir_region_end(g->f, loop) + 1;
-    g->barrier_at = after > g->barrier_at ? after : g->barrier_at;
-  }
 }
 
 static LLVMValueRef combine(Cg *g, TirOp op, ElemType e, LLVMValueRef x, LLVMValueRef y) {
@@ -4055,10 +4090,14 @@ static bool loop_has_owned_store(Cg *g, int first);
 
 static void sync_before(Cg *g, const TirInst *in) {
   int i = (int)(in - g->f->insts);
-  if (g->barrier_at > 0 && i >= g->barrier_at) {
-    g->barrier_at = 0;
+  bool owed = false;
+  for (int k = 0; k < g->nbarrier_at; k++)
+    if (i >= g->barrier_at[k]) {
+      owed = true;
+      g->barrier_at[k--] = g->barrier_at[--g->nbarrier_at];
+    }
+  if (owed)
     barrier(g);
-  }
   if (in->op == TIR_FOR && g->dirty && loop_has_owned_store(g, i))
     barrier(g); /* no thread may still read, from an earlier loop, what the stores overwrite */
   order_global(g, in);
@@ -4973,6 +5012,8 @@ static bool plan(Cg *g) {
   for (int i = 0; i < f->ninsts; i++)
     if (f->insts[i].op == TIR_TRANS && tir_trans_view_ok(f, i))
       g->tiles[f->insts[i].dst].view_of = f->insts[i].args[0];
+    else if (f->insts[i].op == TIR_WINDOW_STORE)
+      g->tiles[f->insts[i].dst].window_stored = true;
   g->prog_tile = g->prog_end = -1;
   for (int k = 0; k < g->sched->nprogs; k++) {
     g->tiles[f->insts[g->sched->progs[k].load].dst].parts = g->sched->progs[k].parts;

@@ -381,13 +381,18 @@ static bool later_windows_blind(const TirFunc *f, int r, int ld, int st, int fir
 static bool scan_window_store(Scan *s, const TirInst *in) {
   const TirFunc *f = s->f;
   int v = in->args[0];
+  const TirInst *ld = in->args[2] == s->var ? row_copy(s, in->dst) : NULL;
   Val a;
-  if (in->args[2] != s->var || !row_copy(s, in->dst) || last_dim(f, v) != s->step || f->regs[v].type.rank != 1 ||
-      !get_val(s, v, &a) || a.iter || a.kind == V_IOTA || a.kind == V_VAR || !get_val(s, in->args[1], &a) ||
-      a.kind != V_UNIFORM || a.iter)
+  if (!ld || last_dim(f, v) != s->step || f->regs[v].type.rank != 1 || !get_val(s, v, &a) || a.iter ||
+      a.kind == V_IOTA || a.kind == V_VAR || !get_val(s, in->args[1], &a) || a.kind != V_UNIFORM || a.iter)
     return false;
-  int ld = tir_windowed_row_load(f, in->dst);
-  return later_windows_blind(f, in->dst, ld, (int)(in - f->insts), s->first, s->end);
+  /* the loop covers the stored row's real columns, 0 .. N - 1, in either placement */
+  const TirArg *arg = &f->args[ld->arg_index];
+  int32_t len = last_dim(f, in->dst);
+  if (!holds_dim(f, s->bound, arg->dims[arg->rank - 1]) || (s->win_len && s->win_len != len))
+    return false;
+  s->win_len = len;
+  return later_windows_blind(f, in->dst, (int)(ld - f->insts), (int)(in - f->insts), s->first, s->end);
 }
 
 static bool scan_reduce(Scan *s, const TirInst *in, Val *out) {

@@ -228,3 +228,34 @@ Test(wstore, owned_stores_leave_their_barriers_to_the_loop) {
   ptxas_assert_clean(source_ptx(a, "k.tile", row_src(a, "xs[c0 : +C]", dx_after), defs, ARCH_SM80), ARCH_SM80);
   arena_free(a);
 }
+
+/* Owned stores in nested loops: the inner loop's barrier (before the outer body reads what it
+ * stored, in another layout) is owed beside the outer loop's, not replaced by it, so the kernel
+ * has as many barriers as with the outer store after the inner loop (a review finding: one
+ * fewer, and a race). */
+static const char *nest_fmt =
+    "kernel nest<C = 512, WARPS = 4>(X: f32[M, N], Y: f32[M, N], Z: out f32[M, 4, 128])\n"
+    "  grid (M) threads (WARPS * 32)\n"
+    "{\n"
+    "  let r = block.x;\n"
+    "  shared a = X[r, 0 : +2048];\n"
+    "  shared b = Y[r, 0 : +2048];\n"
+    "  for c0 in 0 .. 2048 step C {\n"
+    "    %s\n"
+    "    for d0 in 0 .. 2048 step C { let wa = a[d0 : +C]; a[d0 : +C] = wa + 1.0; }\n"
+    "    Z[r, c0 / C, 0 : +128] = a[c0 : +128];\n"
+    "    %s\n"
+    "  }\n"
+    "}\n";
+
+Test(wstore, nested_owned_loops_each_get_their_barrier) {
+  Arena *a = arena_new();
+  const char *outer = "let wb = b[c0 : +C]; b[c0 : +C] = wb * 2.0;";
+  char first[1024], last[1024];
+  snprintf(first, sizeof first, nest_fmt, outer, "");
+  snprintf(last, sizeof last, nest_fmt, "", outer);
+  int nf = occurrences(source_ptx(a, "nest.tile", first, NULL, ARCH_SM90A), "bar.sync");
+  int nl = occurrences(source_ptx(a, "nest.tile", last, NULL, ARCH_SM90A), "bar.sync");
+  cr_assert_geq(nf, nl, "outer store first: %d barriers, last: %d", nf, nl);
+  arena_free(a);
+}
