@@ -4084,10 +4084,11 @@ static void wait_for_operands(Cg *g, const TirInst *in) {
     wait_groups(g, need);
 }
 
-/* What must precede instruction in across threads: the order of global accesses, the copies
- * it reads. */
 static bool loop_has_owned_store(Cg *g, int first);
 
+/* What must precede instruction in across threads: the barriers owed at the ends of loops of
+ * owned window stores and before such a loop, the order of global accesses, the copies it
+ * reads. */
 static void sync_before(Cg *g, const TirInst *in) {
   int i = (int)(in - g->f->insts);
   bool owed = false;
