@@ -140,6 +140,19 @@ PY
 python3 bench/tools/ab.py "$tmp/ab.json" _nr _fanr >"$tmp/ab.txt" || fail "bench/tools/ab.py"
 grep -q "^_nr  *2.000  (1 cases)" "$tmp/ab.txt" && grep -q "^_fanr  *0.250  (1 cases)" "$tmp/ab.txt" ||
   { cat "$tmp/ab.txt"; fail "bench/tools/ab.py ratios"; }
+# ^PREFIX: a variant against the fastest variant of bench/bench_set.txt on its case (a faster
+# variant outside the set is no base)
+python3 - "$tmp/abset.json" <<'PY'
+import json, sys
+def row(v, ms, n=4096):
+    return {"kernel": "k", "shape": {"N": n}, "dtype": "f16", "causal": None, "impl": "tilec",
+            "variant": v, "median_ms": ms, "verified": True}
+rows = [row("xentb_win_bn50264_c4096_w16", 4.0), row("xentb_win_bn50264_c8192_w16", 3.0),
+        row("a_nr", 0.5), row("zz_one", 1.5)]
+json.dump({"gpu": "G", "commit": "c", "date": "d", "rows": rows}, open(sys.argv[1], "w"))
+PY
+python3 bench/tools/ab.py "$tmp/abset.json" '^zz_' >"$tmp/abset.txt" || fail "bench/tools/ab.py ^PREFIX"
+grep -q "^\^zz_  *2.000  (1 cases)" "$tmp/abset.txt" || { cat "$tmp/abset.txt"; fail "bench/tools/ab.py ^PREFIX ratios"; }
 echo "check_bench: A/B ratios"
 
 # 6. the baselines' ldmatrix / mma.sync fragment and shared-memory index arithmetic, replayed on

@@ -9,10 +9,18 @@ dated copy), so both sides were timed in one run on one GPU.
 A ratio is the base's median time over the variant's: above 1, the suffix is faster. Only
 verified rows count; a case either side lacks is left out. Suffixes are tried longest first, so
 `_fanr` is not read as `_nr` of `..._fa`.
+
+An argument `^PREFIX` reads the variants whose name starts with PREFIX (another source for the
+same cases: `^xentst_`, the stored-exponential cross-entropy kernels) against the fastest
+variant of bench/bench_set.txt timed on the same case: the base is then that set variant.
 """
 import json
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from run import read_bench_set  # noqa: E402
 
 
 def case_key(row):
@@ -39,6 +47,18 @@ def pairs(times, suffix, suffixes):
             yield base, variant, case, times[(base, case)] / ms
 
 
+def against_set(times, prefix, bench_set):
+    """(base, variant, case, ratio): each variant starting with prefix against the fastest set
+    variant of its case."""
+    best = {}
+    for (variant, case), ms in times.items():
+        if variant in bench_set and (case not in best or ms < best[case][1]):
+            best[case] = (variant, ms)
+    for (variant, case), ms in sorted(times.items()):
+        if variant.startswith(prefix) and case in best:
+            yield best[case][0], variant, case, best[case][1] / ms
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__.strip(), file=sys.stderr)
@@ -46,14 +66,20 @@ def main(argv):
     with open(argv[1]) as f:
         res = json.load(f)
     times = medians(res["rows"])
-    suffixes = sorted(argv[2:], key=len, reverse=True)
+    suffixes = sorted((a for a in argv[2:] if not a.startswith("^")), key=len, reverse=True)
+    bench_set = set(read_bench_set()) if any(a.startswith("^") for a in argv[2:]) else set()
     print(f"# A/B from {argv[1]}: {res.get('gpu')}, commit {res.get('commit')}, {res.get('date')}")
     summary = []
     for s in argv[2:]:
-        found = list(pairs(times, s, suffixes))
-        print(f"\n## {s}: base ms / {s} ms (> 1: {s} faster)")
+        if s.startswith("^"):
+            found = list(against_set(times, s[1:], bench_set))
+            print(f"\n## {s}: the set's fastest ms / {s} ms (> 1: {s} faster)")
+        else:
+            found = list(pairs(times, s, suffixes))
+            print(f"\n## {s}: base ms / {s} ms (> 1: {s} faster)")
         for base, variant, case, ratio in found:
-            print(f"{ratio:7.3f}  {variant:44s} {case[0]} {case[1]} {case[2]}")
+            against = f"  (against {base})" if s.startswith("^") else ""
+            print(f"{ratio:7.3f}  {variant:44s} {case[0]} {case[1]} {case[2]}{against}")
         if found:
             g = math.exp(sum(math.log(x[3]) for x in found) / len(found))
             summary.append((s, g, len(found)))
