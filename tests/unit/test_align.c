@@ -68,13 +68,7 @@ static int moved_loops(const char *what, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(src, sizeof src, fmt, ap);
   va_end(ap);
-  Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-  cr_assert_not_null(f, "%s", what);
-  int n = count_op(f, TIR_ROW_SHIFT);
-  arena_free(a);
-  return n;
+  return aligned_loops_in(what, src);
 }
 
 Test(align, sums_whose_fill_is_their_identity) {
@@ -282,27 +276,7 @@ static void moved_windows_match_in(int n, int off, bool ring) {
            ring ? "cdiv(M, 3)" : "M",
            ring ? "for r in block.x * 3 .. minimum(block.x * 3 + 3, M) pipeline 2 {\n" : "let r = block.x;\n", body,
            ring ? "}\n" : "");
-  static _Alignas(16) uint16_t x[M * N + 8], y[2][M * N + 8];
-  static float s[2][M];
-  for (int i = 0; i < M * n; i++)
-    elem_store(x + off, i, TY_F16, (float)((i * 7919) % 61) / 8.0f - 3.0f);
-  for (int v = 0; v < 2; v++) {
-    Arena *a = arena_new();
-    Diag d;
-    TirFunc *f = source_tir_with(a, "k.tile", src, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", v ? NULL : "0", &d);
-    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? 3 : 0);
-    InterpArg args[3] = {{.tensor = {x + off, {M, n}, {n, 1}}}, {.tensor = {s[v], {M}, {1}}},
-                         {.tensor = {y[v] + off, {M, n}, {n, 1}}}};
-    int64_t dims[2] = {M, n}, grid[3] = {ring ? (M + 2) / 3 : M, 1, 1};
-    char err[256];
-    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
-    arena_free(a);
-  }
-  for (int i = 0; i < M; i++)
-    cr_assert(s[0][i] == s[1][i] || fabsf(s[0][i] - s[1][i]) <= 1e-5f * fabsf(s[0][i]) + 1e-6f,
-              "n = %d, row %d: %g vs %g", n, i, s[0][i], s[1][i]);
-  for (int i = 0; i < M * n; i++)
-    cr_assert_eq(elem_load(y[0] + off, i, TY_F16), elem_load(y[1] + off, i, TY_F16), "element %d", i);
+  moved_windows_agree(src, M, n, off, ring ? (M + 2) / 3 : M, 3, 0);
 }
 
 static void moved_windows_match(int n, int off) { moved_windows_match_in(n, off, false); }

@@ -4,6 +4,7 @@
 #include "ast.h"
 
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,4 +195,48 @@ int occurrences(const char *s, const char *what) {
   for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
     n++;
   return n;
+}
+
+int aligned_loops_in(const char *what, const char *text) {
+  Arena *a = arena_new();
+  Diag d;
+  TirFunc *f = source_tir_with(a, "k.tile", text, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
+  cr_assert_not_null(f, "%s", what);
+  int n = count_op(f, TIR_ROW_SHIFT);
+  arena_free(a);
+  return n;
+}
+
+void moved_windows_agree(const char *text, int rows, int n, int off, int64_t blocks, int moved, float y_rel) {
+  size_t len = (size_t)rows * (size_t)n + 8;
+  uint16_t *x = aligned_alloc(16, (len * 2 + 15) / 16 * 16), *y[2];
+  float *s[2];
+  cr_assert_not_null(x);
+  for (int i = 0; i < rows * n; i++)
+    elem_store(x + off, i, TY_F16, (float)((i * 7919) % 61) / 8.0f - 3.0f);
+  for (int v = 0; v < 2; v++) {
+    y[v] = aligned_alloc(16, (len * 2 + 15) / 16 * 16);
+    s[v] = calloc((size_t)rows + 1, sizeof(float));
+    cr_assert(y[v] && s[v]);
+    Arena *a = arena_new();
+    Diag d;
+    TirFunc *f = source_tir_with(a, "k.tile", text, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", v ? NULL : "0", &d);
+    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? moved : 0);
+    InterpArg args[3] = {{.tensor = {x + off, {rows, n}, {n, 1}}}, {.tensor = {s[v], {rows}, {1}}},
+                         {.tensor = {y[v] + off, {rows, n}, {n, 1}}}};
+    int64_t dims[2] = {rows, n}, grid[3] = {blocks, 1, 1};
+    char err[256];
+    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
+    arena_free(a);
+  }
+  for (int i = 0; i < rows; i++)
+    cr_assert(s[0][i] == s[1][i] || fabsf(s[0][i] - s[1][i]) <= 1e-5f * fabsf(s[0][i]) + 1e-6f,
+              "n = %d, row %d: %g vs %g", n, i, s[0][i], s[1][i]);
+  for (int i = 0; i < rows * n; i++) {
+    float p = elem_load(y[0] + off, i, TY_F16), q = elem_load(y[1] + off, i, TY_F16);
+    cr_assert(y_rel == 0 ? p == q : fabsf(p - q) <= y_rel * fabsf(p) + 1e-7f, "element %d: %g vs %g", i, p, q);
+  }
+  free(x);
+  for (int v = 0; v < 2; v++)
+    free(y[v]), free(s[v]);
 }

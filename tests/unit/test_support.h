@@ -45,6 +45,14 @@ int nth_op(const TirFunc *f, TirOp op, int k);
 /* How many instructions of f have op `op`. */
 int count_op(const TirFunc *f, TirOp op);
 
+/* How many loops tir_align moved to their row's boundary (one ROW_SHIFT each) in the kernel of
+ * text (sm_90a); what names the case when it does not compile (a Criterion assertion). */
+int aligned_loops_in(const char *what, const char *text);
+/* The kernel of text (X: f16[rows, n] in, S: f32[rows] and Y: f16[rows, n] out, every tensor
+ * `off` elements past a 16-byte boundary, `blocks` blocks) in the interpreter with tir_align's
+ * `moved` loops moved and with none: S the same to 1e-5, Y equal (y_rel 0) or to y_rel of itself. */
+void moved_windows_agree(const char *text, int rows, int n, int off, int64_t blocks, int moved, float y_rel);
+
 /* tir_verify's message for f ("" when f is valid), its locations in from's file. */
 char *tir_verify_message(Arena *a, const TirFunc *f, const Diag *from);
 

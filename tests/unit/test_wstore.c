@@ -4,7 +4,6 @@
  * leaves its barriers to its loop; ptxas clean), and tir_align (a loop that stores moves to its
  * row's boundary only where nothing later reads what it leaves past the row). */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <string.h>
 
 #include "tilec.h"
@@ -122,13 +121,10 @@ static char *row_src(Arena *a, const char *target, const char *after) {
   return p;
 }
 
-/* The loops tir_align moved (one ROW_SHIFT each). */
+/* The loops tir_align moved. */
 static int moved(const char *target, const char *after) {
   Arena *a = arena_new();
-  Diag d;
-  TirFunc *f = source_tir_with(a, "k.tile", row_src(a, target, after), ARCH_SM90A, "TILEC_ALIGN_WINDOWS", NULL, &d);
-  cr_assert_not_null(f);
-  int n = count_op(f, TIR_ROW_SHIFT);
+  int n = aligned_loops_in(target, row_src(a, target, after));
   arena_free(a);
   return n;
 }
@@ -175,29 +171,8 @@ Test(wstore, a_pass_after_the_stores_keeps_the_loops) {
 /* The same kernel in the interpreter, loops moved and not, on rows whose tensor starts `off`
  * elements past a 16-byte boundary: the same sums, the same gradient to a unit of f16. */
 static void stored_rows_match(int off) {
-  enum { RN = 1003 };
   Arena *a = arena_new();
-  const char *text = row_src(a, "xs[c0 : +C]", dx_after);
-  static _Alignas(16) uint16_t x[M * RN + 8], y[2][M * RN + 8];
-  static float s[2][M];
-  for (int i = 0; i < M * RN; i++)
-    elem_store(x + off, i, TY_F16, (float)((i * 7919) % 61) / 8.0f - 3.0f);
-  for (int v = 0; v < 2; v++) {
-    Diag d;
-    TirFunc *f = source_tir_with(a, "k.tile", text, ARCH_SM90A, "TILEC_ALIGN_WINDOWS", v ? NULL : "0", &d);
-    cr_assert_eq(count_op(f, TIR_ROW_SHIFT), v ? 3 : 0);
-    InterpArg args[3] = {{.tensor = {x + off, {M, RN}, {RN, 1}}}, {.tensor = {s[v], {M}, {1}}},
-                         {.tensor = {y[v] + off, {M, RN}, {RN, 1}}}};
-    int64_t dims[2] = {M, RN}, grid[3] = {M, 1, 1};
-    char err[256];
-    cr_assert(interp_run(f, args, dims, grid, err, sizeof err), "%s", err);
-  }
-  for (int i = 0; i < M; i++)
-    cr_assert(fabsf(s[0][i] - s[1][i]) <= 1e-5f * fabsf(s[0][i]) + 1e-6f, "row %d: %g vs %g", i, s[0][i], s[1][i]);
-  for (int i = 0; i < M * RN; i++) {
-    float p = elem_load(y[0] + off, i, TY_F16), q = elem_load(y[1] + off, i, TY_F16);
-    cr_assert(fabsf(p - q) <= fabsf(p) / 1024.0f + 1e-7f, "element %d: %g vs %g", i, p, q);
-  }
+  moved_windows_agree(row_src(a, "xs[c0 : +C]", dx_after), M, 1003, off, M, 3, 1.0f / 1024);
   arena_free(a);
 }
 
