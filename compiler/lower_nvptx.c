@@ -1672,11 +1672,8 @@ static void lower_window(Cg *g, const TirInst *in) {
 static int owned_store_loop(const Cg *g, int i) {
   const TirFunc *f = g->f;
   const TirInst *st = &f->insts[i];
-  int lf = -1;
-  for (int j = i - 1; j >= 0 && lf < 0; j--)
-    if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
-      lf = f->insts[j].op == TIR_FOR ? j : -2;
-  if (lf < 0 || st->args[2] != f->insts[lf].dst)
+  int lf = tir_enclosing(f, i);
+  if (lf < 0 || f->insts[lf].op != TIR_FOR || st->args[2] != f->insts[lf].dst)
     return -1;
   const TileType *vt = &f->regs[st->args[0]].type;
   const Layout *vl = g->tiles[st->args[0]].lay;

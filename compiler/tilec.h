@@ -414,8 +414,8 @@ int tir_only_write(const TirFunc *f, int r);          /* the one instruction wri
 int tir_region_end(const TirFunc *f, int first);     /* the ENDFOR/ENDIF closing FOR/IF `first`, or -1 */
 bool tir_arg_written(const TirFunc *f, int arg);     /* tensor argument arg is written (STORE, atomics) */
 int tir_windowed_row_load(const TirFunc *f, int r); /* r a rank-1 shared tile one LOAD writes whole, read only by windows (window stores may write it): that LOAD, else -1 */
-bool tir_window_store_of(const TirInst *u, int r);  /* u writes a window of shared tile r, reading no other part of it */
 bool tir_at_top_level(const TirFunc *f, int i);      /* instruction i lies outside every loop and branch */
+int tir_enclosing(const TirFunc *f, int i);          /* the FOR or IF whose body holds instruction i most closely, or -1 */
 bool tir_is_zero_tile(const TirFunc *f, int r);       /* r's only write is a CONST 0 */
 bool tir_is_i32_scalar(const TirFunc *f, int r);      /* r is an i32 scalar */
 bool tir_rows_whole_granules(const TirFunc *f, int arg); /* tensor arg's rows: a pinned length of whole 16-byte granules */

@@ -115,7 +115,7 @@ bool tir_rows_whole_granules(const TirFunc *f, int arg) {
 }
 
 /* Whether instruction u writes a window of shared tile r (and reads nothing else of it). */
-bool tir_window_store_of(const TirInst *u, int r) {
+static bool tir_window_store_of(const TirInst *u, int r) {
   return u->op == TIR_WINDOW_STORE && u->dst == r && u->args[0] != r && u->args[1] != r && u->args[2] != r;
 }
 
@@ -153,12 +153,14 @@ int tir_windowed_row_load(const TirFunc *f, int r) {
              : -1;
 }
 
-bool tir_at_top_level(const TirFunc *f, int i) {
-  for (int j = 0; j < i; j++)
+int tir_enclosing(const TirFunc *f, int i) {
+  for (int j = i - 1; j >= 0; j--)
     if ((f->insts[j].op == TIR_FOR || f->insts[j].op == TIR_IF) && tir_region_end(f, j) > i)
-      return false;
-  return true;
+      return j;
+  return -1;
 }
+
+bool tir_at_top_level(const TirFunc *f, int i) { return tir_enclosing(f, i) < 0; }
 
 bool tir_is_zero_tile(const TirFunc *f, int r) {
   int def = tir_only_write(f, r);

@@ -252,13 +252,9 @@ static bool scan_memory(Scan *s, int j, const TirInst *in, Val *out) {
  * and loop `first` directly in the same body, after it: a row copied on a ring, one row an
  * iteration, walked by a loop of that iteration. */
 static bool ring_row_before(const TirFunc *f, int w, int first) {
-  for (int j = w - 1; j >= 0; j--) {
-    TirOp op = f->insts[j].op;
-    if ((op == TIR_FOR || op == TIR_IF) && tir_region_end(f, j) > w)
-      return op == TIR_FOR && f->insts[j].pipeline > 1 && first < tir_region_end(f, j) &&
-             tir_nest_depth(f, j, first) == 0;
-  }
-  return false;
+  int j = tir_enclosing(f, w);
+  return j >= 0 && f->insts[j].op == TIR_FOR && f->insts[j].pipeline > 1 && first < tir_region_end(f, j) &&
+         tir_nest_depth(f, j, first) == 0;
 }
 
 /* The LOAD that copies a row into shared tile r, before the loop, from its column 0, or NULL:
@@ -356,12 +352,9 @@ static bool later_windows_blind(const TirFunc *f, int r, int ld, int st, int fir
     const TirInst *u = &f->insts[k];
     if (u->op != TIR_WINDOW || u->args[0] != r || (k > first && k < end) || !may_follow(f, ld, st, k))
       continue;
-    int lf = -1;
-    for (int j = k - 1; j >= 0 && lf < 0; j--)
-      if (f->insts[j].op == TIR_FOR && tir_region_end(f, j) > k)
-        lf = j;
-    if (lf < 0 || lf < ld || (lf < first && tir_region_end(f, lf) > end)) {
-      blind = false; /* a read outside every loop, or in a loop around the copy or the store */
+    int lf = tir_enclosing(f, k);
+    if (lf < 0 || f->insts[lf].op != TIR_FOR || lf < ld || (lf < first && tir_region_end(f, lf) > end)) {
+      blind = false; /* a read outside every loop, under an if, or in a loop around the copy or the store */
       break;
     }
     Val *val = calloc((size_t)f->nregs + 1, sizeof *val);
